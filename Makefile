@@ -1,0 +1,29 @@
+# spindle: `make demo` and `make test` work on a fresh Debian machine.
+SCHEME ?= scheme
+SPINDLE = bin/spindle
+
+.PHONY: all demo test bench check clean deps
+
+all: test
+
+# Installs Chez Scheme (Debian's chezscheme) when `scheme` is missing.
+deps:
+	@command -v $(SCHEME) >/dev/null 2>&1 || { \
+	  echo "installing chezscheme with apt-get"; \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chezscheme >/dev/null; }
+
+demo: deps
+	$(SPINDLE) run examples/sqrt-demo.ss
+
+test: deps
+	tests/run.sh
+
+bench: deps
+	$(SPINDLE) bench micro scale
+
+check: deps
+	tests/run.sh tests/test-syntax.ss
+
+clean:
+	find . -name '*.so' -o -name '*.wpo' | xargs rm -f

@@ -1,0 +1,34 @@
+#!chezscheme
+;;; spindle: threads, parallel thread pools, events and channels for Chez Scheme.
+;;; Import as (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)).
+(library (spindle)
+  (export
+    ;; (spindle thread)
+    thread thread? current-thread make-parallel-thread-pool parallel-thread-pool?
+    parallel-thread-pool-close thread-wait kill-thread break-thread thread-suspend
+    thread-resume thread-running? thread-dead? sleep yield thread-dead-evt
+    thread-suspend-evt thread-resume-evt thread-send thread-receive thread-try-receive
+    thread-receive-evt thread-rewind-receive processor-count memory-order-acquire
+    memory-order-release &break break-condition? &break-hang-up break-hang-up-condition?
+    &break-terminate break-terminate-condition? break-enabled parameterize-break
+    srfi-18-thread-pool box-cas! vector-cas!
+    ;; (spindle parameter)
+    make-parameter parameterize make-thread-parameter
+    ;; (spindle event)
+    evt? sync sync/timeout sync/enable-break sync/timeout/enable-break
+    choice-evt wrap-evt handle-evt handle-evt? guard-evt nack-guard-evt
+    poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
+    current-inexact-milliseconds current-inexact-monotonic-milliseconds
+    register-evt-record-type!
+    make-channel channel? channel-get channel-try-get channel-put
+    channel-put-evt channel-put-evt?
+    make-semaphore semaphore? semaphore-post semaphore-wait semaphore-try-wait?
+    semaphore-wait/enable-break semaphore-peek-evt semaphore-peek-evt?
+    call-with-semaphore call-with-semaphore/enable-break
+    make-async-channel async-channel? async-channel-get async-channel-try-get
+    async-channel-put async-channel-put-evt)
+  (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
+                  thread-results thread-data-specific thread-data-specific-set!
+                  thread-add-exit-hook! thread-procedure)
+          (only (spindle parameter) make-parameter parameterize make-thread-parameter)
+          (except (spindle event) box-cas! vector-cas!)))

@@ -1,0 +1,168 @@
+#!chezscheme
+;;; Buffered (asynchronous) channels, optionally bounded; also the storage
+;;; of thread mailboxes (unbounded, with a peek evt and push-front).
+(library (spindle async-channel)
+  (export (rename (make-async-channel* make-async-channel)) async-channel? async-channel-get async-channel-try-get
+          async-channel-put async-channel-put-evt
+          ;; for mailboxes
+          make-buffer-channel async-channel-peek-evt async-channel-push-front!)
+  (import (chezscheme) (spindle private queue) (spindle private scheduler)
+          (spindle private evt-core) (spindle private sync))
+
+  (define-record-type async-channel
+    (parent prim-evt)
+    (fields limit lock buffer getters putters peekers)
+    (protocol
+      (lambda (new)
+        (lambda (limit)
+          ((new get-attempt get-cancel) limit (make-mutex) (make-queue)
+           (make-queue) (make-queue) (make-queue)))))
+    (nongenerative spindle-async-channel-v1))
+
+  (define-record-type put-evt
+    (parent prim-evt)
+    (fields channel value)
+    (protocol (lambda (new) (lambda (ch v) ((new put-attempt put-cancel) ch v))))
+    (nongenerative spindle-async-channel-put-evt-v1) (sealed #t))
+
+  ;; Ready when the buffer is not empty; dequeues nothing.  Result: the evt.
+  (define-record-type peek-evt
+    (parent prim-evt)
+    (fields channel)
+    (protocol (lambda (new) (lambda (ch) ((new peek-attempt peek-cancel) ch))))
+    (nongenerative spindle-async-channel-peek-v1) (sealed #t))
+
+  (define (make-buffer-channel) (make-async-channel #f))
+
+  (define make-async-channel*
+    (case-lambda
+      [() (make-async-channel #f)]
+      [(limit)
+       (unless (or (not limit) (and (integer? limit) (exact? limit) (> limit 0)))
+         (assertion-violation 'make-async-channel "expected #f or an exact positive integer" limit))
+       (make-async-channel limit)]))
+
+  (define (check who ch)
+    (unless (async-channel? ch) (assertion-violation who "expected an async channel" ch)))
+
+  (define (room? ch)
+    (let ([limit (async-channel-limit ch)])
+      (or (not limit) (fx< (queue-length (async-channel-buffer ch)) limit))))
+
+  ;; With the lock held: move waiting putters into the buffer while there is
+  ;; room, and wake peekers if the buffer is not empty.
+  (define (settle! ch)
+    (let loop ()
+      (when (room? ch)
+        (let ([w (queue-pop! (async-channel-putters ch) #f)])
+          (when w
+            (when (commit-partner! (waiter-syncer w) (waiter-branch w) (list (waiter-value w)))
+              (queue-push! (async-channel-buffer ch) (put-evt-value (waiter-value w))))
+            (loop)))))
+    (unless (queue-empty? (async-channel-buffer ch))
+      (let loop ()
+        (let ([w (queue-pop! (async-channel-peekers ch) #f)])
+          (when w
+            (commit-partner! (waiter-syncer w) (waiter-branch w) (list (waiter-value w)))
+            (loop))))))
+
+  ;; Hands v to a waiting getter, if any is live.  #t if handed.
+  (define (hand-to-getter! ch s branch v our-result)
+    (let ([q (async-channel-getters ch)])
+      (let loop ()
+        (let ([w (queue-pop! q #f)])
+          (and w
+               (let ([r (if s (claim-pair! s (waiter-syncer w)) (claim! (waiter-syncer w)))])
+                 (cond
+                   [(eq? r #t)
+                    (finish! (waiter-syncer w) (waiter-branch w) (list v))
+                    (when s (finish! s branch our-result))
+                    (unpark! (syncer-thread (waiter-syncer w)))
+                    #t]
+                   [(and s (eq? r s)) (queue-push-front! q w) #f]
+                   [else (loop)])))))))
+
+  (define (get-attempt ch s branch register?)
+    (mutex-acquire (async-channel-lock ch))
+    (let ([r (cond
+               [(queue-empty? (async-channel-buffer ch))
+                (and register? (not (syncer-done? s))
+                     (queue-push! (async-channel-getters ch) (make-waiter s branch #f)))]
+               [(claim! s)
+                (finish! s branch (list (queue-pop! (async-channel-buffer ch) #f)))
+                (settle! ch)
+                #t]
+               [else #f])])
+      (mutex-release (async-channel-lock ch))
+      r))
+
+  (define (get-cancel ch node)
+    (mutex-acquire (async-channel-lock ch))
+    (queue-remove! (async-channel-getters ch) node)
+    (mutex-release (async-channel-lock ch)))
+
+  (define (put-attempt pe s branch register?)
+    (let ([ch (put-evt-channel pe)] [v (put-evt-value pe)])
+      (mutex-acquire (async-channel-lock ch))
+      (let ([r (cond
+                 [(hand-to-getter! ch s branch v (list pe)) #t]
+                 [(syncer-done? s) #f]
+                 [(room? ch)
+                  (and (claim! s)
+                       (begin
+                         (queue-push! (async-channel-buffer ch) v)
+                         (finish! s branch (list pe))
+                         (settle! ch)
+                         #t))]
+                 [register? (queue-push! (async-channel-putters ch) (make-waiter s branch pe))]
+                 [else #f])])
+        (mutex-release (async-channel-lock ch))
+        r)))
+
+  (define (put-cancel pe node)
+    (let ([ch (put-evt-channel pe)])
+      (mutex-acquire (async-channel-lock ch))
+      (queue-remove! (async-channel-putters ch) node)
+      (mutex-release (async-channel-lock ch))))
+
+  (define (peek-attempt pk s branch register?)
+    (let ([ch (peek-evt-channel pk)])
+      (mutex-acquire (async-channel-lock ch))
+      (let ([r (cond
+                 [(not (queue-empty? (async-channel-buffer ch))) (commit-one! s branch (list pk))]
+                 [register? (queue-push! (async-channel-peekers ch) (make-waiter s branch pk))]
+                 [else #f])])
+        (mutex-release (async-channel-lock ch))
+        r)))
+
+  (define (peek-cancel pk node)
+    (let ([ch (peek-evt-channel pk)])
+      (mutex-acquire (async-channel-lock ch))
+      (queue-remove! (async-channel-peekers ch) node)
+      (mutex-release (async-channel-lock ch))))
+
+  (define (async-channel-peek-evt ch) (make-peek-evt ch))
+
+  ;; Puts v back at the front (thread-rewind-receive); never blocks.
+  (define (async-channel-push-front! ch v)
+    (with-interrupts-disabled
+      (mutex-acquire (async-channel-lock ch))
+      (unless (hand-to-getter! ch #f #f v #f)
+        (queue-push-front! (async-channel-buffer ch) v)
+        (settle! ch))
+      (mutex-release (async-channel-lock ch))))
+
+  (define (async-channel-get ch) (check 'async-channel-get ch) (sync ch))
+
+  (define (async-channel-try-get ch)
+    (check 'async-channel-try-get ch)
+    (sync/timeout 0 ch))
+
+  (define (async-channel-put ch v)
+    (check 'async-channel-put ch)
+    (sync (make-put-evt ch v))
+    (void))
+
+  (define (async-channel-put-evt ch v)
+    (check 'async-channel-put-evt ch)
+    (make-put-evt ch v)))

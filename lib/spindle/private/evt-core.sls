@@ -1,0 +1,129 @@
+#!chezscheme
+;;; The commit protocol shared by every primitive event.
+;;;
+;;; Each sync makes one syncer: a status cell that moves from waiting (0) to
+;;; done (2) exactly once, by CAS.  A rendezvous between two syncs must move
+;;; both at once, so it first claims both (0 -> 1, lower id first, spinning
+;;; while the other is claimed) and then marks both done; a claim is only
+;;; ever held for a few instructions, with interrupts disabled, and never
+;;; while waiting for a lock, so the id order rules out deadlock.
+;;;
+;;; A primitive event is a record whose attempt procedure, called with
+;;; interrupts disabled, either commits the syncer now (#t), finds nothing
+;;; (#f), or, when asked to register, leaves a waiter and returns a token
+;;; that its cancel procedure takes back.
+(library (spindle private evt-core)
+  (export
+    make-syncer syncer? syncer-thread syncer-branch syncer-result syncer-done?
+    claim! unclaim! finish! commit-one! claim-pair! commit-partner!
+    make-waiter waiter? waiter-syncer waiter-branch waiter-value
+    prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
+    latch make-latch latch? latch-fire! latch-fired?
+    interrupt-thread!)
+  (import (chezscheme) (spindle private queue) (spindle private scheduler))
+
+  (define-record-type syncer
+    (fields status id thread (mutable branch) (mutable result))
+    (protocol
+      (lambda (new)
+        (lambda (thread) (new (box 0) (fresh-id) thread #f '()))))
+    (nongenerative spindle-syncer-v1) (sealed #t))
+
+  (define id-counter (box 0))
+  (define (fresh-id)
+    (let loop ()
+      (let ([n (unbox id-counter)])
+        (if (box-cas! id-counter n (fx+ n 1)) n (loop)))))
+
+  (define (syncer-done? s) (eqv? (unbox (syncer-status s)) 2))
+
+  ;; waiting -> claimed; #f if done.  Spins while another holds a claim.
+  (define (claim! s)
+    (let ([b (syncer-status s)])
+      (let loop ()
+        (cond
+          [(box-cas! b 0 1) #t]
+          [(eqv? (unbox b) 2) #f]
+          [else (loop)]))))
+
+  (define (unclaim! s) (set-box! (syncer-status s) 0))
+
+  ;; claimed -> done, with the committed branch and its result list.
+  (define (finish! s branch result)
+    (syncer-branch-set! s branch)
+    (syncer-result-set! s result)
+    (set-box! (syncer-status s) 2))
+
+  (define (commit-one! s branch result)
+    (and (claim! s) (begin (finish! s branch result) #t)))
+
+  ;; Claims both; returns #t, or the syncer that was already done
+  ;; (having released the other).
+  (define (claim-pair! a b)
+    (let-values ([(x y) (if (fx< (syncer-id a) (syncer-id b)) (values a b) (values b a))])
+      (if (claim! x)
+          (if (claim! y) #t (begin (unclaim! x) y))
+          x)))
+
+  ;; Commits another thread's syncer and wakes it.  #f if it was done.
+  (define (commit-partner! s branch result)
+    (and (commit-one! s branch result)
+         (begin (let ([t (syncer-thread s)]) (when t (unpark! t))) #t)))
+
+  (define-record-type waiter
+    (fields syncer branch value)
+    (nongenerative spindle-waiter-v1) (sealed #t))
+
+  (define-record-type prim-evt
+    (fields attempt cancel)
+    (nongenerative spindle-prim-evt-v1))
+
+  ;; A one-shot latch: never ready until fired, then ready forever with
+  ;; result (value).  Used for thread death, NACKs and suspend/resume evts.
+  (define-record-type latch
+    (parent prim-evt)
+    (fields lock waiters (mutable fired?) value)
+    (protocol
+      (lambda (new)
+        (lambda (value)
+          ((new latch-attempt latch-cancel) (make-mutex) (make-queue) #f value))))
+    (nongenerative spindle-latch-v1))
+
+  (define (latch-attempt l s branch register?)
+    (mutex-acquire (latch-lock l))
+    (let ([r (cond
+               [(latch-fired? l)
+                (commit-one! s branch (list ((latch-value l) l)))]
+               [register? (queue-push! (latch-waiters l) (make-waiter s branch #f))]
+               [else #f])])
+      (mutex-release (latch-lock l))
+      r))
+
+  (define (latch-cancel l node)
+    (mutex-acquire (latch-lock l))
+    (queue-remove! (latch-waiters l) node)
+    (mutex-release (latch-lock l)))
+
+  (define (latch-fire! l)
+    (with-interrupts-disabled
+      (mutex-acquire (latch-lock l))
+      (unless (latch-fired? l)
+        (latch-fired?-set! l #t)
+        (let ([q (latch-waiters l)])
+          (let loop ()
+            (let ([w (queue-pop! q #f)])
+              (when w
+                (commit-partner! (waiter-syncer w) (waiter-branch w)
+                                 (list ((latch-value l) l)))
+                (loop))))))
+      (mutex-release (latch-lock l))))
+
+  ;; How the scheduler interrupts a parked thread for kill, break, suspend:
+  ;; abort the sync it waits in (if any) and wake it.
+  (define (interrupt-thread! t)
+    (let ([s (gthread-syncer t)])
+      (if (and s (commit-one! s 'interrupted '()))
+          (unpark! t)
+          (unpark! t))))
+
+  (set-interrupt-hook! interrupt-thread!))

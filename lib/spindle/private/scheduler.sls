@@ -1,0 +1,474 @@
+#!chezscheme
+;;; The M:N scheduler: pools of OS workers running green threads.
+;;;
+;;; A green thread is a record plus, while it is switched out, a one-shot
+;;; continuation.  Voluntary switches (park, yield) capture it with call/1cc;
+;;; preemption comes from the per-OS-thread Chez timer, whose handler yields.
+;;; Every scheduler data structure is touched only with interrupts disabled,
+;;; so a green thread is never preempted, killed or broken inside it.
+;;;
+;;; Invariants:
+;;; - A thread is in at most one run queue, and only while its park state is
+;;;   running and its continuation (or start procedure) is set.
+;;; - A worker never returns into a thread's stack bottom: fresh threads start
+;;;   on the worker's base continuation, and a finished thread leaves by
+;;;   re-entering that base, so stacks never chain across threads.
+;;; - Switching never runs dynamic-wind thunks: the winders list is set to the
+;;;   target's own before its continuation is invoked.
+(library (spindle private scheduler)
+  (export
+    ;; pools
+    make-pool pool? pool-size pool-close! pool-closed? main-pool
+    ;; threads
+    gthread? make-gthread gthread-name gthread-pool gthread-data gthread-data-set!
+    gthread-params gthread-params-set! gthread-syncer gthread-syncer-set!
+    gthread-kill-requested? gthread-break-pending gthread-break-pending-set!
+    gthread-break-enabled? gthread-break-enabled?-set!
+    gthread-suspended? gthread-finisher gthread-finisher-set! gthread-dead? gthread-dead?-set!
+    gthread-cleanup gthread-cleanup-set!
+    spawn! start-gthread! current-gthread
+    ;; switching
+    park! unpark! yield! exit-current-thread!
+    request-kill! request-break! request-suspend! request-resume!
+    check-requests! set-interrupt-hook!
+    ;; timers
+    monotonic-ms add-timer! cancel-timer!
+    ;; misc
+    quantum-ticks processor-count
+    &break make-break-condition break-condition?
+    &break-hang-up make-break-hang-up-condition break-hang-up-condition?
+    &break-terminate make-break-terminate-condition break-terminate-condition?)
+  (import (chezscheme) (spindle private queue))
+
+  (define quantum-ticks 100000)
+
+  ;; ---------------------------------------------------------------- breaks
+  (define-condition-type &break &serious make-break-condition break-condition?)
+  (define-condition-type &break-hang-up &break
+    make-break-hang-up-condition break-hang-up-condition?)
+  (define-condition-type &break-terminate &break
+    make-break-terminate-condition break-terminate-condition?)
+
+  ;; ---------------------------------------------------------------- clock
+  (define (monotonic-ms)
+    (let ([t (current-time 'time-monotonic)])
+      (fl+ (fl* 1000. (fixnum->flonum (time-second t)))
+           (fl/ (fixnum->flonum (time-nanosecond t)) 1e6))))
+
+  (define processor-count
+    (let ([n #f])
+      (lambda ()
+        (or n
+            (let ([k (guard (c [#t 1])
+                       (let ([p (open-input-file "/proc/cpuinfo")])
+                         (let loop ([k 0])
+                           (let ([line (get-line p)])
+                             (cond
+                               [(eof-object? line) (close-port p) k]
+                               [(and (fx>= (string-length line) 9)
+                                     (string=? (substring line 0 9) "processor"))
+                                (loop (fx+ k 1))]
+                               [else (loop k)])))))])
+              (set! n (max 1 k))
+              n)))))
+
+  ;; ---------------------------------------------------------------- records
+  (define-record-type timer
+    (fields deadline action (mutable cancelled?))
+    (nongenerative spindle-timer-v1) (sealed #t))
+
+  (define-record-type pool
+    (fields size main? lock wakeup run-queue
+            (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
+            (mutable timers) (mutable timer-count))
+    (protocol
+      (lambda (new)
+        (lambda (size main?)
+          (new size main? (make-mutex) (make-condition) (make-queue)
+               0 0 0 #f (make-vector 16 #f) 0))))
+    (nongenerative spindle-pool-v1))
+
+  (define-record-type worker
+    (fields pool tid (mutable base) (mutable base-winders) (mutable current))
+    (protocol (lambda (new) (lambda (pool) (new pool (get-thread-id) #f '() #f))))
+    (nongenerative spindle-worker-v1) (sealed #t))
+
+  ;; park: 'running, 'parked or 'notified (a wake-up that came before the park).
+  (define-record-type gthread
+    (fields name pool park
+            (mutable cont)           ; one-shot continuation while switched out
+            (mutable start)          ; procedure run at first schedule; never returns
+            (mutable winders) (mutable exn-state)
+            (mutable in) (mutable out) (mutable err)
+            (mutable params)         ; parameterization, owned by (spindle parameter)
+            (mutable syncer)         ; sync state it waits on, for interruption
+            (mutable kill-requested?) (mutable break-pending)
+            (mutable break-enabled?) (mutable suspended?)
+            (mutable finisher)       ; (lambda (outcome)) ends the thread; never returns
+            (mutable dead?)
+            (mutable cleanup)        ; thunk a kill must run (sync's NACKs), or #f
+            (mutable data))          ; the thread layer's record
+    (protocol
+      (lambda (new)
+        (lambda (name pool params)
+          (new name pool (box 'running) #f #f '() initial-exception-state
+               (current-input-port) (current-output-port) (current-error-port)
+               params #f #f #f #t #f #f #f #f #f))))
+    (nongenerative spindle-gthread-v1))
+
+  ;; Fresh threads start with the handlers the program started with.
+  (define initial-exception-state (current-exception-state))
+
+  ;; The main pool: one worker, the OS thread with id 0 (the program's own).
+  (define main-pool (make-pool 1 #t))
+
+  ;; Thread parameters are inherited by fork-thread, so a worker record is
+  ;; only believed on the OS thread that made it.
+  (define worker-param (make-thread-parameter #f))
+
+  (define (current-worker)
+    (let ([w (worker-param)])
+      (if (and w (fx= (worker-tid w) (get-thread-id))) w (adopt-os-thread!))))
+
+  (define (current-gthread) (worker-current (current-worker)))
+
+  ;; An OS thread spindle did not start becomes the only worker of a pool:
+  ;; the main pool for OS thread 0, a private size-1 pool for any other.
+  ;; Its running computation becomes a green thread with no continuation.
+  (define (adopt-os-thread!)
+    (disable-interrupts)
+    (let* ([main? (fx= (get-thread-id) 0)]
+           [p (if main? main-pool (make-pool 1 #f))]
+           [w (make-worker p)]
+           [t (make-gthread (if main? 'main 'adopted) p '(() . ()))])
+      (worker-param w)
+      (worker-current-set! w t)
+      (with-mutex (pool-lock p)
+        (pool-workers-set! p (fx+ (pool-workers p) 1))
+        (pool-threads-set! p (fx+ (pool-threads p) 1))
+        (when (not main?) (pool-closed?-set! p #t)))
+      (gthread-finisher-set! t (lambda (outcome) (exit-current-thread!)))
+      (timer-interrupt-handler on-timer)
+      (set-timer quantum-ticks)
+      (enable-interrupts)
+      w))
+
+  ;; ---------------------------------------------------------------- pools
+  (define (pool-close! p)
+    (with-interrupts-disabled
+      (with-mutex (pool-lock p)
+        (pool-closed?-set! p #t)
+        (condition-broadcast (pool-wakeup p)))))
+
+  ;; Makes t runnable on its pool, waking or starting a worker.
+  (define (enqueue! t)
+    (let ([p (gthread-pool t)])
+      (mutex-acquire (pool-lock p))
+      (queue-push! (pool-run-queue p) t)
+      (cond
+        [(fx> (pool-idle p) 0) (condition-signal (pool-wakeup p))]
+        [(and (not (pool-main? p)) (fx< (pool-workers p) (pool-size p)))
+         (pool-workers-set! p (fx+ (pool-workers p) 1))
+         (start-worker! p)])
+      (mutex-release (pool-lock p))))
+
+  (define (start-worker! p)
+    (fork-thread
+      (lambda ()
+        (disable-interrupts)
+        (let ([w (make-worker p)])
+          (worker-param w)
+          (timer-interrupt-handler on-timer)
+          (enter-base! w 'schedule))
+        ;; enter-base! returns only when the pool is done with this worker.
+        (set-timer 0)
+        (enable-interrupts))))
+
+  ;; Runs in a frame that never returns (a worker's root, or a receiver
+  ;; frame of call/1cc).  Returns only when the worker must exit.
+  ;; first: 'schedule, or a fresh thread to start.
+  (define (enter-base! w first)
+    (let ([msg (call/cc
+                 (lambda (k)
+                   (worker-base-set! w k)
+                   (worker-base-winders-set! w (#%$current-winders))
+                   first))])
+      (cond
+        [(eq? msg 'schedule) (schedule-next w)]
+        [(eq? msg 'exit) 'exit]
+        [else (start-fresh! w msg)])))
+
+  (define (invoke-base! w msg)
+    (#%$current-winders (worker-base-winders w))
+    ((worker-base w) msg))
+
+  ;; ---------------------------------------------------------------- timers
+  ;; Each pool keeps a binary min-heap of timers on deadline, under its lock.
+  (define (heap-swap! v i j)
+    (let ([x (vector-ref v i)]) (vector-set! v i (vector-ref v j)) (vector-set! v j x)))
+
+  (define (add-timer! p deadline action)
+    (let ([tm (make-timer deadline action #f)])
+      (with-interrupts-disabled
+        (with-mutex (pool-lock p)
+          (let* ([n (pool-timer-count p)]
+                 [v (let ([v (pool-timers p)])
+                      (if (fx< n (vector-length v))
+                          v
+                          (let ([nv (make-vector (fx* 2 n) #f)])
+                            (do ([i 0 (fx+ i 1)]) ((fx= i n)) (vector-set! nv i (vector-ref v i)))
+                            (pool-timers-set! p nv)
+                            nv)))])
+            (vector-set! v n tm)
+            (pool-timer-count-set! p (fx+ n 1))
+            (let up ([i n])
+              (when (fx> i 0)
+                (let ([parent (fxsrl (fx- i 1) 1)])
+                  (when (fl< (timer-deadline (vector-ref v i)) (timer-deadline (vector-ref v parent)))
+                    (heap-swap! v i parent)
+                    (up parent)))))
+            ;; an idle worker may be sleeping past this deadline
+            (when (fx> (pool-idle p) 0) (condition-signal (pool-wakeup p))))))
+      tm))
+
+  ;; A cancelled timer stays in the heap until its deadline, then is dropped.
+  (define (cancel-timer! tm) (timer-cancelled?-set! tm #t))
+
+  (define (heap-pop! p)
+    (let* ([v (pool-timers p)] [n (fx- (pool-timer-count p) 1)] [top (vector-ref v 0)])
+      (vector-set! v 0 (vector-ref v n))
+      (vector-set! v n #f)
+      (pool-timer-count-set! p n)
+      (let down ([i 0])
+        (let* ([l (fx+ (fx* 2 i) 1)] [r (fx+ l 1)]
+               [m (if (and (fx< l n) (fl< (timer-deadline (vector-ref v l)) (timer-deadline (vector-ref v i)))) l i)]
+               [m (if (and (fx< r n) (fl< (timer-deadline (vector-ref v r)) (timer-deadline (vector-ref v m)))) r m)])
+          (unless (fx= m i) (heap-swap! v i m) (down m))))
+      top))
+
+  ;; With the pool lock held: pops due timers, returns their actions.
+  (define (take-due-timers! p now)
+    (let loop ([acc '()])
+      (if (and (fx> (pool-timer-count p) 0)
+               (fl<= (timer-deadline (vector-ref (pool-timers p) 0)) now))
+          (let ([tm (heap-pop! p)])
+            (loop (if (timer-cancelled? tm) acc (cons (timer-action tm) acc))))
+          acc)))
+
+  (define (next-deadline p)
+    (and (fx> (pool-timer-count p) 0) (timer-deadline (vector-ref (pool-timers p) 0))))
+
+  ;; Called with interrupts disabled and no lock held.
+  (define (fire-due-timers! p)
+    (when (fx> (pool-timer-count p) 0)
+      (let ([actions (with-mutex (pool-lock p) (take-due-timers! p (monotonic-ms)))])
+        (for-each (lambda (a) (a)) actions))))
+
+  ;; ---------------------------------------------------------------- running
+  (define (save-context! t k)
+    (gthread-cont-set! t k)
+    (gthread-winders-set! t (#%$current-winders))
+    (gthread-exn-state-set! t (current-exception-state))
+    (gthread-in-set! t (current-input-port))
+    (gthread-out-set! t (current-output-port))
+    (gthread-err-set! t (current-error-port)))
+
+  (define (restore-context! t)
+    (current-exception-state (gthread-exn-state t))
+    (current-input-port (gthread-in t))
+    (current-output-port (gthread-out t))
+    (current-error-port (gthread-err t)))
+
+  (define spin-rounds 2000)
+
+  ;; Picks the next runnable thread of w's pool, sleeping while none.
+  ;; Returns #f when the worker should exit.
+  (define (next-runnable w)
+    (let* ([p (worker-pool w)] [lock (pool-lock p)] [rq (pool-run-queue p)])
+      (let loop ([spins 0])
+        (fire-due-timers! p)
+        (mutex-acquire lock)
+        (let ([t (queue-pop! rq #f)])
+          (cond
+            [t (mutex-release lock) t]
+            [(and (pool-closed? p) (fx= (pool-threads p) 0) (not (pool-main? p)))
+             (pool-workers-set! p (fx- (pool-workers p) 1))
+             (mutex-release lock)
+             #f]
+            [(fx< spins spin-rounds)
+             ;; spin briefly, so that hand-offs from other OS threads stay fast
+             (mutex-release lock)
+             (let spin ([i 0])
+               (when (and (fx< i 50) (queue-empty? rq)) (spin (fx+ i 1))))
+             (loop (fx+ spins 1))]
+            [else
+             (pool-idle-set! p (fx+ (pool-idle p) 1))
+             (let ([dl (next-deadline p)])
+               (if dl
+                   (let ([ms (fl- dl (monotonic-ms))])
+                     (when (fl> ms 0.)
+                       (let ([ns (flonum->fixnum (flceiling (fl* ms 1e6)))])
+                         (condition-wait (pool-wakeup p) lock
+                           (make-time 'time-duration (fxmod ns 1000000000) (fxquotient ns 1000000000))))))
+                   (condition-wait (pool-wakeup p) lock)))
+             (pool-idle-set! p (fx- (pool-idle p) 1))
+             (mutex-release lock)
+             (loop spin-rounds)])))))
+
+  ;; Never returns (except through the base, to exit the worker).
+  (define (schedule-next w)
+    (set-timer 0)
+    (worker-current-set! w #f)
+    (let ([t (next-runnable w)])
+      (cond
+        [(not t) (invoke-base! w 'exit)]
+        [(gthread-cont t)
+         => (lambda (k)
+              (worker-current-set! w t)
+              (gthread-cont-set! t #f)
+              (restore-context! t)
+              (#%$current-winders (gthread-winders t))
+              (set-timer quantum-ticks)
+              (k (void)))]
+        [(worker-base w) (invoke-base! w t)]
+        [else (enter-base! w t)])))
+
+  (define (start-fresh! w t)
+    (worker-current-set! w t)
+    (#%$current-winders '())
+    (restore-context! t)
+    (set-timer quantum-ticks)
+    (let ([start (gthread-start t)])
+      (gthread-start-set! t #f)
+      (start t)))
+
+  ;; ---------------------------------------------------------------- threads
+  ;; Creates a thread on pool p that runs (start thread) with interrupts
+  ;; disabled; start must end with exit-current-thread!.
+  (define (spawn! p name params start enqueue?)
+    (let ([t (make-gthread name p params)])
+      (gthread-start-set! t start)
+      (disable-interrupts)
+      (mutex-acquire (pool-lock p))
+      (when (and (pool-closed? p) (not (pool-main? p)))
+        (mutex-release (pool-lock p))
+        (enable-interrupts)
+        (assertion-violation 'thread "the parallel thread pool has been closed" p))
+      (pool-threads-set! p (fx+ (pool-threads p) 1))
+      (mutex-release (pool-lock p))
+      (when enqueue? (enqueue! t))
+      (enable-interrupts)
+      t))
+
+  ;; Makes a thread made with enqueue? #f runnable.
+  (define (start-gthread! t)
+    (with-interrupts-disabled (enqueue! t)))
+
+  ;; Ends the current thread (its finisher has already run); never returns.
+  (define (exit-current-thread!)
+    (disable-interrupts)
+    (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
+      (gthread-dead?-set! t #t)
+      (with-mutex (pool-lock p)
+        (pool-threads-set! p (fx- (pool-threads p) 1))
+        (when (and (pool-closed? p) (fx= (pool-threads p) 0))
+          (condition-broadcast (pool-wakeup p))))
+      (if (worker-base w)
+          (invoke-base! w 'schedule)
+          (call/1cc (lambda (k) (enter-base! w 'schedule))))))
+
+  ;; Switches away until unpark!.  Returns at once if an unpark came first.
+  ;; Must be called with interrupts disabled; returns with them disabled.
+  (define (park!)
+    (let* ([w (current-worker)] [t (worker-current w)] [b (gthread-park t)])
+      (unless (box-cas! b 'notified 'running)
+        (call/1cc
+          (lambda (k)
+            (save-context! t k)
+            (if (box-cas! b 'running 'parked)
+                (schedule-next w)
+                ;; notified while saving: keep running
+                (begin (gthread-cont-set! t #f) (set-box! b 'running))))))))
+
+  ;; Wakes t if parked, else makes its next park! return at once.
+  (define (unpark! t)
+    (let ([b (gthread-park t)])
+      (let loop ()
+        (let ([s (unbox b)])
+          (cond
+            [(eq? s 'parked) (if (box-cas! b 'parked 'running) (enqueue! t) (loop))]
+            [(eq? s 'running) (unless (box-cas! b 'running 'notified) (loop))])))))
+
+  ;; Lets other runnable threads of the pool go first.
+  (define (yield!)
+    (disable-interrupts)
+    (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
+      (fire-due-timers! p)
+      (if (queue-empty? (pool-run-queue p))
+          (set-timer quantum-ticks)
+          (call/1cc
+            (lambda (k)
+              (save-context! t k)
+              (enqueue! t)
+              (schedule-next w)))))
+    (enable-interrupts)
+    (check-requests!))
+
+  (define (on-timer)
+    (let ([w (worker-param)])
+      (if (and w (fx= (worker-tid w) (get-thread-id)) (worker-current w))
+          (yield!)
+          (set-timer 0))))
+
+  ;; ---------------------------------------------------------------- requests
+  ;; The sync layer registers how to interrupt a thread parked in a sync.
+  (define interrupt-hook (lambda (t) (unpark! t)))
+  (define (set-interrupt-hook! proc) (set! interrupt-hook proc))
+
+  (define (request-kill! t)
+    (gthread-kill-requested?-set! t #t)
+    (interrupt-hook t))
+
+  (define (request-break! t kind)
+    (let ([old (gthread-break-pending t)])
+      ;; hang-up and terminate replace a plain pending break
+      (unless (and old kind (not (eq? old 'plain)))
+        (gthread-break-pending-set! t (or kind (or old 'plain)))))
+    (when (gthread-break-enabled? t) (interrupt-hook t)))
+
+  (define (request-suspend! t)
+    (gthread-suspended?-set! t #t)
+    (interrupt-hook t))
+
+  (define (request-resume! t)
+    (when (gthread-suspended? t)
+      (gthread-suspended?-set! t #f)
+      (unpark! t)))
+
+  ;; Acts on pending kill, suspend and break requests of the current thread.
+  ;; Called with interrupts enabled, outside critical sections.
+  (define (check-requests!)
+    (let ([t (current-gthread)])
+      (let loop ()
+        (cond
+          [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
+          [(gthread-suspended? t)
+           (disable-interrupts)
+           (park!)
+           (enable-interrupts)
+           (loop)]
+          [(and (gthread-break-pending t) (gthread-break-enabled? t))
+           (let ([kind (gthread-break-pending t)])
+             (gthread-break-pending-set! t #f)
+             (raise
+               (condition
+                 (case kind
+                   [(hang-up) (make-break-hang-up-condition)]
+                   [(terminate) (make-break-terminate-condition)]
+                   [else (make-break-condition)])
+                 (make-message-condition
+                   (case kind
+                     [(hang-up) "hang-up break"]
+                     [(terminate) "terminate break"]
+                     [else "user break"])))))]
+          [else (void)])))))

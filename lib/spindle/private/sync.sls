@@ -1,0 +1,312 @@
+#!chezscheme
+;;; sync and the event combinators.
+;;;
+;;; sync flattens its events into branches: a primitive event plus the
+;;; context it sits in (wraps, NACK latches, replace procedures, innermost
+;;; first).  It polls every branch once from a random start (fairness), then
+;;; registers on all of them and parks; exactly one commits (evt-core).
+(library (spindle private sync)
+  (export
+    evt? sync sync/timeout sync/enable-break sync/timeout/enable-break
+    choice-evt wrap-evt handle-evt handle-evt? guard-evt nack-guard-evt
+    poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
+    current-inexact-milliseconds current-inexact-monotonic-milliseconds
+    register-evt-record-type! thread-dead-latch-proc-set!)
+  (import (chezscheme) (spindle private queue) (spindle private scheduler)
+          (spindle private evt-core))
+
+  ;; ---------------------------------------------------------------- types
+  (define-record-type choice (fields evts) (nongenerative spindle-choice-evt-v1) (sealed #t))
+  (define-record-type wrapper (fields inner proc handle?) (nongenerative spindle-wrap-evt-v1) (sealed #t))
+  (define-record-type guarded (fields proc kind) (nongenerative spindle-guard-evt-v1) (sealed #t))
+  (define-record-type replacer (fields inner proc) (nongenerative spindle-replace-evt-v1) (sealed #t))
+
+  (define (check-evt who e)
+    (unless (evt? e) (assertion-violation who "expected an evt" e)))
+
+  (define (check-proc who p)
+    (unless (procedure? p) (assertion-violation who "expected a procedure" p)))
+
+  (define (choice-evt . evts)
+    (for-each (lambda (e) (check-evt 'choice-evt e)) evts)
+    (make-choice evts))
+
+  (define (wrap-evt e proc)
+    (check-evt 'wrap-evt e) (check-proc 'wrap-evt proc)
+    (make-wrapper e proc #f))
+
+  (define (handle-evt e proc)
+    (check-evt 'handle-evt e) (check-proc 'handle-evt proc)
+    (make-wrapper e proc #t))
+
+  (define (handle-evt? v)
+    (or (and (wrapper? v) (wrapper-handle? v))
+        (and (choice? v) (exists handle-evt? (choice-evts v)))))
+
+  (define (guard-evt thunk) (check-proc 'guard-evt thunk) (make-guarded thunk 'plain))
+  (define (nack-guard-evt proc) (check-proc 'nack-guard-evt proc) (make-guarded proc 'nack))
+  (define (poll-guard-evt proc) (check-proc 'poll-guard-evt proc) (make-guarded proc 'poll))
+
+  (define (replace-evt e proc)
+    (check-evt 'replace-evt e) (check-proc 'replace-evt proc)
+    (make-replacer e proc))
+
+  ;; always-evt: ready at once, result itself.  never-evt: never ready.
+  (define always-evt
+    (letrec ([e (make-prim-evt
+                  (lambda (self s branch register?) (commit-one! s branch (list e)))
+                  (lambda (self token) (void)))])
+      e))
+
+  (define never-evt
+    (make-prim-evt (lambda (self s branch register?) (if register? 'never #f))
+                   (lambda (self token) (void))))
+
+  ;; ---------------------------------------------------------------- clocks
+  (define (current-inexact-milliseconds)
+    (let ([t (current-time 'time-utc)])
+      (fl+ (fl* 1000. (fixnum->flonum (time-second t)))
+           (fl/ (fixnum->flonum (time-nanosecond t)) 1e6))))
+
+  (define (current-inexact-monotonic-milliseconds) (monotonic-ms))
+
+  ;; An alarm is ready once its clock reaches msecs.
+  (define-record-type alarm
+    (parent prim-evt)
+    (fields msecs monotonic?)
+    (protocol (lambda (new) (lambda (ms mono?) ((new alarm-attempt alarm-cancel) ms mono?))))
+    (nongenerative spindle-alarm-evt-v1) (sealed #t))
+
+  (define (alarm-evt msecs . opt)
+    (unless (real? msecs) (assertion-violation 'alarm-evt "expected a real number of milliseconds" msecs))
+    (make-alarm (inexact msecs) (and (pair? opt) (car opt) #t)))
+
+  ;; Milliseconds from now until the alarm, on the monotonic clock.
+  (define (alarm-remaining a)
+    (fl- (alarm-msecs a)
+         (if (alarm-monotonic? a) (monotonic-ms) (current-inexact-milliseconds))))
+
+  (define (alarm-attempt a s branch register?)
+    (let ([ms (alarm-remaining a)])
+      (cond
+        [(fl<= ms 0.) (commit-one! s branch (list a))]
+        [register?
+         (let ([t (syncer-thread s)])
+           (add-timer! (gthread-pool t) (fl+ (monotonic-ms) ms)
+             (lambda () (commit-partner! s branch (list a)))))]
+        [else #f])))
+
+  (define (alarm-cancel a tm) (cancel-timer! tm))
+
+  ;; system-idle-evt: approximated as ready after the scheduler had a turn.
+  (define (system-idle-evt) (wrap-evt (alarm-evt (fl+ (current-inexact-milliseconds) 1.)) (lambda (e) (void))))
+
+  ;; ---------------------------------------------------------------- extension
+  ;; Threads are evts through their death latch; the thread layer supplies it.
+  (define thread-dead-latch-proc #f)
+  (define (thread-dead-latch-proc-set! p) (set! thread-dead-latch-proc p))
+
+  (define registered-types '())   ; alist rtd -> spec, guarded by registry-lock
+  (define registry-lock (make-mutex))
+
+  (define (register-evt-record-type! rtd spec)
+    (unless (record-type-descriptor? rtd)
+      (assertion-violation 'register-evt-record-type! "expected a record-type descriptor" rtd))
+    (unless (or (evt? spec) (procedure? spec)
+                (and (fixnum? spec) (fx>= spec 0)
+                     (fx< spec (vector-length (record-type-field-names rtd)))))
+      (assertion-violation 'register-evt-record-type! "expected an evt, a procedure or a field index" spec))
+    (when (and (fixnum? spec) (record-field-mutable? rtd spec))
+      (assertion-violation 'register-evt-record-type! "field must be immutable" rtd spec))
+    (with-mutex registry-lock
+      (when (assq rtd registered-types)
+        (assertion-violation 'register-evt-record-type! "record type already registered" rtd))
+      (set! registered-types (cons (cons rtd spec) registered-types))))
+
+  (define (registered-spec v)
+    (and (record? v)
+         (let loop ([rtd (record-rtd v)])
+           (and rtd
+                (let ([p (assq rtd registered-types)])
+                  (if p
+                      (let ([spec (cdr p)])
+                        (if (fixnum? spec) ((record-accessor rtd spec) v) spec))
+                      (loop (record-type-parent rtd))))))))
+
+  (define (evt? v)
+    (or (prim-evt? v) (choice? v) (wrapper? v) (guarded? v) (replacer? v)
+        (gthread? v)
+        (and (pair? registered-types) (registered-spec v) #t)))
+
+  ;; ---------------------------------------------------------------- flatten
+  ;; A branch: primitive evt + context (list of frames, innermost first).
+  ;; Frames: (wrap proc . handle?), (nack . latch), (replace . proc).
+  (define-record-type branch (fields prim context) (nongenerative spindle-branch-v1) (sealed #t))
+
+  ;; Returns the list of branches of e (in order); nacks made are pushed
+  ;; onto the box nacks.
+  (define (flatten e context poll? nacks acc)
+    (cond
+      [(prim-evt? e) (cons (make-branch e context) acc)]
+      [(choice? e)
+       (fold-right (lambda (x acc) (flatten x context poll? nacks acc)) acc (choice-evts e))]
+      [(wrapper? e)
+       (flatten (wrapper-inner e) (cons (cons* 'wrap (wrapper-proc e) (wrapper-handle? e)) context) poll? nacks acc)]
+      [(guarded? e)
+       (case (guarded-kind e)
+         [(plain) (flatten (guard-result e ((guarded-proc e))) context poll? nacks acc)]
+         [(poll) (flatten (guard-result e ((guarded-proc e) poll?)) context poll? nacks acc)]
+         [else
+          (let ([l (make-latch (lambda (l) (void)))])
+            (set-box! nacks (cons l (unbox nacks)))
+            (flatten (guard-result e ((guarded-proc e) l))
+                     (cons (cons 'nack l) context) poll? nacks acc))])]
+      [(replacer? e)
+       (flatten (replacer-inner e) (cons (cons 'replace (replacer-proc e)) context) poll? nacks acc)]
+      [(gthread? e)
+       (flatten (wrap-evt (thread-dead-latch-proc e) (lambda (l) e)) context poll? nacks acc)]
+      [(registered-spec e)
+       => (lambda (spec)
+            (if (procedure? spec)
+                (flatten (guard-result e (spec e)) context poll? nacks acc)
+                (flatten spec context poll? nacks acc)))]
+      [else (assertion-violation 'sync "expected an evt" e)]))
+
+  ;; A guard's non-evt result is an evt ready with the guard evt itself.
+  (define (guard-result g v)
+    (if (evt? v) v (wrap-evt always-evt (lambda (_) g))))
+
+  ;; ---------------------------------------------------------------- sync
+  ;; Runs one round: poll, then (unless polling) register and park.  Returns
+  ;; the done syncer, or #f when a poll found nothing.  Interrupts disabled.
+  (define (sync-round t bv poll? deadline)
+    (let* ([n (vector-length bv)]
+           [s (make-syncer t)]
+           [start (if (fx> n 1) (random n) 0)])
+      (define (attempt i register?)
+        (let ([p (branch-prim (vector-ref bv i))])
+          ((prim-evt-attempt p) p s i register?)))
+      ;; phase 1: nobody else knows s, so a commit here is ours alone
+      (let poll ([j 0])
+        (cond
+          [(fx= j n)
+           (if poll?
+               #f
+               (let ([tokens (make-vector n #f)])
+                 (gthread-syncer-set! t s)
+                 ;; phase 2: register everywhere; a partner may commit s meanwhile
+                 (let reg ([j 0])
+                   (when (and (fx< j n) (not (syncer-done? s)))
+                     (let* ([i (fxmod (fx+ start j) n)] [r (attempt i #t)])
+                       (unless (eq? r #t) (vector-set! tokens i r))
+                       (reg (fx+ j 1)))))
+                 (let ([tm (and deadline (not (syncer-done? s))
+                                (add-timer! (gthread-pool t) deadline
+                                  (lambda () (commit-partner! s 'timeout '()))))])
+                   (let wait ()
+                     (unless (syncer-done? s)
+                       (when (requests-pending? t) (commit-one! s 'interrupted '()))
+                       (unless (syncer-done? s) (park!) (wait))))
+                   (when tm (cancel-timer! tm)))
+                 (gthread-syncer-set! t #f)
+                 (do ([i 0 (fx+ i 1)]) ((fx= i n))
+                   (let ([tok (vector-ref tokens i)])
+                     (when tok
+                       (let ([p (branch-prim (vector-ref bv i))])
+                         ((prim-evt-cancel p) p tok)))))
+                 s))]
+          [(eq? (attempt (fxmod (fx+ start j) n) #f) #t) s]
+          [else (poll (fx+ j 1))]))))
+
+  (define (requests-pending? t)
+    (or (gthread-kill-requested? t) (gthread-suspended? t)
+        (and (gthread-break-pending t) (gthread-break-enabled? t))))
+
+  (define (fire-nacks! nacks keep)
+    (for-each (lambda (l) (unless (memq l keep) (latch-fire! l))) nacks))
+
+  (define (context-nacks context)
+    (fold-right (lambda (f acc) (if (eq? (car f) 'nack) (cons (cdr f) acc) acc)) '() context))
+
+  ;; timeout: #f, or a monotonic deadline; poll? for timeout 0.
+  ;; Returns the result values, or calls on-timeout in tail position.
+  (define (sync-evts who evts poll? deadline on-timeout)
+    (let* ([t (current-gthread)]
+           [nacks (box '())]
+           [branches (let loop ([es evts] [acc '()])
+                       (if (null? es)
+                           (reverse acc)
+                           (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))])
+      (let retry ([bv (list->vector branches)])
+        (let ([s (begin (disable-interrupts) (sync-round t bv poll? deadline))])
+          (enable-interrupts)
+          (cond
+            [(or (not s) (eq? (syncer-branch s) 'timeout))
+             (fire-nacks! (unbox nacks) '())
+             (on-timeout)]
+            [(eq? (syncer-branch s) 'interrupted)
+             ;; kill, break or suspend: nacks fire if we leave the sync
+             (guard (c [#t (fire-nacks! (unbox nacks) '()) (raise c)])
+               ;; kill runs no handlers: the finisher calls this cleanup
+               (gthread-cleanup-set! t (lambda () (fire-nacks! (unbox nacks) '())))
+               (check-requests!)
+               (gthread-cleanup-set! t #f))
+             (retry bv)]
+            [else
+             (let ([b (vector-ref bv (syncer-branch s))])
+               (finish-branch who t b (syncer-result s) nacks bv (syncer-branch s) poll? deadline on-timeout
+                              (lambda (bv) (retry bv))))])))))
+
+  ;; Applies the committed branch's context to its results.
+  (define (finish-branch who t b vals nacks bv idx poll? deadline on-timeout retry)
+    (let loop ([ctx (branch-context b)] [vals vals])
+      (cond
+        [(null? ctx)
+         (fire-nacks! (unbox nacks) (context-nacks (branch-context b)))
+         (apply values vals)]
+        [(eq? (caar ctx) 'wrap)
+         (let ([proc (cadar ctx)] [handle? (cddar ctx)])
+           (if (and handle? (null? (cdr ctx)))
+               (begin
+                 (fire-nacks! (unbox nacks) (context-nacks (branch-context b)))
+                 (apply proc vals))
+               (loop (cdr ctx) (call-with-values (lambda () (apply proc vals)) list))))]
+        [(eq? (caar ctx) 'nack) (loop (cdr ctx) vals)]
+        [else
+         ;; replace: the new evt takes this branch's place among the others
+         (let* ([new (apply (cdar ctx) vals)]
+                [new (if (evt? new) new (wrap-evt always-evt (lambda (_) new)))]
+                [nb (flatten new (cdr ctx) poll? nacks '())]
+                [others (let l ([i 0] [acc '()])
+                          (if (fx= i (vector-length bv))
+                              (reverse acc)
+                              (l (fx+ i 1) (if (fx= i idx) acc (cons (vector-ref bv i) acc)))))])
+           (retry (list->vector (append nb others))))])))
+
+  (define (sync . evts)
+    (sync-evts 'sync evts #f #f (lambda () (assert #f))))
+
+  (define (timeout->deadline who timeout)
+    (cond
+      [(not timeout) #f]
+      [(and (real? timeout) (>= timeout 0)) (fl+ (monotonic-ms) (fl* 1000. (inexact timeout)))]
+      [else (assertion-violation who "expected #f, a non-negative real or a procedure" timeout)]))
+
+  (define (sync/timeout timeout . evts)
+    (cond
+      [(procedure? timeout) (sync-evts 'sync/timeout evts #t #f timeout)]
+      [(and (real? timeout) (zero? timeout)) (sync-evts 'sync/timeout evts #t #f (lambda () #f))]
+      [else (sync-evts 'sync/timeout evts #f (timeout->deadline 'sync/timeout timeout) (lambda () #f))]))
+
+  (define (with-breaks-enabled thunk)
+    (let* ([t (current-gthread)] [old (gthread-break-enabled? t)])
+      (dynamic-wind
+        (lambda () (gthread-break-enabled?-set! t #t))
+        (lambda () (check-requests!) (thunk))
+        (lambda () (gthread-break-enabled?-set! t old)))))
+
+  (define (sync/enable-break . evts)
+    (with-breaks-enabled (lambda () (apply sync evts))))
+
+  (define (sync/timeout/enable-break timeout . evts)
+    (with-breaks-enabled (lambda () (apply sync/timeout timeout evts)))))

@@ -1,0 +1,323 @@
+#!chezscheme
+;;; Threads: coroutine threads (main pool) and parallel threads (parallel
+;;; thread pools), with mailboxes, kill, break and suspend.
+(library (spindle thread)
+  (export thread thread-procedure thread? current-thread
+          make-parallel-thread-pool parallel-thread-pool? parallel-thread-pool-close
+          thread-wait kill-thread break-thread thread-suspend thread-resume
+          thread-running? thread-dead? sleep yield
+          thread-dead-evt thread-suspend-evt thread-resume-evt
+          thread-send thread-receive thread-try-receive thread-receive-evt
+          thread-rewind-receive
+          processor-count memory-order-acquire memory-order-release
+          &break break-condition? &break-hang-up break-hang-up-condition?
+          &break-terminate break-terminate-condition?
+          break-enabled parameterize-break srfi-18-thread-pool
+          box-cas! vector-cas!
+          ;; for (srfi :18) and other layers
+          make-thread* start-thread! thread-name thread-outcome thread-results
+          thread-data-specific thread-data-specific-set! thread-add-exit-hook!)
+  (import (except (chezscheme) sleep thread?)
+          (spindle private queue) (spindle private scheduler)
+          (spindle private evt-core) (spindle private sync)
+          (spindle private keywords) (spindle async-channel)
+          (only (spindle parameter) snapshot-parameterization empty-parameterization))
+
+  ;; The thread layer's per-thread record (gthread-data).
+  (define-record-type tdata
+    (fields (mutable outcome)        ; running, ok, failed or killed
+            (mutable results)        ; list of values, or the raised object
+            keep? quiet?             ; keep results; print nothing on failure
+            dead-latch mailbox lock
+            (mutable suspend-latch) (mutable resume-latch)
+            (mutable specific)       ; SRFI-18 thread-specific
+            (mutable exit-hooks))    ; thunks run as the thread ends (mutex abandonment)
+    (nongenerative spindle-tdata-v1) (sealed #t))
+
+  (define (new-tdata keep? quiet?)
+    (make-tdata 'running '() keep? quiet? (make-latch (lambda (l) l)) (make-buffer-channel)
+                (make-mutex) (make-latch (lambda (l) l)) (make-latch (lambda (l) l)) #f '()))
+
+  ;; Threads spindle did not create (the program's main thread, adopted OS
+  ;; threads) get their record on first use.
+  (define data-lock (make-mutex))
+  (define (tdata-of t)
+    (or (gthread-data t)
+        (with-mutex data-lock
+          (or (gthread-data t)
+              (let ([d (new-tdata #f #f)])
+                (latch-fire! (tdata-resume-latch d))
+                (gthread-params-set! t empty-parameterization)
+                (gthread-finisher-set! t
+                  (if (eq? (gthread-name t) 'main)
+                      (lambda (outcome) (exit 0))
+                      ;; an adopted OS thread cannot be reused: it stays parked
+                      (lambda (outcome)
+                        (finish-data! t d outcome '())
+                        (let forever () (disable-interrupts) (park!) (forever)))))
+                (gthread-data-set! t d)
+                d)))))
+
+  (define (thread? v) (gthread? v))
+  (define (current-thread) (let ([t (current-gthread)]) (tdata-of t) t))
+
+  (define (check-thread who v)
+    (unless (gthread? v) (assertion-violation who "expected a thread" v)))
+
+  ;; ---------------------------------------------------------------- pools
+  (define make-parallel-thread-pool
+    (case-lambda
+      [() (make-parallel-thread-pool (processor-count))]
+      [(n)
+       (unless (and (integer? n) (exact? n) (> n 0))
+         (assertion-violation 'make-parallel-thread-pool "expected an exact positive integer" n))
+       (make-pool n #f)]))
+
+  (define (parallel-thread-pool? v) (and (pool? v) (not (eq? v main-pool))))
+
+  (define (parallel-thread-pool-close p)
+    (unless (parallel-thread-pool? p)
+      (assertion-violation 'parallel-thread-pool-close "expected a parallel thread pool" p))
+    (pool-close! p))
+
+  ;; ---------------------------------------------------------------- creation
+  (define (report-failure t c)
+    (let ([p (current-error-port)])
+      (guard (e [#t (void)])
+        (fprintf p "thread ~a: " (gthread-name t))
+        (if (condition? c) (display-condition c p) (fprintf p "non-condition object raised: ~s" c))
+        (newline p)
+        (flush-output-port p))))
+
+  (define (finish-data! t d outcome results)
+    (tdata-results-set! d results)
+    (tdata-outcome-set! d outcome)
+    (for-each (lambda (h) (guard (e [#t (void)]) (h))) (tdata-exit-hooks d))
+    (latch-fire! (tdata-dead-latch d)))
+
+  ;; Ends the current thread t; never returns.
+  (define (finish-thread! t d outcome results)
+    (when (eq? outcome 'killed)
+      (let ([c (gthread-cleanup t)]) (when c (gthread-cleanup-set! t #f) (c))))
+    (finish-data! t d outcome results)
+    (exit-current-thread!))
+
+  (define (thread-body thunk d)
+    (lambda (t)
+      (enable-interrupts)
+      (check-requests!)
+      (let ([r (call/1cc
+                 (lambda (k)
+                   (with-exception-handler
+                     (lambda (c)
+                       (unless (tdata-quiet? d) (report-failure t c))
+                       (k (cons 'failed c)))
+                     (lambda ()
+                       (call-with-values thunk
+                         (lambda vals (cons 'ok (if (tdata-keep? d) vals '()))))))))])
+        (finish-thread! t d (car r) (cdr r)))))
+
+  (define name-counter 0)
+
+  ;; Makes a thread on pool (#f = main pool, 'own, or a pool).  Not started
+  ;; unless start?.
+  (define (make-thread* who thunk pool keep? quiet? name start?)
+    (unless (and (procedure? thunk) (logbit? 0 (procedure-arity-mask thunk)))
+      (assertion-violation who "expected a procedure of no arguments" thunk))
+    (let* ([p (cond
+                [(not pool) main-pool]
+                [(eq? pool 'own) (make-pool 1 #f)]
+                [(parallel-thread-pool? pool) pool]
+                [else (assertion-violation who "expected #f, 'own or a parallel thread pool" pool)])]
+           [d (new-tdata keep? quiet?)]
+           [creator (current-gthread)]
+           [t (spawn! p (or name (begin (set! name-counter (+ name-counter 1)) name-counter))
+                      (snapshot-parameterization
+                        (or (gthread-params creator) empty-parameterization))
+                      (thread-body thunk d) #f)])
+      (latch-fire! (tdata-resume-latch d))
+      (gthread-data-set! t d)
+      (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
+      (when (eq? pool 'own) (pool-close! p))
+      (when start? (start-gthread! t))
+      t))
+
+  (define (start-thread! t) (start-gthread! t))
+
+  (define thread-procedure
+    (case-lambda
+      [(thunk) (thread-procedure thunk #f #f)]
+      [(thunk pool) (thread-procedure thunk pool #f)]
+      [(thunk pool keep)
+       (unless (memq keep '(#f results))
+         (assertion-violation 'thread
+           (if (eq? keep 'result)
+               "expected #f or 'results for keep (did you mean 'results?)"
+               "expected #f or 'results for keep")
+           keep))
+       (make-thread* 'thread thunk pool (eq? keep 'results) #f #f #t)]))
+
+  (define-keyword-procedure thread thread-procedure (thunk #f) (pool #f) (keep #f))
+
+  (define (thread-name t) (gthread-name t))
+  (define (thread-outcome t) (tdata-outcome (tdata-of t)))
+  (define (thread-results t) (tdata-results (tdata-of t)))
+  (define (thread-data-specific t) (tdata-specific (tdata-of t)))
+  (define (thread-data-specific-set! t v) (tdata-specific-set! (tdata-of t) v))
+  (define (thread-add-exit-hook! t thunk)
+    (let ([d (tdata-of t)])
+      (with-mutex (tdata-lock d) (tdata-exit-hooks-set! d (cons thunk (tdata-exit-hooks d))))))
+
+  ;; ---------------------------------------------------------------- control
+  (define thread-wait
+    (case-lambda
+      [(t) (thread-wait t void)]
+      [(t fail-k)
+       (check-thread 'thread-wait t)
+       (unless (procedure? fail-k) (assertion-violation 'thread-wait "expected a procedure" fail-k))
+       (let ([d (tdata-of t)])
+         (sync (tdata-dead-latch d))
+         (if (eq? (tdata-outcome d) 'ok)
+             (if (tdata-keep? d) (apply values (tdata-results d)) (void))
+             (fail-k)))]))
+
+  (define (kill-thread t)
+    (check-thread 'kill-thread t)
+    (let ([d (tdata-of t)])
+      (cond
+        [(gthread-dead? t) (void)]
+        [(eq? t (current-gthread)) ((gthread-finisher t) 'killed)]
+        [else
+         (request-kill! t)
+         (sync (tdata-dead-latch d))
+         (void)])))
+
+  (define break-thread
+    (case-lambda
+      [(t) (break-thread t #f)]
+      [(t kind)
+       (check-thread 'break-thread t)
+       (unless (memq kind '(#f hang-up terminate))
+         (assertion-violation 'break-thread "expected #f, 'hang-up or 'terminate" kind))
+       (request-break! t kind)
+       (when (eq? t (current-gthread)) (check-requests!))]))
+
+  (define (thread-suspend t)
+    (check-thread 'thread-suspend t)
+    (let ([d (tdata-of t)])
+      (unless (or (gthread-dead? t) (gthread-suspended? t))
+        (with-mutex (tdata-lock d)
+          (tdata-resume-latch-set! d (make-latch (lambda (l) t)))
+          (latch-fire! (tdata-suspend-latch d)))
+        (request-suspend! t)
+        (when (eq? t (current-gthread)) (check-requests!)))))
+
+  (define thread-resume
+    (case-lambda
+      [(t) (thread-resume t #f)]
+      [(t benefactor)
+       (check-thread 'thread-resume t)
+       (when (and benefactor (not (gthread? benefactor)))
+         (assertion-violation 'thread-resume "expected a thread or #f" benefactor))
+       (let ([d (tdata-of t)])
+         (when (and (not (gthread-dead? t)) (gthread-suspended? t))
+           (with-mutex (tdata-lock d)
+             (tdata-suspend-latch-set! d (make-latch (lambda (l) t)))
+             (latch-fire! (tdata-resume-latch d)))
+           (request-resume! t)))]))
+
+  (define (thread-running? t)
+    (check-thread 'thread-running? t)
+    (and (not (gthread-dead? t)) (not (gthread-suspended? t))))
+
+  (define (thread-dead? t)
+    (check-thread 'thread-dead? t)
+    (gthread-dead? t))
+
+  (define (thread-dead-evt t)
+    (check-thread 'thread-dead-evt t)
+    (tdata-dead-latch (tdata-of t)))
+
+  (define (thread-suspend-evt t)
+    (check-thread 'thread-suspend-evt t)
+    (if (gthread-dead? t) never-evt (tdata-suspend-latch (tdata-of t))))
+
+  (define (thread-resume-evt t)
+    (check-thread 'thread-resume-evt t)
+    (if (gthread-dead? t) never-evt (tdata-resume-latch (tdata-of t))))
+
+  (define sleep
+    (case-lambda
+      [() (yield)]
+      [(secs)
+       (let ([secs (cond
+                     [(and (time? secs) (eq? (time-type secs) 'time-duration))
+                      (+ (time-second secs) (/ (time-nanosecond secs) 1e9))]
+                     [(and (real? secs) (>= secs 0)) secs]
+                     [else (assertion-violation 'sleep "expected a non-negative real number of seconds" secs)])])
+         (if (zero? secs)
+             (yield)
+             (begin (sync (alarm-evt (+ (current-inexact-milliseconds) (* 1000. secs)))) (void))))]))
+
+  (define (yield) (current-thread) (yield!))
+
+  ;; ---------------------------------------------------------------- mailboxes
+  (define (raise-not-running t)
+    (assertion-violation 'thread-send "target thread is not running" t))
+
+  (define thread-send
+    (case-lambda
+      [(t v) (thread-send t v raise-not-running)]
+      [(t v fail)
+       (check-thread 'thread-send t)
+       (unless (or (not fail) (procedure? fail))
+         (assertion-violation 'thread-send "expected a procedure or #f" fail))
+       (if (gthread-dead? t)
+           (cond
+             [(eq? fail raise-not-running) (raise-not-running t)]
+             [fail (fail)]
+             [else #f])
+           (async-channel-put (tdata-mailbox (tdata-of t)) v))]))
+
+  (define (my-mailbox) (tdata-mailbox (tdata-of (current-gthread))))
+  (define (thread-receive) (async-channel-get (my-mailbox)))
+  (define (thread-try-receive) (async-channel-try-get (my-mailbox)))
+
+  ;; Ready when the syncing thread has mail; resolved when sync runs.
+  (define the-receive-evt
+    (guard-evt (lambda () (wrap-evt (async-channel-peek-evt (my-mailbox)) (lambda (e) the-receive-evt)))))
+  (define (thread-receive-evt) the-receive-evt)
+
+  (define (thread-rewind-receive lst)
+    (unless (list? lst) (assertion-violation 'thread-rewind-receive "expected a list" lst))
+    (let ([mb (my-mailbox)])
+      (for-each (lambda (v) (async-channel-push-front! mb v)) lst)))
+
+  ;; ---------------------------------------------------------------- breaks
+  (define break-enabled
+    (case-lambda
+      [() (gthread-break-enabled? (current-thread))]
+      [(on?)
+       (let ([t (current-thread)])
+         (gthread-break-enabled?-set! t (and on? #t))
+         (when on? (check-requests!)))]))
+
+  (define-syntax parameterize-break
+    (syntax-rules ()
+      [(_ on? body1 body ...)
+       (let ([t (current-thread)] [new (and on? #t)] [old #f])
+         (dynamic-wind
+           (lambda () (set! old (gthread-break-enabled? t)) (gthread-break-enabled?-set! t new)
+                      (when new (check-requests!)))
+           (lambda () body1 body ...)
+           (lambda () (gthread-break-enabled?-set! t old))))]))
+
+  ;; SRFI-18 make-thread's pool: #f, 'own or a parallel thread pool.
+  (define srfi-18-thread-pool (make-parameter 'own))
+
+  ;; x86-64 is TSO; a CAS is a full fence on every platform Chez runs on.
+  (define fence-box (box 0))
+  (define (memory-order-acquire) (box-cas! fence-box 0 0) (void))
+  (define (memory-order-release) (box-cas! fence-box 0 0) (void))
+
+  (thread-dead-latch-proc-set! (lambda (t) (tdata-dead-latch (tdata-of t)))))

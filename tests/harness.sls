@@ -1,0 +1,64 @@
+#!chezscheme
+;;; A small test harness.  Every test runs under a watchdog OS thread: one
+;;; that overruns its limit prints FAIL and ends the process, so a deadlock
+;;; fails the test instead of hanging.
+(library (harness)
+  (export test test-limit check check-equal check-raises done)
+  (import (chezscheme))
+
+  (define test-limit (make-parameter 30))   ; seconds
+  (define failures 0)
+  (define current-name #f)
+  (define generation 0)
+  (define lock (make-mutex))
+
+  (define (watchdog gen name limit)
+    (fork-thread
+      (lambda ()
+        (let loop ([left (* limit 10)])
+          (sleep (make-time 'time-duration 100000000 0))
+          (with-mutex lock
+            (when (= gen generation)
+              (when (<= left 0)
+                (printf "FAIL ~a: no result within ~as (deadlock?)\n" name limit)
+                (flush-output-port (current-output-port))
+                (exit 3))))
+          (when (with-mutex lock (= gen generation)) (loop (- left 1)))))))
+
+  (define-syntax test
+    (syntax-rules ()
+      [(_ name body ...) (run-test name (lambda () body ...))]))
+
+  (define (run-test name thunk)
+    (let ([gen (with-mutex lock (set! generation (+ generation 1)) generation)])
+      (watchdog gen name (test-limit))
+      (let ([r (call/cc
+                 (lambda (k)
+                   (with-exception-handler
+                     (lambda (c) (k (cons 'error c)))
+                     (lambda () (thunk) 'ok))))])
+        (with-mutex lock (set! generation (+ generation 1)))
+        (if (eq? r 'ok)
+            (printf "ok ~a\n" name)
+            (begin
+              (set! failures (+ failures 1))
+              (printf "FAIL ~a: " name)
+              (let ([c (cdr r)])
+                (if (condition? c) (display-condition c) (write c)))
+              (newline)))
+        (flush-output-port (current-output-port)))))
+
+  (define (check what ok?)
+    (unless ok? (error 'check "check failed" what)))
+
+  (define (check-equal what expected actual)
+    (unless (equal? expected actual)
+      (error 'check "not equal" what 'expected expected 'actual actual)))
+
+  ;; Runs thunk; the raised condition must satisfy pred.
+  (define (check-raises what pred thunk)
+    (let ([r (call/cc (lambda (k) (with-exception-handler (lambda (c) (k (list c))) (lambda () (thunk) #f))))])
+      (unless (and r (pred (car r)))
+        (error 'check "expected an exception" what (if r (car r) 'none)))))
+
+  (define (done) (exit (if (= failures 0) 0 1))))
