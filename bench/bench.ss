@@ -1,0 +1,197 @@
+#!chezscheme
+;;; bin/spindle bench [--quick] [--peers] [SUITE ...]
+;;; Prints one line per figure: SUITE.NAME VALUE UNIT.  Suites: micro, scale.
+;;; Each spindle figure sits beside the raw Chez primitive it builds on
+;;; (raw.*) and, with --peers, Racket 8.7's figures from the same run.
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
+
+(define args (command-line-arguments))
+(define quick? (member "--quick" args))
+(define peers? (member "--peers" args))
+(define suites
+  (let ([s (filter (lambda (a) (not (and (> (string-length a) 1) (string=? (substring a 0 2) "--")))) args)])
+    (if (null? s) '("micro" "scale") s)))
+
+(define (scaled n) (if quick? (max 1 (quotient n 10)) n))
+
+(define (now-ns)
+  (let ([t (current-time 'time-monotonic)])
+    (+ (* (time-second t) 1000000000) (time-nanosecond t))))
+
+;; Best of `runs` timings of (thunk), in ns.
+(define (best-ns runs thunk)
+  (let loop ([i 0] [best #f])
+    (if (= i runs)
+        best
+        (let ([t0 (now-ns)])
+          (thunk)
+          (let ([dt (- (now-ns) t0)])
+            (loop (+ i 1) (if (or (not best) (< dt best)) dt best)))))))
+
+(define (report name value unit)
+  (printf "~a ~a ~a\n" name
+          (let ([v (exact->inexact value)])
+            (cond [(>= v 100) (round v)]
+                  [else (/ (round (* v 1000)) 1000)]))
+          unit)
+  (flush-output-port (current-output-port)))
+
+;; ---------------------------------------------------------------- micro
+(define (bench-spawn-join)
+  (let ([n (scaled 200000)])
+    (report "micro.spawn-join"
+            (/ (best-ns 3 (lambda () (do ([i 0 (fx+ i 1)]) ((fx= i n)) (thread-wait (thread void))))) n 1000.)
+            "us")))
+
+(define (bench-yield-switch)
+  (let* ([n (scaled 1000000)]
+         [ns (best-ns 3
+               (lambda ()
+                 (let* ([go (lambda () (do ([i 0 (fx+ i 1)]) ((fx= i n)) (yield)))]
+                        [a (thread go)] [b (thread go)])
+                   (thread-wait a) (thread-wait b))))])
+    (report "micro.yield-switch" (/ ns (* 2 n)) "ns")))
+
+(define (pingpong n pool-a pool-b)
+  (let* ([ping (make-channel)] [pong (make-channel)]
+         [server (thread (lambda () (do ([i 0 (fx+ i 1)]) ((fx= i n)) (channel-put pong (channel-get ping))))
+                         pool-b)]
+         [client (thread (lambda () (do ([i 0 (fx+ i 1)]) ((fx= i n)) (channel-put ping i) (channel-get pong)))
+                         pool-a)])
+    (thread-wait client)
+    (thread-wait server)))
+
+(define (bench-channel-pingpong)
+  (let ([n (scaled 200000)])
+    (report "micro.channel-pingpong" (/ (best-ns 3 (lambda () (pingpong n #f #f))) n 1000.) "us")))
+
+(define (bench-channel-pingpong-cross)
+  (let* ([n (scaled 20000)] [pa (make-parallel-thread-pool 1)] [pb (make-parallel-thread-pool 1)])
+    (report "micro.channel-pingpong-cross" (/ (best-ns 3 (lambda () (pingpong n pa pb))) n 1000.) "us")
+    (parallel-thread-pool-close pa)
+    (parallel-thread-pool-close pb)))
+
+;; Raw Chez: two OS threads, mutex + condition variable hand-off.
+(define (bench-raw-pingpong)
+  (let* ([n (scaled 20000)] [m (make-mutex)] [c (make-condition)] [turn 0] [done (make-condition)] [finished #f])
+    (report "raw.os-thread-pingpong"
+            (/ (best-ns 3
+                 (lambda ()
+                   (set! turn 0) (set! finished #f)
+                   (fork-thread
+                     (lambda ()
+                       (with-mutex m
+                         (do ([i 0 (fx+ i 1)]) ((fx= i n))
+                           (let wait () (unless (= turn 1) (condition-wait c m) (wait)))
+                           (set! turn 0) (condition-broadcast c))
+                         (set! finished #t) (condition-broadcast done))))
+                   (with-mutex m
+                     (do ([i 0 (fx+ i 1)]) ((fx= i n))
+                       (set! turn 1) (condition-broadcast c)
+                       (let wait () (unless (= turn 0) (condition-wait c m) (wait))))
+                     (let wait () (unless finished (condition-wait done m) (wait))))))
+               n 1000.)
+            "us")))
+
+(define (bench-sema-uncontended)
+  (let* ([n (scaled 10000000)] [s (make-semaphore 0)])
+    (report "micro.sema-uncontended"
+            (/ (best-ns 3 (lambda () (do ([i 0 (fx+ i 1)]) ((fx= i n)) (semaphore-post s) (semaphore-wait s)))) n)
+            "ns")
+    (let ([m (make-mutex)])
+      (report "raw.mutex-uncontended"
+              (/ (best-ns 3 (lambda () (do ([i 0 (fx+ i 1)]) ((fx= i n)) (mutex-acquire m) (mutex-release m)))) n)
+              "ns"))))
+
+(define (bench-raw-fork-join)
+  (let* ([n (scaled 2000)] [m (make-mutex)] [c (make-condition)])
+    (report "raw.fork-thread-join"
+            (/ (best-ns 3
+                 (lambda ()
+                   (do ([i 0 (fx+ i 1)]) ((fx= i n))
+                     (let ([done #f])
+                       (fork-thread (lambda () (with-mutex m (set! done #t) (condition-broadcast c))))
+                       (with-mutex m (let wait () (unless done (condition-wait c m) (wait))))))))
+               n 1000.)
+            "us")))
+
+(define (rss-mb)
+  (let ([p (open-input-file "/proc/self/status")])
+    (let loop ()
+      (let ([line (get-line p)])
+        (cond
+          [(eof-object? line) (close-port p) 0]
+          [(and (> (string-length line) 6) (string=? (substring line 0 6) "VmRSS:"))
+           (close-port p)
+           (/ (string->number (car (filter (lambda (s) (> (string-length s) 0))
+                                           (cdr (split line #\space #\tab)))))
+              1024.)]
+          [else (loop)])))))
+
+(define (split s . seps)
+  (let loop ([i 0] [start 0] [acc '()])
+    (cond
+      [(= i (string-length s)) (reverse (cons (substring s start i) acc))]
+      [(memv (string-ref s i) seps) (loop (+ i 1) (+ i 1) (cons (substring s start i) acc))]
+      [else (loop (+ i 1) start acc)])))
+
+(define (bench-million-threads)
+  (collect (collect-maximum-generation))
+  (let* ([n (if quick? 100000 1000000)] [s (make-semaphore 0)] [t0 (now-ns)]
+         [ts (let loop ([i 0] [acc '()])
+               (if (fx= i n) acc (loop (fx+ i 1) (cons (thread (lambda () (semaphore-wait s))) acc))))])
+    (yield)   ; let them all block
+    (let ([rss (rss-mb)])
+      (do ([i 0 (fx+ i 1)]) ((fx= i n)) (semaphore-post s))
+      (for-each thread-wait ts)
+      (report "micro.million-threads" (/ (- (now-ns) t0) 1e9) "s")
+      (report "micro.million-threads-rss" rss "MB"))))
+
+;; ---------------------------------------------------------------- scale
+(define (fib n) (if (fx< n 2) n (fx+ (fib (fx- n 1)) (fib (fx- n 2)))))
+
+(define (raw-parallel2 thunk)
+  (let ([m (make-mutex)] [c (make-condition)] [left 2])
+    (do ([i 0 (fx+ i 1)]) ((fx= i 2))
+      (fork-thread (lambda () (thunk) (with-mutex m (set! left (- left 1)) (condition-broadcast c)))))
+    (with-mutex m (let wait () (unless (= left 0) (condition-wait c m) (wait))))))
+
+(define (bench-scale)
+  (let* ([k (if quick? 27 32)]
+         [work (lambda () (fib k))]
+         [runs 5]
+         [seq (best-ns runs (lambda () (work) (work)))]
+         [par (best-ns runs (lambda ()
+                              (let ([a (thread work #:pool 'own)] [b (thread work #:pool 'own)])
+                                (thread-wait a) (thread-wait b))))]
+         [raw (best-ns runs (lambda () (raw-parallel2 work)))]
+         [plain (best-ns runs work)]
+         [in-thread (best-ns runs (lambda () (thread-wait (thread work))))])
+    (report "scale.fib-seq" (/ seq 1e6) "ms")
+    (report "scale.fib-speedup-2" (/ seq par) "x")
+    (report "raw.fib-speedup-2" (/ seq raw) "x")
+    (report "scale.fib-vs-raw" (/ (/ seq par) (/ seq raw)) "ratio")
+    (report "scale.seq-overhead" (/ in-thread plain) "ratio")))
+
+;; ---------------------------------------------------------------- peers
+(define (run-peers)
+  (when peers?
+    (if (zero? (system "command -v racket >/dev/null 2>&1"))
+        (system (format "racket ~a/peers/racket-micro.rkt --quick 2>/dev/null"
+                        (path-parent (car (command-line)))))
+        (printf "# racket not found: peer figures skipped\n"))))
+
+(printf "# spindle bench ~a, ~a, ~a processors~a\n" suites (date-and-time) (processor-count)
+        (if quick? ", --quick" ""))
+(for-each
+  (lambda (suite)
+    (cond
+      [(string=? suite "micro")
+       (bench-spawn-join) (bench-yield-switch) (bench-channel-pingpong)
+       (bench-channel-pingpong-cross) (bench-raw-pingpong) (bench-sema-uncontended)
+       (bench-raw-fork-join) (bench-million-threads)]
+      [(string=? suite "scale") (bench-scale)]
+      [else (printf "# unknown suite ~a\n" suite)]))
+  suites)
+(run-peers)
+(exit 0)
