@@ -1,5 +1,5 @@
 #!chezscheme
-;;; spindle: threads, parallel thread pools, events and channels for Chez Scheme.
+;;; spindle: threads, parallel thread pools, events, channels and futures for Chez Scheme.
 ;;; Import as (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)).
 (library (spindle)
   (export
@@ -26,9 +26,14 @@
     semaphore-wait/enable-break semaphore-peek-evt semaphore-peek-evt?
     call-with-semaphore call-with-semaphore/enable-break
     make-async-channel async-channel? async-channel-get async-channel-try-get
-    async-channel-put async-channel-put-evt)
+    async-channel-put async-channel-put-evt
+    ;; (spindle future)
+    future touch future? would-be-future futures-enabled? current-future current-future-pool
+    make-fsemaphore fsemaphore? fsemaphore-post fsemaphore-wait fsemaphore-try-wait?
+    fsemaphore-count for/async map/async)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
           (only (spindle parameter) make-parameter parameterize make-thread-parameter)
-          (except (spindle event) box-cas! vector-cas!)))
+          (except (spindle event) box-cas! vector-cas!)
+          (except (spindle future) processor-count)))

@@ -6,7 +6,8 @@
   (export (rename (make-semaphore* make-semaphore)) semaphore? semaphore-post semaphore-wait
           semaphore-try-wait? semaphore-wait/enable-break
           semaphore-peek-evt semaphore-peek-evt?
-          call-with-semaphore call-with-semaphore/enable-break)
+          call-with-semaphore call-with-semaphore/enable-break
+          semaphore-count-now)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
           (spindle private evt-core) (spindle private sync))
 
@@ -141,6 +142,9 @@
           ;; the waiters left meanwhile: an ordinary increment
           (let loop () (let ([n (unbox b)]) (unless (box-cas! b n (fx+ n 1)) (loop))))))
     (mutex-release (semaphore-lock sem)))
+
+  ;; A snapshot of the count (for fsemaphore-count).
+  (define (semaphore-count-now sem) (fxmax 0 (unbox (semaphore-count sem))))
 
   (define (semaphore-try-wait? sem)
     (check 'semaphore-try-wait? sem)

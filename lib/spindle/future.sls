@@ -1,0 +1,134 @@
+#!chezscheme
+;;; Futures: tasks on a shared parallel pool of (processor-count) workers.
+;;;
+;;; A future's state moves once from queued to running, by CAS, for whoever
+;;; gets there first: the pool's worker thread or a toucher, which then runs
+;;; the thunk itself.  The loser does nothing (the worker thread just ends),
+;;; so acyclic touch dependencies never deadlock the pool.
+(library (spindle future)
+  (export future touch future? would-be-future futures-enabled? current-future
+          current-future-pool
+          (rename (make-fsemaphore* make-fsemaphore)) fsemaphore? fsemaphore-post fsemaphore-wait
+          fsemaphore-try-wait? fsemaphore-count
+          for/async map/async processor-count)
+  (import (except (chezscheme) make-parameter)
+          (only (spindle thread) thread-procedure make-parallel-thread-pool
+                parallel-thread-pool? processor-count)
+          (spindle private evt-core) (spindle private sync)
+          (spindle semaphore)
+          (only (spindle parameter) make-parameter))
+
+  (define-record-type (future-record make-future future?)
+    (fields thunk
+            state                  ; box: queued, running, done, failed
+            (mutable results)      ; list of values, or the raised object
+            done)                  ; latch fired when results are set
+    (protocol
+      (lambda (new)
+        (lambda (thunk) (new thunk (box 'queued) #f (make-latch (lambda (l) l))))))
+    (nongenerative spindle-future-v1))
+
+  ;; The future whose thunk the current thread runs (worker or toucher).
+  (define current-future (make-parameter #f))
+
+  ;; #f = the shared pool, made on first use.
+  (define current-future-pool
+    (make-thread-parameter #f
+      (lambda (p)
+        (unless (or (not p) (parallel-thread-pool? p))
+          (assertion-violation 'current-future-pool "expected #f or a parallel thread pool" p))
+        p)))
+
+  (define shared-pool #f)
+  (define shared-pool-lock (make-mutex))
+  (define (future-pool)
+    (or (current-future-pool)
+        shared-pool
+        (with-mutex shared-pool-lock
+          (or shared-pool
+              (begin (set! shared-pool (make-parallel-thread-pool (processor-count)))
+                     shared-pool)))))
+
+  (define (futures-enabled?) (threaded?))
+
+  (define (check-thunk who thunk)
+    (unless (and (procedure? thunk) (logbit? 0 (procedure-arity-mask thunk)))
+      (assertion-violation who "expected a procedure of no arguments" thunk)))
+
+  ;; Runs f's thunk here if nobody has started it.  #t if this call ran it.
+  (define (run-if-queued! f)
+    (and (box-cas! (future-record-state f) 'queued 'running)
+         (let ([r (call/cc
+                    (lambda (k)
+                      (with-exception-handler
+                        (lambda (c) (k (cons 'failed c)))
+                        (lambda ()
+                          (current-future f)
+                          (call-with-values (future-record-thunk f)
+                            (lambda vals (cons 'done vals)))))))])
+           (future-record-results-set! f (cdr r))
+           (set-box! (future-record-state f) (car r))
+           (latch-fire! (future-record-done f))
+           #t)))
+
+  (define (future thunk)
+    (check-thunk 'future thunk)
+    (let ([f (make-future thunk)])
+      (thread-procedure (lambda () (run-if-queued! f)) (future-pool))
+      f))
+
+  (define (would-be-future thunk)
+    (check-thunk 'would-be-future thunk)
+    (make-future thunk))
+
+  (define (touch f)
+    (unless (future? f) (assertion-violation 'touch "expected a future" f))
+    (let ([outer (current-future)])
+      (run-if-queued! f)
+      (current-future outer))
+    (sync (future-record-done f))
+    (if (eq? (unbox (future-record-state f)) 'done)
+        (apply values (future-record-results f))
+        (raise (future-record-results f))))
+
+  ;; ---------------------------------------------------------------- fsemaphores
+  (define-record-type fsemaphore
+    (fields sema)
+    (nongenerative spindle-fsemaphore-v1) (sealed #t))
+
+  (define (make-fsemaphore* init)
+    (unless (and (integer? init) (exact? init) (>= init 0))
+      (assertion-violation 'make-fsemaphore "expected an exact non-negative integer" init))
+    (make-fsemaphore (make-semaphore init)))
+
+  (define (check-fs who fs)
+    (unless (fsemaphore? fs) (assertion-violation who "expected an fsemaphore" fs)))
+
+  (define (fsemaphore-post fs) (check-fs 'fsemaphore-post fs) (semaphore-post (fsemaphore-sema fs)))
+  (define (fsemaphore-wait fs) (check-fs 'fsemaphore-wait fs) (semaphore-wait (fsemaphore-sema fs)))
+  (define (fsemaphore-try-wait? fs)
+    (check-fs 'fsemaphore-try-wait? fs)
+    (semaphore-try-wait? (fsemaphore-sema fs)))
+  (define (fsemaphore-count fs)
+    (check-fs 'fsemaphore-count fs)
+    (semaphore-count-now (fsemaphore-sema fs)))
+
+  ;; ---------------------------------------------------------------- helpers
+  (define (map/async proc list1 . lists)
+    (unless (procedure? proc) (assertion-violation 'map/async "expected a procedure" proc))
+    (let ([fs (apply map (lambda args (future (lambda () (apply proc args)))) list1 lists)])
+      (map touch fs)))
+
+  (define (sequence->list who s)
+    (cond
+      [(list? s) s]
+      [(vector? s) (vector->list s)]
+      [(and (integer? s) (exact? s) (>= s 0)) (iota s)]
+      [else (assertion-violation who "expected a list, a vector or an exact non-negative integer" s)]))
+
+  (define-syntax for/async
+    (syntax-rules ()
+      [(_ ([id seq] ...) body1 body ...)
+       (let ([fs (map (lambda (id ...) (future (lambda () body1 body ...)))
+                      (sequence->list 'for/async seq) ...)])
+         (for-each touch fs))])))

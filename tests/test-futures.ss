@@ -1,0 +1,103 @@
+#!chezscheme
+;;; Futures and fsemaphores (issue 3).
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
+
+(define (fib n) (if (fx< n 2) n (fx+ (fib (fx- n 1)) (fib (fx- n 2)))))
+(define (pfib n)
+  (if (fx< n 15)
+      (fib n)
+      (let ([a (future (lambda () (pfib (fx- n 1))))]
+            [b (future (lambda () (pfib (fx- n 2))))])
+        (+ (touch a) (touch b)))))
+
+(test "future result and multiple values"
+  (check-equal "one" 42 (touch (future (lambda () 42))))
+  (check-equal "values" '(1 2 3) (call-with-values (lambda () (touch (future (lambda () (values 1 2 3))))) list))
+  (let ([f (future (lambda () (list 'x)))])
+    (check "cached eq" (eq? (touch f) (touch f)))))
+
+(test "exception re-raised by every touch"
+  (let* ([obj (list 'boom)] [f (future (lambda () (raise obj)))])
+    (check "first" (eq? obj (guard (c [#t c]) (touch f))))
+    (check "second" (eq? obj (guard (c [#t c]) (touch f))))))
+
+(test "nested futures: parallel fib with a cutoff"
+  (check-equal "pfib 24" (fib 24) (pfib 24)))
+
+(test "touch from several threads at once"
+  (let* ([f (future (lambda () (sleep 0.05) (fib 20)))]
+         [ts (map (lambda (pool) (thread (lambda () (touch f)) pool 'results))
+                  (list #f #f 'own 'own (make-parallel-thread-pool 2)))])
+    (check-equal "all agree" (make-list 5 (fib 20)) (map thread-wait ts))))
+
+(test "thousands of futures"
+  (let ([fs (map (lambda (i) (future (lambda () (* i i)))) (iota 5000))])
+    (check-equal "sum of squares" (apply + (map (lambda (i) (* i i)) (iota 5000))) (apply + (map touch fs)))))
+
+(test "would-be-future runs at the first touch, in the toucher"
+  (let* ([ran #f] [f (would-be-future (lambda () (set! ran (current-thread)) (current-future)))])
+    (sleep 0.02)
+    (check "not run yet" (not ran))
+    (check "current-future is f" (eq? f (touch f)))
+    (check "ran in toucher" (eq? ran (current-thread)))
+    (check "outside a future" (not (current-future)))))
+
+(test "a blocked future does not stop other futures"
+  (let* ([s (make-semaphore 0)]
+         [blockers (map (lambda (i) (future (lambda () (semaphore-wait s) i))) (iota (* 2 (processor-count))))]
+         [worker (future (lambda () (fib 18)))])
+    (check-equal "other future finished" (fib 18) (touch worker))
+    (for-each (lambda (f) (semaphore-post s)) blockers)
+    (check-equal "blockers" (iota (* 2 (processor-count))) (map touch blockers))))
+
+(test "futures may sync on channels"
+  (let* ([ch (make-channel)]
+         [f (future (lambda () (channel-get ch)))])
+    (channel-put ch 'hello)
+    (check-equal "got" 'hello (touch f))))
+
+(test "map/async and for/async"
+  (check-equal "map/async" '(11 22 33) (map/async + '(1 2 3) '(10 20 30)))
+  (let ([v (make-vector 10 0)])
+    (for/async ([i 10] [x (make-list 10 3)]) (vector-set! v i (* i x)))
+    (check-equal "for/async" (list->vector (map (lambda (i) (* 3 i)) (iota 10))) v)))
+
+(test "futures-enabled? and current-future-pool"
+  (check "enabled" (futures-enabled?))
+  (let ([p (make-parallel-thread-pool 1)])
+    (check-equal "own pool" 7 (touch (parameterize ([current-future-pool p]) (future (lambda () 7)))))))
+
+(test "fsemaphores"
+  (let ([fs (make-fsemaphore 2)])
+    (check "fsemaphore?" (fsemaphore? fs))
+    (check "not an evt" (not (evt? fs)))
+    (fsemaphore-wait fs)
+    (check-equal "count 1" 1 (fsemaphore-count fs))
+    (check "try" (fsemaphore-try-wait? fs))
+    (check "try fails" (not (fsemaphore-try-wait? fs)))
+    (let ([f (future (lambda () (fsemaphore-wait fs) 'through))])
+      (sleep 0.02)
+      (fsemaphore-post fs)
+      (check-equal "waiter through" 'through (touch f)))))
+
+(test "bad input"
+  (check-raises "future 5" assertion-violation? (lambda () (future 5)))
+  (check-raises "future of 1 arg" assertion-violation? (lambda () (future (lambda (x) x))))
+  (check-raises "touch non-future" assertion-violation? (lambda () (touch 5)))
+  (check-raises "make-fsemaphore needs init" (lambda (c) #t) (lambda () (eval '(make-fsemaphore))))
+  (check-raises "make-fsemaphore -1" assertion-violation? (lambda () (make-fsemaphore -1)))
+  (check-raises "fsemaphore-post non-fs" assertion-violation? (lambda () (fsemaphore-post 'x))))
+
+(test "stress: futures from threads of several pools touching each other"
+  (let* ([pools (list #f 'own (make-parallel-thread-pool 2) (make-parallel-thread-pool 2))]
+         [ts (map (lambda (pool)
+                    (thread (lambda ()
+                              (let* ([fs (map (lambda (i) (future (lambda () (+ i 1)))) (iota 500))]
+                                     [gs (map (lambda (f) (future (lambda () (* 2 (touch f))))) fs)])
+                                (apply + (map touch gs))))
+                            pool 'results))
+                  pools)])
+    (check-equal "sums" (make-list 4 (* 2 (apply + (map (lambda (i) (+ i 1)) (iota 500)))))
+                 (map thread-wait ts))))
+
+(done)
