@@ -69,18 +69,24 @@
   ;; Hands v to a waiting getter, if any is live.  #t if handed.
   (define (hand-to-getter! ch s branch v our-result)
     (let ([q (async-channel-getters ch)])
-      (let loop ()
+      (let loop ([skipped '()])
         (let ([w (queue-pop! q #f)])
-          (and w
-               (let ([r (if s (claim-pair! s (waiter-syncer w)) (claim! (waiter-syncer w)))])
-                 (cond
-                   [(eq? r #t)
-                    (finish! (waiter-syncer w) (waiter-branch w) (list v))
-                    (when s (finish! s branch our-result))
-                    (unpark! (syncer-thread (waiter-syncer w)))
-                    #t]
-                   [(and s (eq? r s)) (queue-push-front! q w) #f]
-                   [else (loop)])))))))
+          (define (restore!) (for-each (lambda (w) (queue-push-front! q w)) skipped))
+          (cond
+            [(not w) (restore!) #f]
+            ;; never with itself (claiming s twice would spin forever)
+            [(and s (eq? (waiter-syncer w) s)) (loop (cons w skipped))]
+            [else
+             (let ([r (if s (claim-pair! s (waiter-syncer w)) (claim! (waiter-syncer w)))])
+               (cond
+                 [(eq? r #t)
+                  (finish! (waiter-syncer w) (waiter-branch w) (list v))
+                  (when s (finish! s branch our-result))
+                  (unpark! (syncer-thread (waiter-syncer w)))
+                  (restore!)
+                  #t]
+                 [(and s (eq? r s)) (queue-push-front! q w) (restore!) #f]
+                 [else (loop skipped)]))])))))
 
   (define (get-attempt ch s branch register?)
     (mutex-acquire (async-channel-lock ch))

@@ -116,7 +116,8 @@
       (let loop ()
         (let ([n (unbox b)])
           (cond
-            [(fx= n max-count) (error 'semaphore-post "semaphore count is at its maximum" sem)]
+            ;; the largest count is max-count - 1, as for make-semaphore
+            [(fx>= n (fx- max-count 1)) (error 'semaphore-post "semaphore count is at its maximum" sem)]
             [(fx>= n 0) (unless (box-cas! b n (fx+ n 1)) (loop))]
             [else (with-interrupts-disabled (post-slow! sem))])))))
 

@@ -34,9 +34,11 @@
             (mutable exit-hooks))    ; thunks run as the thread ends (mutex abandonment)
     (nongenerative spindle-tdata-v1) (sealed #t))
 
-  (define (new-tdata keep? quiet?)
+  ;; thread-box will hold the thread: the result of its suspend/resume evts.
+  (define (new-tdata keep? quiet? thread-box)
     (make-tdata 'running '() keep? quiet? (make-latch (lambda (l) l)) (make-buffer-channel)
-                (make-mutex) (make-latch (lambda (l) l)) (make-latch (lambda (l) l)) #f '()))
+                (make-mutex) (make-latch (lambda (l) (unbox thread-box)))
+                (make-latch (lambda (l) (unbox thread-box))) #f '()))
 
   ;; Threads spindle did not create (the program's main thread, adopted OS
   ;; threads) get their record on first use.
@@ -45,9 +47,8 @@
     (or (gthread-data t)
         (with-mutex data-lock
           (or (gthread-data t)
-              (let ([d (new-tdata #f #f)])
+              (let ([d (new-tdata #f #f (box t))])
                 (latch-fire! (tdata-resume-latch d))
-                (gthread-params-set! t empty-parameterization)
                 (gthread-finisher-set! t
                   (if (eq? (gthread-name t) 'main)
                       (lambda (outcome) (exit 0))
@@ -93,6 +94,8 @@
     (tdata-results-set! d results)
     (tdata-outcome-set! d outcome)
     (for-each (lambda (h) (guard (e [#t (void)]) (h))) (tdata-exit-hooks d))
+    ;; dead before the latch fires: a waiter that wakes must see it dead
+    (gthread-dead?-set! t #t)
     (latch-fire! (tdata-dead-latch d)))
 
   ;; Ends the current thread t; never returns.
@@ -104,15 +107,19 @@
 
   (define (thread-body thunk d)
     (lambda (t)
-      (enable-interrupts)
-      (check-requests!)
       (let ([r (call/1cc
                  (lambda (k)
+                   ;; the handler is in place before interrupts are enabled:
+                   ;; a break that came before the start (or a preemption
+                   ;; that delivers one) must end this thread, not reach the
+                   ;; OS thread's base handler
                    (with-exception-handler
                      (lambda (c)
                        (unless (tdata-quiet? d) (report-failure t c))
                        (k (cons 'failed c)))
                      (lambda ()
+                       (enable-interrupts)
+                       (check-requests!)
                        (call-with-values thunk
                          (lambda vals (cons 'ok (if (tdata-keep? d) vals '()))))))))])
         (finish-thread! t d (car r) (cdr r)))))
@@ -129,12 +136,14 @@
                 [(eq? pool 'own) (make-pool 1 #f)]
                 [(parallel-thread-pool? pool) pool]
                 [else (assertion-violation who "expected #f, 'own or a parallel thread pool" pool)])]
-           [d (new-tdata keep? quiet?)]
+           [thread-box (box #f)]
+           [d (new-tdata keep? quiet? thread-box)]
            [creator (current-gthread)]
            [t (spawn! p (or name (begin (set! name-counter (+ name-counter 1)) name-counter))
                       (snapshot-parameterization
                         (or (gthread-params creator) empty-parameterization))
                       (thread-body thunk d) #f)])
+      (set-box! thread-box t)
       (latch-fire! (tdata-resume-latch d))
       (gthread-data-set! t d)
       (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))

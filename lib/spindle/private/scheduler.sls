@@ -2,7 +2,9 @@
 ;;; The M:N scheduler: pools of OS workers running green threads.
 ;;;
 ;;; A green thread is a record plus, while it is switched out, a one-shot
-;;; continuation.  Voluntary switches (park, yield) capture it with call/1cc;
+;;; continuation.  Voluntary switches (park, yield) capture it with call/cc
+;;; (a full continuation: it keeps only the frames in use, where call/1cc
+;;; keeps a whole stack segment, about 10 KB a parked thread);
 ;;; preemption comes from the per-OS-thread Chez timer, whose handler yields.
 ;;; Every scheduler data structure is touched only with interrupts disabled,
 ;;; so a green thread is never preempted, killed or broken inside it.
@@ -38,7 +40,7 @@
     &break make-break-condition break-condition?
     &break-hang-up make-break-hang-up-condition break-hang-up-condition?
     &break-terminate make-break-terminate-condition break-terminate-condition?)
-  (import (chezscheme) (spindle private queue))
+  (import (chezscheme) (spindle private queue) (spindle private ffi))
 
   (define quantum-ticks 100000)
 
@@ -77,16 +79,18 @@
     (fields deadline action (mutable cancelled?))
     (nongenerative spindle-timer-v1) (sealed #t))
 
+  ;; Idle workers sleep on wakeup, an OS semaphore; posted counts the posts
+  ;; not yet taken by a sleeper, so wakers post only while idle > posted.
   (define-record-type pool
     (fields size main? lock wakeup run-queue
             (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
-            (mutable timers) (mutable timer-count))
+            (mutable timers) (mutable timer-count) (mutable posted))
     (protocol
       (lambda (new)
         (lambda (size main?)
-          (new size main? (make-mutex) (make-condition) (make-queue)
-               0 0 0 #f (make-vector 16 #f) 0))))
-    (nongenerative spindle-pool-v1))
+          (new size main? (make-mutex) (make-os-semaphore) (make-queue)
+               0 0 0 #f (make-vector 16 #f) 0 0))))
+    (nongenerative spindle-pool-v2))
 
   (define-record-type worker
     (fields pool tid (mutable base) (mutable base-winders) (mutable current))
@@ -154,11 +158,20 @@
       w))
 
   ;; ---------------------------------------------------------------- pools
+  ;; With the pool lock held: wake one sleeping worker / all of them.
+  (define (wake-one! p)
+    (when (fx> (pool-idle p) (pool-posted p))
+      (pool-posted-set! p (fx+ (pool-posted p) 1))
+      (os-semaphore-post! (pool-wakeup p))))
+
+  (define (wake-all! p)
+    (let loop () (when (fx> (pool-idle p) (pool-posted p)) (wake-one! p) (loop))))
+
   (define (pool-close! p)
     (with-interrupts-disabled
       (with-mutex (pool-lock p)
         (pool-closed?-set! p #t)
-        (condition-broadcast (pool-wakeup p)))))
+        (wake-all! p))))
 
   ;; Makes t runnable on its pool, waking or starting a worker.
   (define (enqueue! t)
@@ -166,7 +179,7 @@
       (mutex-acquire (pool-lock p))
       (queue-push! (pool-run-queue p) t)
       (cond
-        [(fx> (pool-idle p) 0) (condition-signal (pool-wakeup p))]
+        [(fx> (pool-idle p) 0) (wake-one! p)]
         [(and (not (pool-main? p)) (fx< (pool-workers p) (pool-size p)))
          (pool-workers-set! p (fx+ (pool-workers p) 1))
          (start-worker! p)])
@@ -228,7 +241,7 @@
                     (heap-swap! v i parent)
                     (up parent)))))
             ;; an idle worker may be sleeping past this deadline
-            (when (fx> (pool-idle p) 0) (condition-signal (pool-wakeup p))))))
+            (wake-one! p))))
       tm))
 
   ;; A cancelled timer stays in the heap until its deadline, then is dropped.
@@ -253,7 +266,7 @@
                (fl<= (timer-deadline (vector-ref (pool-timers p) 0)) now))
           (let ([tm (heap-pop! p)])
             (loop (if (timer-cancelled? tm) acc (cons (timer-action tm) acc))))
-          acc)))
+          (reverse acc))))   ; in deadline order: earlier sleepers wake first
 
   (define (next-deadline p)
     (and (fx> (pool-timer-count p) 0) (timer-deadline (vector-ref (pool-timers p) 0))))
@@ -302,17 +315,20 @@
                (when (and (fx< i 50) (queue-empty? rq)) (spin (fx+ i 1))))
              (loop (fx+ spins 1))]
             [else
+             ;; Sleep without the lock, deactivated (see (spindle private
+             ;; ffi)): a condition-wait here, interrupts being disabled,
+             ;; would block every collection while this worker is idle.
              (pool-idle-set! p (fx+ (pool-idle p) 1))
              (let ([dl (next-deadline p)])
-               (if dl
-                   (let ([ms (fl- dl (monotonic-ms))])
-                     (when (fl> ms 0.)
-                       (let ([ns (flonum->fixnum (flceiling (fl* ms 1e6)))])
-                         (condition-wait (pool-wakeup p) lock
-                           (make-time 'time-duration (fxmod ns 1000000000) (fxquotient ns 1000000000))))))
-                   (condition-wait (pool-wakeup p) lock)))
-             (pool-idle-set! p (fx- (pool-idle p) 1))
-             (mutex-release lock)
+               (mutex-release lock)
+               (let ([woken? (if dl
+                                 (let ([ms (fl- dl (monotonic-ms))])
+                                   (and (fl> ms 0.) (os-semaphore-wait! (pool-wakeup p) ms)))
+                                 (os-semaphore-wait! (pool-wakeup p) #f))])
+                 (mutex-acquire lock)
+                 (pool-idle-set! p (fx- (pool-idle p) 1))
+                 (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))
+                 (mutex-release lock)))
              (loop spin-rounds)])))))
 
   ;; Never returns (except through the base, to exit the worker).
@@ -372,7 +388,7 @@
       (with-mutex (pool-lock p)
         (pool-threads-set! p (fx- (pool-threads p) 1))
         (when (and (pool-closed? p) (fx= (pool-threads p) 0))
-          (condition-broadcast (pool-wakeup p))))
+          (wake-all! p)))
       (if (worker-base w)
           (invoke-base! w 'schedule)
           (call/1cc (lambda (k) (enter-base! w 'schedule))))))
@@ -382,7 +398,7 @@
   (define (park!)
     (let* ([w (current-worker)] [t (worker-current w)] [b (gthread-park t)])
       (unless (box-cas! b 'notified 'running)
-        (call/1cc
+        (call/cc
           (lambda (k)
             (save-context! t k)
             (if (box-cas! b 'running 'parked)
@@ -391,13 +407,19 @@
                 (begin (gthread-cont-set! t #f) (set-box! b 'running))))))))
 
   ;; Wakes t if parked, else makes its next park! return at once.
+  ;; The first access to the park box must be a CAS, not a plain read: the
+  ;; CAS is a full fence, so the waker's earlier stores (the commit of the
+  ;; syncer) are visible before it decides, and a parker that consumed a
+  ;; stale 'notified then sees them.  A plain load may pass those stores
+  ;; (x86 store->load reordering) and lose the wake-up.
   (define (unpark! t)
     (let ([b (gthread-park t)])
       (let loop ()
-        (let ([s (unbox b)])
-          (cond
-            [(eq? s 'parked) (if (box-cas! b 'parked 'running) (enqueue! t) (loop))]
-            [(eq? s 'running) (unless (box-cas! b 'running 'notified) (loop))])))))
+        (cond
+          [(box-cas! b 'running 'notified) (void)]
+          [(box-cas! b 'parked 'running) (enqueue! t)]
+          [(eq? (unbox b) 'notified) (void)]
+          [else (loop)]))))
 
   ;; Lets other runnable threads of the pool go first.
   (define (yield!)
@@ -406,7 +428,7 @@
       (fire-due-timers! p)
       (if (queue-empty? (pool-run-queue p))
           (set-timer quantum-ticks)
-          (call/1cc
+          (call/cc
             (lambda (k)
               (save-context! t k)
               (enqueue! t)

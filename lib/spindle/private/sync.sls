@@ -140,7 +140,7 @@
 
   ;; ---------------------------------------------------------------- flatten
   ;; A branch: primitive evt + context (list of frames, innermost first).
-  ;; Frames: (wrap proc . handle?), (nack . latch), (replace . proc).
+  ;; Frames: (wrap proc . handle?), (nack . latch), (replace . replace-evt).
   (define-record-type branch (fields prim context) (nongenerative spindle-branch-v1) (sealed #t))
 
   ;; Returns the list of branches of e (in order); nacks made are pushed
@@ -162,7 +162,7 @@
             (flatten (guard-result e ((guarded-proc e) l))
                      (cons (cons 'nack l) context) poll? nacks acc))])]
       [(replacer? e)
-       (flatten (replacer-inner e) (cons (cons 'replace (replacer-proc e)) context) poll? nacks acc)]
+       (flatten (replacer-inner e) (cons (cons 'replace e) context) poll? nacks acc)]
       [(gthread? e)
        (flatten (wrap-evt (thread-dead-latch-proc e) (lambda (l) e)) context poll? nacks acc)]
       [(registered-spec e)
@@ -182,9 +182,14 @@
   (define (sync-round t bv poll? deadline)
     (let* ([n (vector-length bv)]
            [s (make-syncer t)]
-           [start (if (fx> n 1) (random n) 0)])
-      (define (attempt i register?)
-        (let ([p (branch-prim (vector-ref bv i))])
+           [start (if (fx> n 1) (random n) 0)]
+           ;; a random order, so that each ready branch is equally likely to
+           ;; be found first (a random rotation would favour a ready branch
+           ;; that follows unready ones)
+           [order (and (fx> n 2) (random-order n))])
+      (define (attempt j register?)
+        (let* ([i (if order (vector-ref order j) (fxmod (fx+ start j) n))]
+               [p (branch-prim (vector-ref bv i))])
           ((prim-evt-attempt p) p s i register?)))
       ;; phase 1: nobody else knows s, so a commit here is ours alone
       (let poll ([j 0])
@@ -197,8 +202,9 @@
                  ;; phase 2: register everywhere; a partner may commit s meanwhile
                  (let reg ([j 0])
                    (when (and (fx< j n) (not (syncer-done? s)))
-                     (let* ([i (fxmod (fx+ start j) n)] [r (attempt i #t)])
-                       (unless (eq? r #t) (vector-set! tokens i r))
+                     (let ([r (attempt j #t)])
+                       (unless (eq? r #t)
+                         (vector-set! tokens (if order (vector-ref order j) (fxmod (fx+ start j) n)) r))
                        (reg (fx+ j 1)))))
                  (let ([tm (and deadline (not (syncer-done? s))
                                 (add-timer! (gthread-pool t) deadline
@@ -215,8 +221,17 @@
                        (let ([p (branch-prim (vector-ref bv i))])
                          ((prim-evt-cancel p) p tok)))))
                  s))]
-          [(eq? (attempt (fxmod (fx+ start j) n) #f) #t) s]
+          [(eq? (attempt j #f) #t) s]
           [else (poll (fx+ j 1))]))))
+
+  ;; A uniformly random permutation of 0 .. n-1 (Fisher-Yates).
+  (define (random-order n)
+    (let ([v (make-vector n)])
+      (do ([i 0 (fx+ i 1)]) ((fx= i n)) (vector-set! v i i))
+      (do ([i (fx- n 1) (fx- i 1)]) ((fx= i 0) v)
+        (let* ([j (random (fx+ i 1))] [x (vector-ref v i)])
+          (vector-set! v i (vector-ref v j))
+          (vector-set! v j x)))))
 
   (define (requests-pending? t)
     (or (gthread-kill-requested? t) (gthread-suspended? t)
@@ -233,10 +248,14 @@
   (define (sync-evts who evts poll? deadline on-timeout)
     (let* ([t (current-gthread)]
            [nacks (box '())]
-           [branches (let loop ([es evts] [acc '()])
-                       (if (null? es)
-                           (reverse acc)
-                           (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))])
+           [branches (if (for-all prim-evt? evts)
+                         (map (lambda (e) (make-branch e '())) evts)
+                         ;; a guard that raises abandons the sync: NACKs made so far fire
+                         (guard (c [#t (fire-nacks! (unbox nacks) '()) (raise c)])
+                           (let loop ([es evts] [acc '()])
+                             (if (null? es)
+                                 (reverse acc)
+                                 (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))))])
       (let retry ([bv (list->vector branches)])
         (let ([s (begin (disable-interrupts) (sync-round t bv poll? deadline))])
           (enable-interrupts)
@@ -259,29 +278,59 @@
 
   ;; Applies the committed branch's context to its results.
   (define (finish-branch who t b vals nacks bv idx poll? deadline on-timeout retry)
-    (let loop ([ctx (branch-context b)] [vals vals])
-      (cond
-        [(null? ctx)
-         (fire-nacks! (unbox nacks) (context-nacks (branch-context b)))
-         (apply values vals)]
-        [(eq? (caar ctx) 'wrap)
-         (let ([proc (cadar ctx)] [handle? (cddar ctx)])
-           (if (and handle? (null? (cdr ctx)))
-               (begin
-                 (fire-nacks! (unbox nacks) (context-nacks (branch-context b)))
-                 (apply proc vals))
-               (loop (cdr ctx) (call-with-values (lambda () (apply proc vals)) list))))]
-        [(eq? (caar ctx) 'nack) (loop (cdr ctx) vals)]
-        [else
-         ;; replace: the new evt takes this branch's place among the others
-         (let* ([new (apply (cdar ctx) vals)]
-                [new (if (evt? new) new (wrap-evt always-evt (lambda (_) new)))]
-                [nb (flatten new (cdr ctx) poll? nacks '())]
-                [others (let l ([i 0] [acc '()])
-                          (if (fx= i (vector-length bv))
-                              (reverse acc)
-                              (l (fx+ i 1) (if (fx= i idx) acc (cons (vector-ref bv i) acc)))))])
-           (retry (list->vector (append nb others))))])))
+    (let ([ctx (branch-context b)])
+      (if (exists (lambda (f) (eq? (car f) 'replace)) ctx)
+          (retry (replace-branches ctx vals nacks bv idx poll?))
+          (begin
+            ;; the commit is final: abandoned NACKs fire before any wrap runs,
+            ;; so a wrap proc that raises still leaves them ready
+            (fire-nacks! (unbox nacks) (context-nacks ctx))
+            (apply-wraps ctx vals)))))
+
+  (define (only-nacks? ctx) (for-all (lambda (f) (eq? (car f) 'nack)) ctx))
+
+  ;; A handle-evt that no wrap encloses runs in tail position.
+  (define (apply-wraps ctx vals)
+    (cond
+      [(null? ctx) (apply values vals)]
+      [(eq? (caar ctx) 'wrap)
+       (let ([proc (cadar ctx)] [handle? (cddar ctx)])
+         (if (and handle? (only-nacks? (cdr ctx)))
+             (apply proc vals)
+             (apply-wraps (cdr ctx) (call-wrap proc vals))))]
+      [else (apply-wraps (cdr ctx) vals)]))
+
+  ;; A wrap proc runs with breaks disabled; returns its values as a list.
+  (define (call-wrap proc vals)
+    (let ([t (current-gthread)])
+      (if (gthread-break-enabled? t)
+          (dynamic-wind
+            (lambda () (gthread-break-enabled?-set! t #f))
+            (lambda () (call-with-values (lambda () (apply proc vals)) list))
+            (lambda () (gthread-break-enabled?-set! t #t)))
+          (call-with-values (lambda () (apply proc vals)) list))))
+
+  ;; The committed branch sits in a replace-evt: apply the frames up to the
+  ;; innermost replace, and return the branches of the next round (the
+  ;; replacement in this branch's place).  The NACKs inside the committed
+  ;; part never fire; an exception here abandons the sync.
+  (define (replace-branches ctx vals nacks bv idx poll?)
+    (guard (c [#t (fire-nacks! (unbox nacks) '()) (raise c)])
+      (let loop ([ctx ctx] [vals vals] [inner '()])
+        (case (caar ctx)
+          [(wrap) (loop (cdr ctx) (call-wrap (cadar ctx) vals) inner)]
+          [(nack) (loop (cdr ctx) vals (cons (cdar ctx) inner))]
+          [else
+           (set-box! nacks (remp (lambda (l) (memq l inner)) (unbox nacks)))
+           (let* ([r (cdar ctx)]
+                  [new (apply (replacer-proc r) vals)]
+                  [new (if (evt? new) new (wrap-evt always-evt (lambda (_) r)))]
+                  [nb (flatten new (cdr ctx) poll? nacks '())]
+                  [others (let l ([i 0] [acc '()])
+                            (if (fx= i (vector-length bv))
+                                (reverse acc)
+                                (l (fx+ i 1) (if (fx= i idx) acc (cons (vector-ref bv i) acc)))))])
+             (list->vector (append nb others)))]))))
 
   (define (sync . evts)
     (sync-evts 'sync evts #f #f (lambda () (assert #f))))

@@ -1,0 +1,68 @@
+#!chezscheme
+;;; The only library that names libc.
+;;;
+;;; OS semaphores (POSIX sem_t in foreign memory) are how idle workers
+;;; sleep.  The wait is a __collect_safe call, so the sleeping OS thread is
+;;; deactivated even with interrupts disabled: Chez's condition-wait does not
+;;; deactivate a thread whose interrupts are disabled, and one such sleeper
+;;; stops every collection of the process (all threads then hang in the
+;;; collect rendezvous).
+(library (spindle private ffi)
+  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait!)
+  (import (chezscheme))
+
+  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
+
+  (define sem-size 32)          ; sizeof(sem_t) on 64-bit glibc
+  (define clock-monotonic 1)
+
+  (define sem-init (foreign-procedure "sem_init" (uptr int unsigned) int))
+  (define sem-destroy (foreign-procedure "sem_destroy" (uptr) int))
+  (define sem-post (foreign-procedure "sem_post" (uptr) int))
+  (define sem-wait (foreign-procedure __collect_safe "sem_wait" (uptr) int))
+  (define sem-clockwait (foreign-procedure __collect_safe "sem_clockwait" (uptr int uptr) int))
+  (define clock-gettime (foreign-procedure "clock_gettime" (int uptr) int))
+
+  (define-record-type (os-semaphore new-os-semaphore os-semaphore?)
+    (fields address)
+    (nongenerative spindle-os-semaphore-v1) (sealed #t))
+
+  ;; sem_t memory is released once its record is unreachable.
+  (define reclaim (make-guardian))
+
+  (define (reclaim-dead!)
+    (let loop ()
+      (let ([s (reclaim)])
+        (when s
+          (sem-destroy (os-semaphore-address s))
+          (foreign-free (os-semaphore-address s))
+          (loop)))))
+
+  (define (make-os-semaphore)
+    (reclaim-dead!)
+    (let ([a (foreign-alloc sem-size)])
+      (unless (eqv? 0 (sem-init a 0 0))
+        (foreign-free a)
+        (error 'make-os-semaphore "sem_init failed"))
+      (let ([s (new-os-semaphore a)])
+        (reclaim s)
+        s)))
+
+  (define (os-semaphore-post! s) (sem-post (os-semaphore-address s)) (void))
+
+  ;; Waits for a post, at most ms milliseconds (a flonum) unless ms is #f.
+  ;; #t if a post was consumed; #f on timeout or interruption by a signal.
+  (define (os-semaphore-wait! s ms)
+    (let ([a (os-semaphore-address s)])
+      (if ms
+          (let ([ts (foreign-alloc 16)])
+            (clock-gettime clock-monotonic ts)
+            (let* ([ns (fx+ (foreign-ref 'long ts 8)
+                            (flonum->fixnum (flceiling (fl* (flmin (flmax ms 0.) 1e9) 1e6))))]
+                   [sec (fx+ (foreign-ref 'long ts 0) (fxquotient ns 1000000000))])
+              (foreign-set! 'long ts 0 sec)
+              (foreign-set! 'long ts 8 (fxremainder ns 1000000000))
+              (let ([r (sem-clockwait a clock-monotonic ts)])
+                (foreign-free ts)
+                (eqv? r 0))))
+          (eqv? (sem-wait a) 0)))))
