@@ -28,27 +28,45 @@
     (fields (mutable outcome)        ; running, ok, failed or killed
             (mutable results)        ; list of values, or the raised object
             keep? quiet?             ; keep results; print nothing on failure
-            dead-latch mailbox lock
-            (mutable suspend-latch) (mutable resume-latch)
+            dead-latch
+            (mutable thread)
+            ;; made on first use, under data-lock: most threads never need them
+            (mutable mailbox) (mutable suspend-latch) (mutable resume-latch)
             (mutable specific)       ; SRFI-18 thread-specific
             (mutable exit-hooks))    ; thunks run as the thread ends (mutex abandonment)
     (nongenerative spindle-tdata-v1) (sealed #t))
 
-  ;; thread-box will hold the thread: the result of its suspend/resume evts.
-  (define (new-tdata keep? quiet? thread-box)
-    (make-tdata 'running '() keep? quiet? (make-latch (lambda (l) l)) (make-buffer-channel)
-                (make-mutex) (make-latch (lambda (l) (unbox thread-box)))
-                (make-latch (lambda (l) (unbox thread-box))) #f '()))
+  (define (latch-itself l) l)
+
+  (define (new-tdata keep? quiet? t)
+    (make-tdata 'running '() keep? quiet? (make-latch latch-itself) t #f #f #f #f '()))
+
+  ;; Guards the lazily made parts of every tdata and their suspend state.
+  (define data-lock (make-mutex))
+
+  (define (tdata-mailbox* d)
+    (or (tdata-mailbox d)
+        (with-mutex data-lock
+          (or (tdata-mailbox d)
+              (let ([mb (make-buffer-channel)]) (tdata-mailbox-set! d mb) mb)))))
+
+  ;; A suspend evt is ready while the thread is suspended, a resume evt while
+  ;; it runs; each is replaced by a fresh one when the state changes.
+  (define (state-latch d get set ready?)
+    (with-mutex data-lock
+      (or (get d)
+          (let ([l (let ([t (tdata-thread d)]) (make-latch (lambda (l) t)))])
+            (when (ready? (tdata-thread d)) (latch-fire! l))
+            (set d l)
+            l))))
 
   ;; Threads spindle did not create (the program's main thread, adopted OS
   ;; threads) get their record on first use.
-  (define data-lock (make-mutex))
   (define (tdata-of t)
     (or (gthread-data t)
         (with-mutex data-lock
           (or (gthread-data t)
-              (let ([d (new-tdata #f #f (box t))])
-                (latch-fire! (tdata-resume-latch d))
+              (let ([d (new-tdata #f #f t)])
                 (gthread-finisher-set! t
                   (if (eq? (gthread-name t) 'main)
                       (lambda (outcome) (exit 0))
@@ -124,7 +142,11 @@
                          (lambda vals (cons 'ok (if (tdata-keep? d) vals '()))))))))])
         (finish-thread! t d (car r) (cdr r)))))
 
-  (define name-counter 0)
+  (define name-counter (box 0))
+  (define (next-name)
+    (let loop ()
+      (let ([n (unbox name-counter)])
+        (if (box-cas! name-counter n (+ n 1)) (+ n 1) (loop)))))
 
   ;; Makes a thread on pool (#f = main pool, 'own, or a pool).  Not started
   ;; unless start?.
@@ -136,15 +158,13 @@
                 [(eq? pool 'own) (make-pool 1 #f)]
                 [(parallel-thread-pool? pool) pool]
                 [else (assertion-violation who "expected #f, 'own or a parallel thread pool" pool)])]
-           [thread-box (box #f)]
-           [d (new-tdata keep? quiet? thread-box)]
+           [d (new-tdata keep? quiet? #f)]
            [creator (current-gthread)]
-           [t (spawn! p (or name (begin (set! name-counter (+ name-counter 1)) name-counter))
+           [t (spawn! p (or name (next-name))
                       (snapshot-parameterization
                         (or (gthread-params creator) empty-parameterization))
                       (thread-body thunk d) #f)])
-      (set-box! thread-box t)
-      (latch-fire! (tdata-resume-latch d))
+      (tdata-thread-set! d t)
       (gthread-data-set! t d)
       (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
       (when (eq? pool 'own) (pool-close! p))
@@ -175,7 +195,7 @@
   (define (thread-data-specific-set! t v) (tdata-specific-set! (tdata-of t) v))
   (define (thread-add-exit-hook! t thunk)
     (let ([d (tdata-of t)])
-      (with-mutex (tdata-lock d) (tdata-exit-hooks-set! d (cons thunk (tdata-exit-hooks d))))))
+      (with-mutex data-lock (tdata-exit-hooks-set! d (cons thunk (tdata-exit-hooks d))))))
 
   ;; ---------------------------------------------------------------- control
   (define thread-wait
@@ -215,10 +235,10 @@
     (check-thread 'thread-suspend t)
     (let ([d (tdata-of t)])
       (unless (or (gthread-dead? t) (gthread-suspended? t))
-        (with-mutex (tdata-lock d)
-          (tdata-resume-latch-set! d (make-latch (lambda (l) t)))
-          (latch-fire! (tdata-suspend-latch d)))
-        (request-suspend! t)
+        (with-mutex data-lock
+          (tdata-resume-latch-set! d #f)
+          (let ([l (tdata-suspend-latch d)]) (when l (latch-fire! l)))
+          (request-suspend! t))
         (when (eq? t (current-gthread)) (check-requests!)))))
 
   (define thread-resume
@@ -230,10 +250,10 @@
          (assertion-violation 'thread-resume "expected a thread or #f" benefactor))
        (let ([d (tdata-of t)])
          (when (and (not (gthread-dead? t)) (gthread-suspended? t))
-           (with-mutex (tdata-lock d)
-             (tdata-suspend-latch-set! d (make-latch (lambda (l) t)))
-             (latch-fire! (tdata-resume-latch d)))
-           (request-resume! t)))]))
+           (with-mutex data-lock
+             (tdata-suspend-latch-set! d #f)
+             (let ([l (tdata-resume-latch d)]) (when l (latch-fire! l)))
+             (request-resume! t))))]))
 
   (define (thread-running? t)
     (check-thread 'thread-running? t)
@@ -249,11 +269,16 @@
 
   (define (thread-suspend-evt t)
     (check-thread 'thread-suspend-evt t)
-    (if (gthread-dead? t) never-evt (tdata-suspend-latch (tdata-of t))))
+    (if (gthread-dead? t)
+        never-evt
+        (state-latch (tdata-of t) tdata-suspend-latch tdata-suspend-latch-set! gthread-suspended?)))
 
   (define (thread-resume-evt t)
     (check-thread 'thread-resume-evt t)
-    (if (gthread-dead? t) never-evt (tdata-resume-latch (tdata-of t))))
+    (if (gthread-dead? t)
+        never-evt
+        (state-latch (tdata-of t) tdata-resume-latch tdata-resume-latch-set!
+                     (lambda (t) (not (gthread-suspended? t))))))
 
   (define sleep
     (case-lambda
@@ -286,9 +311,9 @@
              [(eq? fail raise-not-running) (raise-not-running t)]
              [fail (fail)]
              [else #f])
-           (async-channel-put (tdata-mailbox (tdata-of t)) v))]))
+           (async-channel-put (tdata-mailbox* (tdata-of t)) v))]))
 
-  (define (my-mailbox) (tdata-mailbox (tdata-of (current-gthread))))
+  (define (my-mailbox) (tdata-mailbox* (tdata-of (current-gthread))))
   (define (thread-receive) (async-channel-get (my-mailbox)))
   (define (thread-try-receive) (async-channel-try-get (my-mailbox)))
 
