@@ -493,4 +493,12 @@
                      [(hang-up) "hang-up break"]
                      [(terminate) "terminate break"]
                      [else "user break"])))))]
-          [else (void)])))))
+          [else (void)]))))
+
+  ;; Threads and pools print briefly (a thread's record graph is cyclic).
+  (record-writer (record-type-descriptor gthread)
+    (lambda (t port wr) (display "#<thread " port) (display (gthread-name t) port) (display ">" port)))
+  (record-writer (record-type-descriptor pool)
+    (lambda (p port wr)
+      (display (if (pool-main? p) "#<main-pool>" "#<parallel-thread-pool ") port)
+      (unless (pool-main? p) (display (pool-size p) port) (display ">" port)))))
