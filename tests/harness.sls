@@ -15,33 +15,39 @@
   (define os-exit
     (begin (load-shared-object "libc.so.6") (foreign-procedure "_exit" (int) void)))
 
+  ;; Interrupts stay disabled while the lock is held: a collection must never
+  ;; start on an OS thread that holds it while the other waits for it.
+  (define-syntax locked
+    (syntax-rules ()
+      [(_ body ...) (with-interrupts-disabled (with-mutex lock body ...))]))
+
   (define (watchdog gen name limit)
     (fork-thread
       (lambda ()
         (let loop ([left (* limit 10)])
           (sleep (make-time 'time-duration 100000000 0))
-          (with-mutex lock
+          (locked
             (when (= gen generation)
               (when (<= left 0)
                 (printf "FAIL ~a: no result within ~as (deadlock?)\n" name limit)
                 (flush-output-port (current-output-port))
                 ;; Chez's exit in a forked thread ends only that thread
                 (os-exit 3))))
-          (when (with-mutex lock (= gen generation)) (loop (- left 1)))))))
+          (when (locked (= gen generation)) (loop (- left 1)))))))
 
   (define-syntax test
     (syntax-rules ()
       [(_ name body ...) (run-test name (lambda () body ...))]))
 
   (define (run-test name thunk)
-    (let ([gen (with-mutex lock (set! generation (+ generation 1)) generation)])
+    (let ([gen (locked (set! generation (+ generation 1)) generation)])
       (watchdog gen name (test-limit))
       (let ([r (call/cc
                  (lambda (k)
                    (with-exception-handler
                      (lambda (c) (k (cons 'error c)))
                      (lambda () (thunk) 'ok))))])
-        (with-mutex lock (set! generation (+ generation 1)))
+        (locked (set! generation (+ generation 1)))
         (if (eq? r 'ok)
             (printf "ok ~a\n" name)
             (begin

@@ -199,6 +199,31 @@
     (do ([i 0 (+ i 1)]) ((= i nc)) (async-channel-put ch 'stop))
     (check-exactly-once "async channel timeouts" n (wait-all consumers))))
 
+(stress "async channel (limit 2), get and put in the same sync"
+  ;; each sync offers a get and a put on one bounded channel: exactly one of
+  ;; them happens, so every value put is taken exactly once
+  (let* ([ch (make-async-channel 2)] [nt 8] [m (sc 3000)] [n (* nt m)] [sent (box 0)] [taken (box 0)]
+         [ts (iota-from nt
+               (lambda (i)
+                 (spawn i
+                   (lambda ()
+                     (let loop ([k 0] [acc '()])
+                       (if (and (= k m) (>= (unbox taken) n))
+                           acc
+                           (let ([r (sync/timeout 0.002
+                                      (wrap-evt ch (lambda (v) (cons 'got v)))
+                                      (if (< k m)
+                                          (wrap-evt (async-channel-put-evt ch (+ (* i m) k)) (lambda (_) 'sent))
+                                          never-evt))])
+                             (cond
+                               [(not r) (loop k acc)]
+                               [(eq? r 'sent) (box-add! sent 1) (loop (+ k 1) acc)]
+                               [else (box-add! taken 1) (loop k (cons (cdr r) acc))]))))))))])
+    (let ([got (wait-all ts)])
+      (check-equal "puts" n (unbox sent))
+      (check-exactly-once "async swap" n got)
+      (check "channel empty" (not (async-channel-try-get ch))))))
+
 ;; ---------------------------------------------------------------- (c) semaphores
 (stress "semaphore as a lock: mutual exclusion over a shared counter"
   (let* ([lock (make-semaphore 1)] [counter 0] [inside (box 0)] [violations (box 0)]
@@ -257,6 +282,8 @@
                               [(= k m) timeouts]
                               [(= 0 (mod k 3)) (semaphore-wait s) (loop (+ k 1) timeouts)]
                               [(= 1 (mod k 3))
+                               ;; peek (never decrements), then race for the unit
+                               (when (odd? i) (sync/timeout 0.001 (semaphore-peek-evt s)))
                                (if (semaphore-try-wait? s) (loop (+ k 1) timeouts) (begin (yield) (loop k timeouts)))]
                               [else
                                (if (sync/timeout 0.0003 s) (loop (+ k 1) timeouts) (loop k (+ timeouts 1)))]))))))]
@@ -457,9 +484,23 @@
               (loop (remq t left)))))))
     (check-equal "every thread ran" (* rounds batch) (unbox ran))))
 
-(stress "'own threads: 200 at once"
-  (let* ([n 200] [ts (iota-from n (lambda (i) (thread (lambda () i) #:pool 'own #:keep 'results)))])
-    (check-equal "sum" (/ (* n (- n 1)) 2) (apply + (wait-all ts)))))
+(stress "'own threads: 4 spawners on 4 pools, 150 each, blocking once"
+  ;; every 'own thread makes a pool (and an OS thread) of its own; they are
+  ;; made concurrently and each blocks once on a semaphore
+  (let* ([per (sc 150)] [go (make-semaphore 0)]
+         [spawners
+          (iota-from 4
+            (lambda (s)
+              (spawn-shared s
+                (lambda ()
+                  (let ([ts (iota-from per
+                              (lambda (k)
+                                (thread (lambda () (semaphore-wait go) (+ (* s per) k))
+                                        #:pool 'own #:keep 'results)))])
+                    (apply + (wait-all ts)))))))])
+    (do ([i 0 (+ i 1)]) ((= i (* 4 per))) (semaphore-post go) (when (= 0 (mod i 100)) (collect-rendezvous)))
+    (let ([n (* 4 per)])
+      (check-equal "sum" (/ (* n (- n 1)) 2) (apply + (wait-all spawners))))))
 
 (stress "collections while workers sleep and threads block"
   ;; idle workers and blocked threads must not hold up the collector: the

@@ -44,10 +44,11 @@
   (define (future-pool)
     (or (current-future-pool)
         shared-pool
-        (with-mutex shared-pool-lock
-          (or shared-pool
-              (begin (set! shared-pool (make-parallel-thread-pool (processor-count)))
-                     shared-pool)))))
+        (with-interrupts-disabled   ; a Chez mutex is held only so (see thread.sls)
+          (with-mutex shared-pool-lock
+            (or shared-pool
+                (begin (set! shared-pool (make-parallel-thread-pool (processor-count)))
+                       shared-pool))))))
 
   (define (futures-enabled?) (threaded?))
 

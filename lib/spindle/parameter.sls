@@ -41,10 +41,10 @@
                              (set-box! (cdr b) x)
                              (let* ([t (current-gthread)] [ps (gthread-params t)])
                                (gthread-params-set! t (cons (car ps) (cons (cons p (box x)) (cdr ps)))))))])])
-         (with-mutex registry-lock (hashtable-set! registry proc p))
+         (with-interrupts-disabled (with-mutex registry-lock (hashtable-set! registry proc p)))
          proc)]))
 
-  (define (lookup proc) (with-mutex registry-lock (hashtable-ref registry proc #f)))
+  (define (lookup proc) (with-interrupts-disabled (with-mutex registry-lock (hashtable-ref registry proc #f))))
 
   (define (copy-alist al) (map (lambda (b) (cons (car b) (box (unbox (cdr b))))) al))
 

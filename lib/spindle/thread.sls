@@ -42,18 +42,26 @@
     (make-tdata 'running '() keep? quiet? (make-latch latch-itself) t #f #f #f #f '()))
 
   ;; Guards the lazily made parts of every tdata and their suspend state.
+  ;; Held only with interrupts disabled, like every Chez mutex in spindle: a
+  ;; holder that is preempted may move to another worker (whose release
+  ;; then fails), another green thread of its worker would re-enter the
+  ;; recursive mutex, and a collection could start while an OS thread that
+  ;; is blocked on the mutex (and so never reaches the rendezvous) waits.
   (define data-lock (make-mutex))
+  (define-syntax with-data-lock
+    (syntax-rules ()
+      [(_ body1 body ...) (with-interrupts-disabled (with-mutex data-lock body1 body ...))]))
 
   (define (tdata-mailbox* d)
     (or (tdata-mailbox d)
-        (with-mutex data-lock
+        (with-data-lock
           (or (tdata-mailbox d)
               (let ([mb (make-buffer-channel)]) (tdata-mailbox-set! d mb) mb)))))
 
   ;; A suspend evt is ready while the thread is suspended, a resume evt while
   ;; it runs; each is replaced by a fresh one when the state changes.
   (define (state-latch d get set ready?)
-    (with-mutex data-lock
+    (with-data-lock
       (or (get d)
           (let ([l (let ([t (tdata-thread d)]) (make-latch (lambda (l) t)))])
             (when (ready? (tdata-thread d)) (latch-fire! l))
@@ -64,7 +72,7 @@
   ;; threads) get their record on first use.
   (define (tdata-of t)
     (or (gthread-data t)
-        (with-mutex data-lock
+        (with-data-lock
           (or (gthread-data t)
               (let ([d (new-tdata #f #f t)])
                 (gthread-finisher-set! t
@@ -73,7 +81,8 @@
                       ;; an adopted OS thread cannot be reused: it stays parked
                       (lambda (outcome)
                         (finish-data! t d outcome '())
-                        (let forever () (disable-interrupts) (park!) (forever)))))
+                        (disable-interrupts)
+                        (let forever () (park!) (forever)))))
                 (gthread-data-set! t d)
                 d)))))
 
@@ -139,7 +148,7 @@
                        (enable-interrupts)
                        (check-requests!)
                        (call-with-values thunk
-                         (lambda vals (cons 'ok (if (tdata-keep? d) vals '()))))))))])
+                         (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))))])
         (finish-thread! t d (car r) (cdr r)))))
 
   (define name-counter (box 0))
@@ -195,7 +204,7 @@
   (define (thread-data-specific-set! t v) (tdata-specific-set! (tdata-of t) v))
   (define (thread-add-exit-hook! t thunk)
     (let ([d (tdata-of t)])
-      (with-mutex data-lock (tdata-exit-hooks-set! d (cons thunk (tdata-exit-hooks d))))))
+      (with-data-lock (tdata-exit-hooks-set! d (cons thunk (tdata-exit-hooks d))))))
 
   ;; ---------------------------------------------------------------- control
   (define thread-wait
@@ -235,7 +244,7 @@
     (check-thread 'thread-suspend t)
     (let ([d (tdata-of t)])
       (unless (or (gthread-dead? t) (gthread-suspended? t))
-        (with-mutex data-lock
+        (with-data-lock
           (tdata-resume-latch-set! d #f)
           (let ([l (tdata-suspend-latch d)]) (when l (latch-fire! l)))
           (request-suspend! t))
@@ -250,7 +259,7 @@
          (assertion-violation 'thread-resume "expected a thread or #f" benefactor))
        (let ([d (tdata-of t)])
          (when (and (not (gthread-dead? t)) (gthread-suspended? t))
-           (with-mutex data-lock
+           (with-data-lock
              (tdata-suspend-latch-set! d #f)
              (let ([l (tdata-resume-latch d)]) (when l (latch-fire! l)))
              (request-resume! t))))]))

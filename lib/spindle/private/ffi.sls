@@ -27,25 +27,27 @@
     (fields address)
     (nongenerative spindle-os-semaphore-v1) (sealed #t))
 
-  ;; sem_t memory is released once its record is unreachable.
+  ;; sem_t memory is released once its record is unreachable.  Pools are
+  ;; made on any OS thread, so the guardian is used under a lock (held, like
+  ;; every Chez mutex in spindle, with interrupts disabled).
   (define reclaim (make-guardian))
-
-  (define (reclaim-dead!)
-    (let loop ()
-      (let ([s (reclaim)])
-        (when s
-          (sem-destroy (os-semaphore-address s))
-          (foreign-free (os-semaphore-address s))
-          (loop)))))
+  (define reclaim-lock (make-mutex))
 
   (define (make-os-semaphore)
-    (reclaim-dead!)
     (let ([a (foreign-alloc sem-size)])
       (unless (eqv? 0 (sem-init a 0 0))
         (foreign-free a)
         (error 'make-os-semaphore "sem_init failed"))
       (let ([s (new-os-semaphore a)])
-        (reclaim s)
+        (with-interrupts-disabled
+          (with-mutex reclaim-lock
+            (let loop ()
+              (let ([dead (reclaim)])
+                (when dead
+                  (sem-destroy (os-semaphore-address dead))
+                  (foreign-free (os-semaphore-address dead))
+                  (loop))))
+            (reclaim s)))
         s)))
 
   (define (os-semaphore-post! s) (sem-post (os-semaphore-address s)) (void))

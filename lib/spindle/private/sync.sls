@@ -118,10 +118,12 @@
       (assertion-violation 'register-evt-record-type! "expected an evt, a procedure or a field index" spec))
     (when (and (fixnum? spec) (record-field-mutable? rtd spec))
       (assertion-violation 'register-evt-record-type! "field must be immutable" rtd spec))
-    (with-mutex registry-lock
-      (when (assq rtd registered-types)
-        (assertion-violation 'register-evt-record-type! "record type already registered" rtd))
-      (set! registered-types (cons (cons rtd spec) registered-types))))
+    ;; a Chez mutex is held only with interrupts disabled (see thread.sls)
+    (unless (with-interrupts-disabled
+              (with-mutex registry-lock
+                (and (not (assq rtd registered-types))
+                     (begin (set! registered-types (cons (cons rtd spec) registered-types)) #t))))
+      (assertion-violation 'register-evt-record-type! "record type already registered" rtd)))
 
   (define (registered-spec v)
     (and (record? v)
