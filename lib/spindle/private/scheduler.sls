@@ -292,7 +292,8 @@
     (current-output-port (gthread-out t))
     (current-error-port (gthread-err t)))
 
-  (define spin-rounds 2000)
+  ;; About 20-50 us of polling an idle pool's run queue.
+  (define spin-iterations 20000)
 
   ;; Picks the next runnable thread of w's pool, sleeping while none.
   ;; Returns #f when the worker should exit.
@@ -308,11 +309,16 @@
              (pool-workers-set! p (fx- (pool-workers p) 1))
              (mutex-release lock)
              #f]
-            [(fx< spins spin-rounds)
-             ;; spin briefly, so that hand-offs from other OS threads stay fast
+            [(fx< spins 1)
+             ;; Spin briefly before sleeping, so that hand-offs from other OS
+             ;; threads stay fast; without the lock, and with interrupts
+             ;; enabled so that a collection need not wait for the spinner
+             ;; (the timer is off here: nothing else can switch us).
              (mutex-release lock)
+             (enable-interrupts)
              (let spin ([i 0])
-               (when (and (fx< i 50) (queue-empty? rq)) (spin (fx+ i 1))))
+               (when (and (fx< i spin-iterations) (queue-empty? rq)) (spin (fx+ i 1))))
+             (disable-interrupts)
              (loop (fx+ spins 1))]
             [else
              ;; Sleep without the lock, deactivated (see (spindle private
@@ -329,7 +335,7 @@
                  (pool-idle-set! p (fx- (pool-idle p) 1))
                  (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))
                  (mutex-release lock)))
-             (loop spin-rounds)])))))
+             (loop 1)])))))
 
   ;; Never returns (except through the base, to exit the worker).
   (define (schedule-next w)
