@@ -224,14 +224,9 @@
     (let ([tm (make-timer deadline action #f)])
       (with-interrupts-disabled
         (with-mutex (pool-lock p)
-          (let* ([n (pool-timer-count p)]
-                 [v (let ([v (pool-timers p)])
-                      (if (fx< n (vector-length v))
-                          v
-                          (let ([nv (make-vector (fx* 2 n) #f)])
-                            (do ([i 0 (fx+ i 1)]) ((fx= i n)) (vector-set! nv i (vector-ref v i)))
-                            (pool-timers-set! p nv)
-                            nv)))])
+          (when (fx= (pool-timer-count p) (vector-length (pool-timers p)))
+            (make-room-for-timer! p))
+          (let* ([n (pool-timer-count p)] [v (pool-timers p)])
             (vector-set! v n tm)
             (pool-timer-count-set! p (fx+ n 1))
             (let up ([i n])
@@ -244,8 +239,26 @@
             (wake-one! p))))
       tm))
 
-  ;; A cancelled timer stays in the heap until its deadline, then is dropped.
+  ;; A cancelled timer stays in the heap until its deadline or until the
+  ;; heap is full, when make-room-for-timer! drops it.
   (define (cancel-timer! tm) (timer-cancelled?-set! tm #t))
+
+  ;; With the pool lock held and the heap full: drop cancelled timers (a loop
+  ;; of long sync/timeouts that commit early leaves many), and grow the heap
+  ;; only if it is still more than half full.  A sorted vector is a heap.
+  (define (make-room-for-timer! p)
+    (let* ([v (pool-timers p)]
+           [live (let loop ([i 0] [acc '()])
+                   (if (fx= i (pool-timer-count p))
+                       acc
+                       (loop (fx+ i 1) (let ([tm (vector-ref v i)]) (if (timer-cancelled? tm) acc (cons tm acc))))))]
+           [sorted (list-sort (lambda (a b) (fl< (timer-deadline a) (timer-deadline b))) live)]
+           [n (length sorted)]
+           [nv (make-vector (if (fx> (fx* 2 n) (vector-length v)) (fx* 2 (vector-length v)) (vector-length v)) #f)])
+      (let fill ([i 0] [ts sorted])
+        (unless (null? ts) (vector-set! nv i (car ts)) (fill (fx+ i 1) (cdr ts))))
+      (pool-timers-set! p nv)
+      (pool-timer-count-set! p n)))
 
   (define (heap-pop! p)
     (let* ([v (pool-timers p)] [n (fx- (pool-timer-count p) 1)] [top (vector-ref v 0)])
