@@ -187,8 +187,8 @@
 (define (run-peers)
   (when peers?
     (if (zero? (system "command -v racket >/dev/null 2>&1"))
-        (system (format "racket ~a/peers/racket-micro.rkt --quick 2>/dev/null"
-                        (path-parent (car (command-line)))))
+        (system (format "racket ~a/peers/racket-micro.rkt~a 2>/dev/null"
+                        (path-parent (car (command-line))) (if quick? " --quick" "")))
         (printf "# racket not found: peer figures skipped\n"))))
 
 (printf "# spindle bench ~a, ~a, ~a processors~a\n" suites (date-and-time) (processor-count)
