@@ -168,27 +168,47 @@
        (check-mutex 'mutex-lock! m)
        (unless (or (not owner) (thread? owner))
          (assertion-violation 'mutex-lock! "expected a thread or #f" owner))
-       (let ([secs (timeout->seconds 'mutex-lock! timeout)])
-         (if (if secs (sync/timeout secs (mutex-unit m)) (sync (mutex-unit m)))
-             (let ([was (mutex-state m)])
-               (cond
-                 [(not owner) (mutex-state-set! m 'not-owned)]
-                 [(thread-dead? owner)
-                  (mutex-state-set! m 'abandoned)
-                  (semaphore-post (mutex-unit m))]
-                 [else (mutex-state-set! m owner) (own! m owner)])
-               (when (eq? was 'abandoned)
-                 (raise-srfi-18 (make-abandoned-mutex) 'mutex-lock! "mutex was abandoned" m))
-               #t)
-             #f))]))
+       (let* ([secs (timeout->seconds 'mutex-lock! timeout)]
+              [deadline (and secs (+ (current-inexact-monotonic-milliseconds) (* 1000. secs)))])
+         ;; Taking the unit and recording the new state is one step that a
+         ;; kill cannot split (interrupts disabled; nothing in it blocks):
+         ;; a thread killed between a sync that took the unit and the state
+         ;; update would leave the mutex locked for good.  So wait on a peek
+         ;; (which takes nothing) and claim with a try-wait.
+         (let loop ()
+           (let ([was (with-interrupts-disabled
+                        (and (semaphore-try-wait? (mutex-unit m))
+                             (let ([was (mutex-state m)])
+                               (cond
+                                 [(not owner) (mutex-state-set! m 'not-owned)]
+                                 [(thread-dead? owner)
+                                  (mutex-state-set! m 'abandoned)
+                                  (semaphore-post (mutex-unit m))]
+                                 [else (mutex-state-set! m owner) (own! m owner)])
+                               (list was))))])
+             (cond
+               [was
+                (when (eq? (car was) 'abandoned)
+                  (raise-srfi-18 (make-abandoned-mutex) 'mutex-lock! "mutex was abandoned" m))
+                #t]
+               [(if deadline
+                    (let ([left (- deadline (current-inexact-monotonic-milliseconds))])
+                      (and (> left 0)
+                           (sync/timeout (/ left 1000.) (semaphore-peek-evt (mutex-unit m)))))
+                    (sync (semaphore-peek-evt (mutex-unit m))))
+                (loop)]
+               [else #f]))))]))
 
+  ;; Interrupts disabled throughout: a kill between the state change and the
+  ;; post would leave the mutex unlocked in name but without its unit.
   (define (release! m)
-    (let ([was (locked (let ([s (mutex-state m)]) (mutex-state-set! m 'not-abandoned) s))])
-      (when (thread? was)
-        (locked (hashtable-update! owned was (lambda (ms) (remq m ms)) '())))
-      ;; unlocking an unlocked mutex leaves it as it was: one unit at most
-      (unless (memq was '(not-abandoned abandoned))
-        (semaphore-post (mutex-unit m)))))
+    (with-interrupts-disabled
+      (let ([was (locked (let ([s (mutex-state m)]) (mutex-state-set! m 'not-abandoned) s))])
+        (when (thread? was)
+          (locked (hashtable-update! owned was (lambda (ms) (remq m ms)) '())))
+        ;; unlocking an unlocked mutex leaves it as it was: one unit at most
+        (unless (memq was '(not-abandoned abandoned))
+          (semaphore-post (mutex-unit m))))))
 
   (define mutex-unlock!
     (case-lambda

@@ -3,7 +3,7 @@
 ;;;
 ;;; A thread-pool executor keeps, in acceptance order, one entry per
 ;;; accepted unfinished future: its state (queued, running, killing,
-;;; requeue, cancelled or done) and the id of the worker it was pushed to.
+;;; cancelled or done) and the id of the worker it was pushed to.
 ;;; The entry list, the count and the executor state are guarded by one
 ;;; Chez mutex, held only briefly with interrupts disabled (pushing a task
 ;;; to the pool, which never blocks, happens under it so that an entry's
@@ -12,7 +12,7 @@
 ;;; Killing a worker (terminate-oldest-handler) is precise: the oldest entry
 ;;; is marked killing under the lock, and its task, should it end first,
 ;;; parks instead of taking further work, so the kill lands on that task and
-;;; nothing else.  The other entries queued on the same worker (its queue is
+;;; nothing else.  The entries queued on the same worker (its queue is
 ;;; dropped with it) are pushed again.  A task whose future was cancelled
 ;;; runs on (it is not interrupted) and its result is dropped.
 ;;;
@@ -38,7 +38,7 @@
                   make-parameter parameterize)
           (prefix (only (chezscheme) make-mutex with-mutex) chez:)
           (only (spindle) make-semaphore semaphore? semaphore-post semaphore-peek-evt sync
-                sync/timeout never-evt)
+                sync/timeout never-evt current-inexact-monotonic-milliseconds)
           (only (srfi :18) make-thread thread-start!)
           (util concurrent future)
           (util concurrent thread-pool))
@@ -152,25 +152,34 @@
   (define (invoker e entry)
     (lambda ()
       (let* ([f (entry-future entry)]
+             [me (thread-pool-current-thread-id)]
              [go (locked e
                    (case (entry-state entry)
                      [(queued)
                       (if (future-cancelled? f)
                           (retire-locked! e entry 'cancelled)
-                          (begin (entry-state-set! entry 'running) 'run))]
-                     [(killing requeue) 'park]
+                          (begin
+                            (entry-state-set! entry 'running)
+                            ;; where it runs (a copy pushed twice may run elsewhere)
+                            (entry-worker-set! entry me)
+                            'run))]
+                     [(killing) 'park]
                      [else #f]))])
         (cond
           [(eq? go 'run)
            (let-values ([(v raised?) (%run-thunk (future-thunk f))])
+             ;; leave the count and deliver in one step, which a kill (by
+             ;; shutdown) cannot split; the count first, so a getter that
+             ;; wakes sees the room
              (let-values ([(st sem) (locked e
                                       (let ([st (entry-state entry)])
-                                        (values st (and (eq? st 'running)
-                                                        (retire-locked! e entry 'done)))))])
+                                        (if (eq? st 'running)
+                                            (let ([sem (retire-locked! e entry 'done)])
+                                              (%future-finish! f v raised?)
+                                              (values st sem))
+                                            (values st #f))))])
                (case st
-                 ;; first leave the count, then deliver: a getter that wakes
-                 ;; sees the room
-                 [(running) (post-change sem) (%future-finish! f v raised?)]
+                 [(running) (post-change sem)]
                  [(killing) (park-until-killed)]
                  [else (void)])))]
           [(eq? go 'park) (park-until-killed)]
@@ -181,7 +190,7 @@
   (define (cancel-entry! e entry)
     (post-change
       (locked e
-        (and (memq (entry-state entry) '(queued running requeue))
+        (and (memq (entry-state entry) '(queued running))
              (retire-locked! e entry 'cancelled)))))
 
   (define (thread-pool-executor-execute-future! e f)
@@ -236,30 +245,29 @@
   (define (terminate-oldest-handler f e)
     (check-tpe 'terminate-oldest-handler e)
     (check-future 'terminate-oldest-handler f)
-    (let-values ([(oldest worker requeue sem)
+    (let-values ([(oldest worker sem)
                   (locked e
                     (let ([es (tpe-entries e)])
                       (if (or (null? es) (not (eq? (executor-state e) 'running)))
-                          (values #f #f '() #f)
+                          (values #f #f #f)
                           (let* ([oldest (car es)]
-                                 [running? (eq? (entry-state oldest) 'running)]
-                                 [w (entry-worker oldest)]
-                                 [sem (retire-locked! e oldest (if running? 'killing 'cancelled))])
-                            (if running?
-                                ;; its worker's queue goes with it: push those again
-                                (let ([rq (filter (lambda (en) (and (eq? (entry-state en) 'queued)
-                                                                    (eqv? (entry-worker en) w)))
-                                                  (tpe-entries e))])
-                                  (for-each (lambda (en) (entry-state-set! en 'requeue)) rq)
-                                  (values oldest w rq sem))
-                                (values oldest #f '() sem))))))])
+                                 [running? (eq? (entry-state oldest) 'running)])
+                            ;; a queued oldest is only dropped: its task skips
+                            (values oldest
+                                    (and running? (entry-worker oldest))
+                                    (retire-locked! e oldest (if running? 'killing 'cancelled)))))))])
       (cond
         [oldest
          (when worker
            (thread-pool-thread-terminate! (tpe-pool e) worker)
+           ;; the worker's queue went with it: push its queued entries again.
+           ;; One pushed to the replacement meanwhile is pushed twice; the
+           ;; second copy finds it started (or done) and does nothing.
            (locked e
-             (for-each (lambda (en) (when (eq? (entry-state en) 'requeue) (push-locked! e en)))
-                       requeue)))
+             (for-each (lambda (en)
+                         (when (and (eq? (entry-state en) 'queued) (eqv? (entry-worker en) worker))
+                           (push-locked! e en)))
+                       (tpe-entries e))))
          (future-cancel (entry-future oldest))
          (post-change sem)
          ;; retry
@@ -274,20 +282,26 @@
         (semaphore-peek-evt (locked e (tpe-change e)))
         never-evt))
 
+  ;; The original sleeps 0.1 s, then checks availability up to n + 1 times
+  ;; 0.5 s apart, aborting after the last check.  Here the same checks are
+  ;; timed waits on the executor's change event, with an extra check at each
+  ;; change: it accepts as soon as there is room, and aborts at the same
+  ;; time the original would.  A wake-up whose room another thread took
+  ;; first costs nothing.
   (define (wait-finishing-handler n)
     (unless (and (integer? n) (exact? n) (>= n 0))
       (assertion-violation 'wait-finishing-handler "expected an exact non-negative integer" n))
     (lambda (f e)
-      ;; waits up to secs, ending early when availability changes
-      (define (wait secs)
-        (let ([evt (change-evt e)])
-          (unless (executor-available? e) (sync/timeout secs evt))))
-      (wait 0.1)
-      (let loop ([count 0])
-        (cond
-          [(executor-available? e) (execute-future! e f)]
-          [(= count n) (abort-rejected-handler f e)]
-          [else (wait 0.5) (loop (+ count 1))]))))
+      (let* ([now current-inexact-monotonic-milliseconds]
+             [end (+ (now) 100. (* 500. n))])
+        (let loop ([tick (+ (now) 100.)])
+          (let ([evt (change-evt e)])            ; taken before the check: no change is missed
+            (cond
+              [(executor-available? e) (execute-future! e f)]
+              [(>= (now) end) (abort-rejected-handler f e)]
+              [else
+               (sync/timeout (max 0 (/ (- (min tick end) (now)) 1000.)) evt)
+               (loop (if (>= (now) tick) (+ tick 500.) tick))]))))))
 
   ;; ---------------------------------------------------------------- fork-join executor
   (define-record-type (<fork-join-executor> make-fork-join-executor fork-join-executor?)

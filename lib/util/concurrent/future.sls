@@ -114,14 +114,15 @@
   ;; finished and the box filled.  -> #f (result dropped) if f was
   ;; cancelled meanwhile.
   (define (%future-finish! f v raised?)
-    (let ([box (future-result f)])
-      (and (locked
-             (and (eq? (future-state f) 'created)
-                  (begin
-                    (when raised? (future-canceller-set! f #t))
-                    (future-state-set! f 'finished)
-                    #t)))
-           (begin (when (shared-box? box) (shared-box-put! box v)) #t))))
+    (let ([box (locked
+                 (and (eq? (future-state f) 'created)
+                      (let ([r (future-result f)])
+                        (when raised? (future-canceller-set! f #t))
+                        (future-state-set! f 'finished)
+                        ;; no box to fill (a custom executor's future): the value itself
+                        (if (shared-box? r) r (begin (future-result-set! f v) #t)))))])
+      (when (shared-box? box) (shared-box-put! box v))
+      (and box #t)))
 
   (define-record-type (<simple-future> make-simple-future simple-future?)
     (parent <future>)

@@ -31,7 +31,7 @@
           shared-priority-queue-unlock!)
   (import (except (chezscheme) make-mutex mutex? mutex-name thread? sleep
                   make-parameter parameterize)
-          (only (spindle) current-inexact-monotonic-milliseconds)
+          (only (spindle) current-inexact-monotonic-milliseconds current-thread thread-dead?)
           (only (srfi :18) make-mutex mutex-lock! mutex-unlock! mutex-state
                 make-condition-variable condition-variable-broadcast!
                 abandoned-mutex-exception? thread?))
@@ -61,58 +61,82 @@
 
   ;; ---------------------------------------------------------------- common core
   ;; Shared by both queue kinds (neither is a subtype of the other).
-  ;; getters/putters: threads inside get!/put! (waiting or about to).
+  ;; getters: a box holding the list of threads inside get! (waiting or
+  ;; about to); putters: a box counting the threads inside put!.  Both are
+  ;; changed by CAS, so a waiter that gives up without the lock can still
+  ;; leave.  A getter killed while waiting stays listed, so the hand-off
+  ;; check counts only live getters.
   (define-record-type sync-queue
-    (fields (mutable size) max-length lock read-cv write-cv
-            (mutable getters) (mutable putters))
+    (fields (mutable size) max-length lock read-cv write-cv getters putters)
     (nongenerative util-concurrent-sync-queue-v1))
+
+  (define (new-core new max-length)
+    (new 0 max-length (make-mutex 'shared-queue) (make-condition-variable)
+         (make-condition-variable) (box '()) (box 0)))
+
+  (define (count-add! b n)
+    (let loop () (let ([v (unbox b)]) (unless (box-cas! b v (+ v n)) (loop)))))
+
+  (define (getter-add! b t)
+    (let loop () (let ([v (unbox b)]) (unless (box-cas! b v (cons t v)) (loop)))))
+  (define (getter-remove! b t)
+    (let loop () (let ([v (unbox b)]) (unless (box-cas! b v (remq t v)) (loop)))))
+
+  (define (getters? q) (pair? (unbox (sync-queue-getters q))))
+  (define (live-getters q)
+    (fold-left (lambda (n t) (if (thread-dead? t) n (+ n 1))) 0 (unbox (sync-queue-getters q))))
+  (define (putters q) (unbox (sync-queue-putters q)))
 
   (define (check-max-length who n)
     (unless (integer? n) (assertion-violation who "max-length must be an integer" n))
     (exact n))
 
-  ;; Takes the lock; an abandoned lock (its holder was killed) is taken over.
-  (define (lock! q)
+  ;; Takes the lock (by the deadline, if any: -> #f when it could not); an
+  ;; abandoned lock (its holder was killed) is taken over.
+  (define (lock! q deadline)
     (guard (e [(abandoned-mutex-exception? e) #t])
-      (mutex-lock! (sync-queue-lock q))))
+      (if deadline
+          (mutex-lock! (sync-queue-lock q) (or (seconds-left deadline) 0))
+          (mutex-lock! (sync-queue-lock q)))))
 
   (define (unlock! q) (mutex-unlock! (sync-queue-lock q)))
 
-  ;; Runs (body) with the lock held, releasing it on any escape.  body gets
-  ;; a procedure (wait cv deadline) that releases the lock, waits for a
-  ;; broadcast on cv (or the deadline) and takes the lock again.
-  (define (call-locked q body)
+  ;; Runs (body wait) with the lock held, releasing it on any escape; if the
+  ;; lock cannot be had by the deadline, (on-timeout) instead.  (wait cv)
+  ;; releases the lock, waits for a broadcast on cv (or the deadline), takes
+  ;; the lock again and returns #t; #f when the lock could not be retaken by
+  ;; the deadline (then it is not held).
+  (define (call-locked q deadline on-timeout body)
     (let ([held? #f])
       (dynamic-wind
-        (lambda () (lock! q) (set! held? #t))
+        void
         (lambda ()
-          (body (lambda (cv deadline)
-                  (let ([left (and deadline (seconds-left deadline))])
-                    (when (or left (not deadline))
-                      (set! held? #f)
-                      (if left
-                          (mutex-unlock! (sync-queue-lock q) cv left)
-                          (mutex-unlock! (sync-queue-lock q) cv))
-                      (lock! q)
-                      (set! held? #t))))))
+          (if (lock! q deadline)
+              (begin
+                (set! held? #t)
+                (body (lambda (cv)
+                        (let ([left (and deadline (seconds-left deadline))])
+                          (or (and deadline (not left))       ; no time left: keep the lock
+                              (begin
+                                (set! held? #f)
+                                (if left
+                                    (mutex-unlock! (sync-queue-lock q) cv left)
+                                    (mutex-unlock! (sync-queue-lock q) cv))
+                                (and (lock! q deadline) (begin (set! held? #t) #t))))))))
+              (on-timeout)))
         (lambda () (when held? (set! held? #f) (unlock! q))))))
 
   (define (wake-getters! q)
-    (when (> (sync-queue-getters q) 0) (condition-variable-broadcast! (sync-queue-read-cv q))))
+    (when (getters? q) (condition-variable-broadcast! (sync-queue-read-cv q))))
   (define (wake-putters! q)
-    (when (> (sync-queue-putters q) 0) (condition-variable-broadcast! (sync-queue-write-cv q))))
-
-  (define (count-set! q getters putters)
-    (with-interrupts-disabled
-      (sync-queue-getters-set! q (+ (sync-queue-getters q) getters))
-      (sync-queue-putters-set! q (+ (sync-queue-putters q) putters))))
+    (when (> (putters q) 0) (condition-variable-broadcast! (sync-queue-write-cv q))))
 
   ;; max 0 (hand-off): room only for a getter that waits and has no item yet.
   (define (full? q)
     (let ([max (sync-queue-max-length q)] [size (sync-queue-size q)])
       (cond
         [(< max 0) #f]
-        [(= max 0) (<= (sync-queue-getters q) size)]
+        [(= max 0) (<= (live-getters q) size)]
         [else (>= size max)])))
 
   (define (overflows? q count)
@@ -126,58 +150,66 @@
         (assertion-violation who "too many arguments" opt))
       (values (timeout->deadline who timeout) timeout-val)))
 
+  (define (timed-out? deadline) (and deadline (not (seconds-left deadline))))
+
   ;; (prepare) -> commit thunk (may call user code); the commit runs with
   ;; interrupts disabled and must not call user code.
   (define (core-put! q obj deadline timeout-val prepare)
-    (call-locked q
+    (define pb (sync-queue-putters q))
+    (call-locked q deadline (lambda () timeout-val)
       (lambda (wait)
         (let loop ([waiting? #f])
           (cond
             [(not (full? q))
-             (when waiting? (count-set! q 0 -1))
+             (when waiting? (count-add! pb -1))
              (let ([commit (prepare)])
                (with-interrupts-disabled
                  (commit)
                  (sync-queue-size-set! q (+ (sync-queue-size q) 1))))
              (wake-getters! q)
              obj]
-            [(and deadline (not (seconds-left deadline)))
-             (when waiting? (count-set! q 0 -1))
+            [(timed-out? deadline)
+             (when waiting? (count-add! pb -1))
              timeout-val]
             [else
-             (unless waiting? (count-set! q 0 1))
-             (wait (sync-queue-write-cv q) deadline)
-             (loop #t)])))))
+             (unless waiting? (count-add! pb 1))
+             (if (wait (sync-queue-write-cv q))
+                 (loop #t)
+                 (begin (count-add! pb -1) timeout-val))])))))
 
   ;; (take) -> (values element commit-thunk).
   (define (core-get! q deadline timeout-val take)
-    (call-locked q
+    (define gb (sync-queue-getters q))
+    (define me (current-thread))
+    (call-locked q deadline (lambda () timeout-val)
       (lambda (wait)
-        (count-set! q 1 0)
+        (getter-add! gb me)
         ;; a hand-off putter may go now
         (when (= (sync-queue-max-length q) 0) (wake-putters! q))
         (let loop ()
           (cond
             [(> (sync-queue-size q) 0)
-             (let-values ([(e commit) (guard (c [#t (count-set! q -1 0) (raise c)]) (take))])
+             (let-values ([(e commit) (guard (c [#t (getter-remove! gb me) (raise c)]) (take))])
                (with-interrupts-disabled
                  (commit)
-                 (sync-queue-size-set! q (- (sync-queue-size q) 1))
-                 (sync-queue-getters-set! q (- (sync-queue-getters q) 1)))
+                 (sync-queue-size-set! q (- (sync-queue-size q) 1)))
+               (getter-remove! gb me)
                (wake-putters! q)
                e)]
-            [(and deadline (not (seconds-left deadline)))
-             (count-set! q -1 0)
+            [(timed-out? deadline)
+             (getter-remove! gb me)
              timeout-val]
-            [else
-             (wait (sync-queue-read-cv q) deadline)
-             (loop)])))))
+            [(wait (sync-queue-read-cv q)) (loop)]
+            [else (getter-remove! gb me) timeout-val])))))
+
+  ;; Without a deadline.
+  (define (with-lock q body) (call-locked q #f void body))
 
   (define (core-locked? q opt)
     (let ([wait? (and (pair? opt) (car opt))])
       (and (thread? (mutex-state (sync-queue-lock q)))
            (if wait?
-               (begin (lock! q) (unlock! q) #f)
+               (begin (lock! q #f) (unlock! q) #f)
                #t))))
 
   ;; ---------------------------------------------------------------- shared queue
@@ -188,13 +220,9 @@
     (protocol
       (lambda (new)
         (case-lambda
-          [() ((new 0 -1 (make-mutex 'shared-queue) (make-condition-variable)
-                    (make-condition-variable) 0 0)
-               '() '())]
+          [() ((new-core new -1) '() '())]
           [(max-length)
-           ((new 0 (check-max-length 'make-shared-queue max-length) (make-mutex 'shared-queue)
-                 (make-condition-variable) (make-condition-variable) 0 0)
-            '() '())])))
+           ((new-core new (check-max-length 'make-shared-queue max-length)) '() '())])))
     (nongenerative util-concurrent-shared-queue-v1))
 
   (define (check-sq who sq)
@@ -249,7 +277,7 @@
       [(sq obj =)
        (check-sq 'shared-queue-remove! sq)
        (unless (procedure? =) (assertion-violation 'shared-queue-remove! "expected a procedure" =))
-       (call-locked sq
+       (with-lock sq
          (lambda (wait)
            ;; find the pair before the first match (user code, no change yet)
            (let loop ([prev #f] [l (shared-queue-head sq)])
@@ -266,7 +294,7 @@
 
   (define (shared-queue-clear! sq)
     (check-sq 'shared-queue-clear! sq)
-    (call-locked sq
+    (with-lock sq
       (lambda (wait)
         (with-interrupts-disabled
           (shared-queue-head-set! sq '())
@@ -278,7 +306,7 @@
   (define (shared-queue-find sq pred)
     (check-sq 'shared-queue-find sq)
     (unless (procedure? pred) (assertion-violation 'shared-queue-find "expected a procedure" pred))
-    (call-locked sq (lambda (wait) (find pred (shared-queue-head sq)))))
+    (with-lock sq (lambda (wait) (find pred (shared-queue-head sq)))))
 
   (define (shared-queue-locked? sq . opt)
     (check-sq 'shared-queue-locked? sq)
@@ -286,7 +314,7 @@
 
   (define (shared-queue-lock! sq)
     (check-sq 'shared-queue-lock! sq)
-    (lock! sq)
+    (lock! sq #f)
     #t)
 
   (define (shared-queue-unlock! sq)
@@ -325,10 +353,7 @@
         (define (make compare max)
           (unless (procedure? compare)
             (assertion-violation 'make-shared-priority-queue "expected a procedure" compare))
-          ((new 0 (check-max-length 'make-shared-priority-queue max)
-                (make-mutex 'shared-priority-queue)
-                (make-condition-variable) (make-condition-variable) 0 0)
-           compare #f))
+          ((new-core new (check-max-length 'make-shared-priority-queue max)) compare #f))
         (case-lambda
           [(compare) (make compare -1)]
           [(compare max-length) (make compare max-length)])))
@@ -376,7 +401,7 @@
   (define (shared-priority-queue-remove! spq o)
     (check-spq 'shared-priority-queue-remove! spq)
     (let ([cmp (shared-priority-queue-compare spq)])
-      (call-locked spq
+      (with-lock spq
         (lambda (wait)
           (let loop ([l (heap->list (shared-priority-queue-heap spq))] [seen '()])
             (cond
@@ -393,7 +418,7 @@
 
   (define (shared-priority-queue-clear! spq)
     (check-spq 'shared-priority-queue-clear! spq)
-    (call-locked spq
+    (with-lock spq
       (lambda (wait)
         (with-interrupts-disabled
           (shared-priority-queue-heap-set! spq #f)
@@ -407,7 +432,7 @@
 
   (define (shared-priority-queue-lock! spq)
     (check-spq 'shared-priority-queue-lock! spq)
-    (lock! spq)
+    (lock! spq #f)
     #t)
 
   (define (shared-priority-queue-unlock! spq)
