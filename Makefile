@@ -23,7 +23,7 @@ bench: deps
 	$(SPINDLE) bench micro scale
 
 check: deps
-	tests/run.sh tests/test-syntax.ss
+	scheme --libdirs lib --program tests/check-libraries.ss
 
 clean:
 	find . -name '*.so' -o -name '*.wpo' | xargs rm -f

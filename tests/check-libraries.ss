@@ -1,0 +1,7 @@
+#!chezscheme
+;;; `make check`: every public library expands and loads (no tests run).
+(import (only (chezscheme) printf)
+        (only (spindle) thread) (only (spindle thread) thread-wait) (only (spindle event) sync)
+        (only (spindle future) future) (only (spindle parameter) make-thread-parameter)
+        (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue))
+(printf "all libraries load\n")
