@@ -136,7 +136,7 @@
       [else (loop (+ i 1) start acc)])))
 
 (define (million-threads suffix)
-  (collect (collect-maximum-generation))
+  (collect-rendezvous)   ; (collect) refuses while idle workers exist
   (let* ([n (if quick? 100000 1000000)] [s (make-semaphore 0)] [t0 (now-ns)]
          [ts (let loop ([i 0] [acc '()])
                (if (fx= i n) acc (loop (fx+ i 1) (cons (thread (lambda () (semaphore-wait s))) acc))))])
