@@ -1,0 +1,902 @@
+#!chezscheme
+;;; bench/threads.ss -- the parallel-threads suite (issue 3):
+;;;
+;;;   bin/spindle bench threads [--n 1,2,4,8] [--quick] [--no-peers] [OPTION ...]
+;;;
+;;; Runs six workloads (fib, strfib*, strfib, hash-nums, hash-digs, hash-dir)
+;;; N times over in six modes: sequential (N iterations in a row), coroutine
+;;; (N coroutine threads), parallel (N threads #:pool 'own), pool (one pool of
+;;; N workers, N threads), futures (N futures, touched) and raw (N Chez
+;;; fork-threads: the in-process ceiling).  Each cell is the best of --runs
+;;; timings (by real time) and shows the speedup over the sequential cell of
+;;; the same N, real ms, CPU ms of the whole process ((current-time
+;;; 'time-process)) and GC ms ((current-time 'time-collector-real)).
+;;; N defaults to 1,2,4,8 capped at (processor-count); --n is taken as given.
+;;;
+;;; Prints a readable table, then one line per cell, `threads.WORKLOAD.MODE.nN
+;;; SPEEDUP x`, and the peers' lines `PEER.WORKLOAD.MODE.nN SPEEDUP x`; writes
+;;; the same text to bench/results/threads-YYYY-MM-DD.txt and a chart of
+;;; speedup versus N to bench/results/threads-YYYY-MM-DD.svg.
+;;;
+;;; Peers (skipped with a note when the executable is missing, or with
+;;; --no-peers): bench/peers/racket-threads.rkt, guile-threads.scm and
+;;; python-threads.py, run with the same --n, --quick, --runs, sizes and
+;;; directories; each prints `PEER.WORKLOAD.MODE.nN SPEEDUP x REAL CPU GC`.
+;;;
+;;; Options:
+;;;   --n LIST              comma-separated thread counts, taken as given
+;;;   --quick               small sizes (the whole run, peers included, ~2 min)
+;;;   --runs K              best of K timings per cell (default 3)
+;;;   --no-peers            spindle only
+;;;   --peers LIST          only these peers (racket,guile,python)
+;;;   --workloads LIST      only these workloads (also the analysis ones below)
+;;;   --modes LIST          only these modes (sequential is always run)
+;;;   --sizes WL=V,...      override sizes (fib=40,strfib=30,hash-nums=6,...)
+;;;   --dirs D1,D2          hash-dir's trees (default lib,tests,bench,examples)
+;;;   --out DIR             where the .txt/.svg go (default bench/results)
+;;;   --no-save             write no files
+;;;   --collect-trip-bytes B   Chez's collect-trip-bytes for the whole run
+;;;   --no-gc               no collections during timed runs: collect-trip-bytes 2^40
+;;;                         (diagnostic; the heap grows by all the allocation)
+;;;   --quiet-wait S        when other processes took over a quarter of the machine
+;;;                         during a spindle measurement, wait for a quiet moment
+;;;                         and measure again, spending at most S seconds on
+;;;                         this in all (default 45 with --quick, else 180; 0: never)
+;;;   --verbose             also print collections and heap growth per cell
+;;;
+;;; Analysis workloads (only with --workloads; see bench/THREADS.md):
+;;;   consfib   fib that conses one pair per addition (pure small allocation)
+;;;   n2sfib    fib that calls number->string on every sum (no string->number)
+;;;   portfib   strfib* converting through a fresh string output port
+;;;   strfib-sp strfib with a spindle (per green thread) radix parameter
+;;;   digs-only hash-digs without the final hash
+;;;   strhash   full-string-hash of one prebuilt 1M-char string, repeated (no allocation)
+(import (except (chezscheme) thread? sleep make-parameter parameterize)
+        (rename (only (chezscheme) make-parameter) (make-parameter chez-make-parameter))
+        (spindle))
+
+;; ---------------------------------------------------------------- arguments
+(define args (command-line-arguments))
+
+(define known-flags '("--quick" "--no-peers" "--no-save" "--no-gc" "--verbose" "--help" "-h"))
+(define known-options '("--n" "--runs" "--peers" "--workloads" "--modes" "--sizes" "--dirs"
+                        "--out" "--collect-trip-bytes" "--quiet-wait"))
+
+(define (usage port)
+  (fprintf port "usage: spindle bench threads [--n 1,2,4,8] [--quick] [--runs K] [--no-peers]\n")
+  (fprintf port "         [--peers racket,guile,python] [--workloads LIST] [--modes LIST]\n")
+  (fprintf port "         [--sizes WL=V,...] [--dirs D1,D2] [--out DIR] [--no-save]\n")
+  (fprintf port "         [--collect-trip-bytes B] [--no-gc] [--quiet-wait S] [--verbose]\n"))
+
+(let check ([a args])
+  (cond
+    [(null? a) (void)]
+    [(member (car a) known-flags) (check (cdr a))]
+    [(and (member (car a) known-options) (pair? (cdr a))) (check (cddr a))]
+    [else (fprintf (current-error-port) "threads: bad argument ~s\n" (car a))
+          (usage (current-error-port))
+          (exit 2)]))
+
+(when (or (member "--help" args) (member "-h" args)) (usage (current-output-port)) (exit 0))
+
+(define (flag? s) (and (member s args) #t))
+(define (option name default)
+  (let loop ([a args])
+    (cond [(or (null? a) (null? (cdr a))) default]
+          [(string=? (car a) name) (cadr a)]
+          [else (loop (cdr a))])))
+
+(define (split s sep)
+  (let loop ([i 0] [start 0] [acc '()])
+    (cond
+      [(= i (string-length s)) (reverse (cons (substring s start i) acc))]
+      [(char=? (string-ref s i) sep) (loop (+ i 1) (+ i 1) (cons (substring s start i) acc))]
+      [else (loop (+ i 1) start acc)])))
+
+(define (split-list s) (filter (lambda (x) (> (string-length x) 0)) (split s #\,)))
+
+(define (string-prefix? p s)
+  (and (<= (string-length p) (string-length s)) (string=? p (substring s 0 (string-length p)))))
+
+(define (positive-int who s)
+  (let ([v (string->number s)])
+    (unless (and v (exact? v) (integer? v) (> v 0))
+      (fprintf (current-error-port) "threads: ~a expects positive integers, got ~s\n" who s)
+      (exit 2))
+    v))
+
+(define quick? (flag? "--quick"))
+(define verbose? (flag? "--verbose"))
+(define no-gc? (flag? "--no-gc"))
+(define runs (positive-int "--runs" (option "--runs" "3")))
+(define quiet-budget-ms
+  (* 1000. (let ([s (option "--quiet-wait" #f)])
+             (cond [(not s) (if quick? 45 180)]
+                   [(string=? s "0") 0]
+                   [else (positive-int "--quiet-wait" s)]))))
+
+(define n-explicit? (and (option "--n" #f) #t))
+(define ns
+  (if n-explicit?
+      (map (lambda (s) (positive-int "--n" s)) (split-list (option "--n" "")))
+      (let ([capped (filter (lambda (n) (<= n (processor-count))) '(1 2 4 8))])
+        (if (null? capped) '(1) capped))))
+
+(define (absolute p)
+  (if (path-absolute? p) p (string-append (current-directory) "/" p)))
+
+;; The program is ROOT/bench/threads.ss.
+(define root (path-parent (path-parent (absolute (car (command-line))))))
+(define bench-dir (string-append root "/bench"))
+
+(define dirs
+  (map absolute
+       (if (option "--dirs" #f)
+           (split-list (option "--dirs" ""))
+           (map (lambda (d) (string-append root "/" d)) '("lib" "tests" "bench" "examples")))))
+
+(let ([b (option "--collect-trip-bytes" #f)])
+  (when b (collect-trip-bytes (positive-int "--collect-trip-bytes" b))))
+
+;; ---------------------------------------------------------------- workloads
+(define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
+
+;; Every sum goes to a string and back.
+(define (strfib* n)
+  (if (< n 2)
+      n
+      (string->number (number->string (+ (strfib* (- n 1)) (strfib* (- n 2)))))))
+
+;; The same through a conversion path that reads a (Chez) parameter on each
+;; call and passes it on.
+(define current-radix (chez-make-parameter 10))
+(define (num->str x) (number->string x (current-radix)))
+(define (str->num s) (string->number s (current-radix)))
+(define (strfib n)
+  (if (< n 2)
+      n
+      (str->num (num->str (+ (strfib (- n 1)) (strfib (- n 2)))))))
+
+;; 10^k fixnum keys into a fresh equal?-based table, then read back; 3 rounds.
+(define hash-nums-rounds 3)
+(define (hash-nums k)
+  (let ([n (expt 10 k)])
+    (let round ([r 0] [acc 0])
+      (if (= r hash-nums-rounds)
+          acc
+          (let ([h (make-hashtable equal-hash equal?)])
+            (do ([i 0 (+ i 1)]) ((= i n)) (hashtable-set! h i (+ i r)))
+            (round (+ r 1)
+                   (let sum ([i 0] [s acc])
+                     (if (= i n) s (sum (+ i 1) (+ s (hashtable-ref h i 0)))))))))))
+
+;; Chez's string-hash (and equal-hash) look at only part of a long
+;; string (two 6M-char strings that differ at index 5000000 hash the
+;; same), where Racket's, Guile's and CPython's hash every character: hash
+;; every character here too, in Scheme.
+(define (full-string-hash s)
+  (let ([n (string-length s)])
+    (let loop ([i 0] [h 5381])
+      (if (fx= i n)
+          h
+          (loop (fx+ i 1)
+                (fxlogand (fx+ (fx* h 33) (char->integer (string-ref s i))) #xffffffffff))))))
+
+;; The decimal digits of 0 .. m-1 written to a string port, then hashed.
+(define (hash-digs m)
+  (let-values ([(p get) (open-string-output-port)])
+    (do ([i 0 (+ i 1)]) ((= i m)) (write i p))
+    (full-string-hash (get))))
+
+;; Every file under the trees (no dot entries, no results/ compiled/ or
+;; __pycache__ directories), read as UTF-8 text and hashed; `passes` times.
+(define skipped-dirs '("results" "compiled" "__pycache__"))
+(define utf-8 (make-transcoder (utf-8-codec) (eol-style none) (error-handling-mode replace)))
+(define (read-text path)
+  (call-with-port (open-file-input-port path (file-options) (buffer-mode block) utf-8)
+    get-string-all))
+(define (hash-tree dir acc)
+  (fold-left
+    (lambda (acc name)
+      (let ([p (string-append dir "/" name)])
+        (cond
+          [(string-prefix? "." name) acc]
+          [(file-directory? p #f) (if (member name skipped-dirs) acc (hash-tree p acc))]
+          [(file-regular? p #f)
+           (let ([s (read-text p)])
+             (if (eof-object? s) acc (fxlogand (+ acc (full-string-hash s)) #xffffffff)))]
+          [else acc])))
+    acc
+    (sort string<? (directory-list dir))))
+(define (hash-dir passes)
+  (let loop ([i 0] [acc 0])
+    (if (= i passes)
+        acc
+        (loop (+ i 1) (fold-left (lambda (acc d) (if (file-directory? d) (hash-tree d acc) acc)) acc dirs)))))
+
+;; ---- analysis workloads
+;; (the identity goes through a mutable vector so that the compiler cannot
+;; fold (car (cons x '())) away)
+(define identity-cell (vector (lambda (x) x)))
+(define (consfib n)
+  (if (< n 2) n (car ((vector-ref identity-cell 0) (cons (+ (consfib (- n 1)) (consfib (- n 2))) '())))))
+(define (n2sfib n)
+  (if (< n 2)
+      n
+      (let ([s (+ (n2sfib (- n 1)) (n2sfib (- n 2)))])
+        (if (string? (number->string s)) s 0))))
+(define (port->str x)
+  (let-values ([(p get) (open-string-output-port)]) (write x p) (get)))
+(define (portfib n)
+  (if (< n 2) n (string->number (port->str (+ (portfib (- n 1)) (portfib (- n 2)))))))
+(define spindle-radix (make-parameter 10))
+(define (strfib-sp n)
+  (if (< n 2)
+      n
+      (string->number (number->string (+ (strfib-sp (- n 1)) (strfib-sp (- n 2))) (spindle-radix))
+                      (spindle-radix))))
+(define (digs-only m)
+  (let-values ([(p get) (open-string-output-port)])
+    (do ([i 0 (+ i 1)]) ((= i m)) (write i p))
+    (string-length (get))))
+(define big-string (make-string 1000000 #\7))
+(define (strhash reps)
+  (let loop ([i 0] [acc 0])
+    (if (= i reps) acc (loop (+ i 1) (fxlogxor acc (full-string-hash big-string))))))
+
+;; name, procedure, full size, quick size, description, checked?
+(define-record-type workload
+  (fields name proc full quick describe checked? hidden?))
+
+(define all-workloads
+  (list
+    (make-workload "fib" fib 40 36 (lambda (k) (format "(fib ~a)" k)) #t #f)
+    (make-workload "strfib*" strfib* 30 27
+      (lambda (k) (format "(strfib* ~a): number->string/string->number on every sum" k)) #t #f)
+    (make-workload "strfib" strfib 30 27
+      (lambda (k) (format "(strfib ~a): the same, reading a radix parameter on every conversion" k)) #t #f)
+    (make-workload "hash-nums" hash-nums 6 5
+      (lambda (k) (format "10^~a number keys into an equal? hashtable and back, ~a rounds" k hash-nums-rounds)) #t #f)
+    (make-workload "hash-digs" hash-digs 3000000 600000
+      (lambda (k) (format "digits of 0..~a written to a string port, hashed" (- k 1))) #t #f)
+    (make-workload "hash-dir" hash-dir 200 40
+      (lambda (k) (format "~a passes reading and hashing every file under ~a" k
+                          (join ", " (map (lambda (d) (if (string-prefix? (string-append root "/") d)
+                                                          (substring d (+ 1 (string-length root)) (string-length d))
+                                                          d))
+                                          dirs))))
+      #f #f)
+    (make-workload "consfib" consfib 37 33 (lambda (k) (format "(consfib ~a): one pair per sum" k)) #t #t)
+    (make-workload "n2sfib" n2sfib 30 27 (lambda (k) (format "(n2sfib ~a): number->string only" k)) #t #t)
+    (make-workload "portfib" portfib 30 27 (lambda (k) (format "(portfib ~a): via string ports" k)) #t #t)
+    (make-workload "strfib-sp" strfib-sp 30 27
+      (lambda (k) (format "(strfib-sp ~a): spindle parameter" k)) #t #t)
+    (make-workload "digs-only" digs-only 3000000 600000
+      (lambda (k) (format "digits of 0..~a to a string port, no hash" (- k 1))) #t #t)
+    (make-workload "strhash" strhash 200 50
+      (lambda (k) (format "full-string-hash of a 1M-char string, ~a times" k)) #t #t)))
+
+(define (join sep strs)
+  (if (null? strs) "" (fold-left (lambda (acc s) (string-append acc sep s)) (car strs) (cdr strs))))
+
+(define workloads
+  (let ([sel (option "--workloads" #f)])
+    (if sel
+        (map (lambda (name)
+               (or (find (lambda (w) (string=? (workload-name w) name)) all-workloads)
+                   (begin (fprintf (current-error-port) "threads: unknown workload ~a\n" name) (exit 2))))
+             (split-list sel))
+        (filter (lambda (w) (not (workload-hidden? w))) all-workloads))))
+
+(define size-overrides
+  (map (lambda (kv)
+         (let ([parts (split kv #\=)])
+           (unless (= (length parts) 2)
+             (fprintf (current-error-port) "threads: bad --sizes entry ~s\n" kv) (exit 2))
+           (cons (car parts) (positive-int "--sizes" (cadr parts)))))
+       (split-list (option "--sizes" ""))))
+
+(define (size-of w)
+  (cond [(assoc (workload-name w) size-overrides) => cdr]
+        [quick? (workload-quick w)]
+        [else (workload-full w)]))
+
+;; ---------------------------------------------------------------- modes
+(define all-modes '(sequential coroutine parallel pool futures raw))
+(define modes
+  (let ([sel (option "--modes" #f)])
+    (if sel
+        (cons 'sequential
+              (filter (lambda (m) (not (eq? m 'sequential)))
+                      (map (lambda (s)
+                             (let ([m (string->symbol s)])
+                               (unless (memq m all-modes)
+                                 (fprintf (current-error-port) "threads: unknown mode ~a\n" s) (exit 2))
+                               m))
+                           (split-list sel))))
+        all-modes)))
+
+(define (failed) (error 'threads "a benchmark thread failed"))
+
+;; Runs n iterations of (work) in the mode; returns their results.
+(define (run-mode mode n work)
+  (case mode
+    [(sequential)
+     (let loop ([i 0] [acc '()]) (if (= i n) acc (loop (+ i 1) (cons (work) acc))))]
+    [(coroutine)
+     (let loop ([i 0] [ts '()])
+       (if (= i n)
+           (map (lambda (t) (thread-wait t failed)) ts)
+           (loop (+ i 1) (cons (thread work #:keep 'results) ts))))]
+    [(parallel)
+     (let loop ([i 0] [ts '()])
+       (if (= i n)
+           (map (lambda (t) (thread-wait t failed)) ts)
+           (loop (+ i 1) (cons (thread work #:pool 'own #:keep 'results) ts))))]
+    [(pool)
+     (let ([p (make-parallel-thread-pool n)])
+       (let loop ([i 0] [ts '()])
+         (if (= i n)
+             (begin (parallel-thread-pool-close p)
+                    (map (lambda (t) (thread-wait t failed)) ts))
+             (loop (+ i 1) (cons (thread work #:pool p #:keep 'results) ts)))))]
+    [(futures)
+     (let loop ([i 0] [fs '()])
+       (if (= i n)
+           (map touch (reverse fs))
+           (loop (+ i 1) (cons (future work) fs))))]
+    [(raw)
+     (let ([m (make-mutex)] [c (make-condition)] [left n] [res (make-vector n #f)])
+       (do ([i 0 (+ i 1)]) ((= i n))
+         (let ([i i])
+           (fork-thread
+             (lambda ()
+               (let ([v (guard (e [#t (cons 'failed e)]) (work))])
+                 (vector-set! res i v)
+                 (with-mutex m (set! left (- left 1)) (condition-broadcast c)))))))
+       (with-mutex m (let wait () (unless (= left 0) (condition-wait c m) (wait))))
+       (vector->list res))]))
+
+;; ---------------------------------------------------------------- timing
+(define (tms t) (+ (* 1000. (time-second t)) (/ (time-nanosecond t) 1e6)))
+(define (now-ms) (tms (current-time 'time-monotonic)))
+(define (cpu-ms) (tms (current-time 'time-process)))
+(define (gc-ms) (tms (current-time 'time-collector-real)))
+
+;; Busy CPU ms of the whole machine (every process), from /proc/stat; #f if
+;; unreadable.  Minus our own CPU ms it is what other processes took.
+(define (machine-busy-ms)
+  (guard (e [#t #f])
+    (let* ([line (call-with-input-file "/proc/stat" get-line)]
+           [xs (map string->number (cdr (filter (lambda (s) (> (string-length s) 0)) (split line #\space))))])
+      ;; user nice system idle iowait irq softirq steal ...; USER_HZ = 100
+      (* 10 (- (apply + (list-head xs (min 8 (length xs)))) (list-ref xs 3) (list-ref xs 4))))))
+
+(define (full-collect)
+  ;; collect itself refuses to run while other threads are active (spindle's
+  ;; idle workers): go through the rendezvous with a major-collection handler.
+  (let ([h (collect-request-handler)])
+    (collect-request-handler (lambda () (collect (collect-maximum-generation))))
+    (collect-rendezvous)
+    (collect-request-handler h)))
+
+;; One measurement, after a major collection:
+;; #(real-ms cpu-ms gc-ms collections heap-growth results others-cpu-ms).
+;; --no-gc raises collect-trip-bytes to 2^40 during the timed run, so that no
+;; collection is even requested.  (A collect-request-handler of void would
+;; not do: the request is not reset without a collection, so every later
+;; allocation-segment refill requests again, and each request costs a
+;; rendezvous of every thread.)
+(define (measure thunk)
+  (full-collect)
+  (let ([trip (collect-trip-bytes)])
+    (when no-gc? (collect-trip-bytes (expt 2 40)))
+    (let* ([n0 (collections)] [b0 (bytes-allocated)] [m0 (machine-busy-ms)]
+           [g0 (gc-ms)] [c0 (cpu-ms)] [t0 (now-ms)]
+           [v (thunk)]
+           [t1 (now-ms)] [c1 (cpu-ms)] [g1 (gc-ms)] [m1 (machine-busy-ms)]
+           [b1 (bytes-allocated)] [n1 (collections)])
+      (when no-gc? (collect-trip-bytes trip))
+      (vector (- t1 t0) (- c1 c0) (- g1 g0) (- n1 n0) (- b1 b0) v
+              (and m0 m1 (max 0 (- m1 m0 (- c1 c0))))))))
+
+;; ---------------------------------------------------------------- results
+;; impl: "spindle" or a peer name; mode: string.
+(define-record-type cell (fields impl workload mode n speedup real cpu gc extra))
+
+(define cells '())
+(define (add-cell! c) (set! cells (cons c cells)))
+
+(define notes '())
+(define (note! fmt . xs)
+  (let ([s (apply format fmt xs)])
+    (set! notes (cons s notes))
+    (fprintf (current-error-port) "threads: ~a\n" s)))
+
+(define start-ms (now-ms))
+(define (progress fmt . xs)
+  (fprintf (current-error-port) "[~,1fs] ~a\n" (/ (- (now-ms) start-ms) 1000.) (apply format fmt xs))
+  (flush-output-port (current-error-port)))
+
+;; Share of the machine other processes took during a measurement, or #f.
+(define (others-share res)
+  (let ([o (vector-ref res 6)])
+    (and o (> (vector-ref res 0) 0) (/ o (* (processor-count) (vector-ref res 0))))))
+
+(define waited-ms 0.)
+(define remeasured 0)
+
+;; Waits, in 250 ms samples, until other processes take under 10% of the
+;; machine, or the budget is spent.
+(define (wait-for-quiet)
+  (let loop ()
+    (when (> quiet-budget-ms 0)
+      (let* ([m0 (machine-busy-ms)] [c0 (cpu-ms)] [t0 (now-ms)])
+        (sleep 0.25)
+        (let* ([dt (- (now-ms) t0)] [m1 (machine-busy-ms)]
+               [others (and m0 m1 (- m1 m0 (- (cpu-ms) c0)))])
+          (set! quiet-budget-ms (- quiet-budget-ms dt))
+          (set! waited-ms (+ waited-ms dt))
+          (when (and others (> others (* 0.1 (processor-count) dt)))
+            (loop)))))))
+
+;; Measures; while other processes took over a quarter of the machine and
+;; the quiet-wait budget lasts, waits for quiet and measures again.
+(define (measure/quiet thunk)
+  (let retry ()
+    (let ([res (measure thunk)])
+      (let ([share (others-share res)])
+        (if (and share (> share 0.25) (> quiet-budget-ms 0))
+            (begin (set! remeasured (+ remeasured 1)) (wait-for-quiet) (retry))
+            res)))))
+
+(define (bench-workload w)
+  (let* ([size (size-of w)] [proc (workload-proc w)] [work (lambda () (proc size))]
+         [expected (work)]                       ; warmup, and the checksum
+         [changed 0])                            ; unchecked workloads: measurements that differed
+    (for-each
+      (lambda (n)
+        (let ([best (map (lambda (m) (cons m #f)) modes)])
+          (do ([r 0 (+ r 1)]) ((= r runs))
+            (for-each
+              (lambda (m)
+                (let* ([res (measure/quiet (lambda () (run-mode m n work)))]
+                       [vals (vector-ref res 5)])
+                  (unless (and (= (length vals) n) (for-all (lambda (v) (equal? v expected)) vals))
+                    (if (workload-checked? w)
+                        (error 'threads "wrong results" (workload-name w) m n vals expected)
+                        (set! changed (+ changed 1))))
+                  (let ([b (assq m best)])
+                    (when (or (not (cdr b)) (< (vector-ref res 0) (vector-ref (cdr b) 0)))
+                      (set-cdr! b res)))))
+              modes))
+          (let ([seq-real (vector-ref (cdr (assq 'sequential best)) 0)])
+            (for-each
+              (lambda (b)
+                (let ([res (cdr b)])
+                  (add-cell! (make-cell "spindle" (workload-name w) (symbol->string (car b)) n
+                                        (/ seq-real (max (vector-ref res 0) 1e-3))
+                                        (vector-ref res 0) (vector-ref res 1) (vector-ref res 2)
+                                        (list (vector-ref res 3) (vector-ref res 4) (vector-ref res 6))))))
+              best)
+            (progress "~a n=~a: ~a" (workload-name w) n
+                      (join ", " (map (lambda (b) (format "~a ~,2fx" (car b) (/ seq-real (vector-ref (cdr b) 0))))
+                                      best))))))
+      ns)
+    (when (> changed 0)
+      (note! "~a: ~a measurement(s) hashed different contents than the warmup (files under the trees changed during the run)"
+             (workload-name w) changed))))
+
+;; ---------------------------------------------------------------- peers
+(define peer-specs
+  ;; name, executable, command prefix, size adjustments
+  (list
+    (list "racket" "racket" (lambda () (format "racket ~a/peers/racket-threads.rkt" bench-dir)) '())
+    (list "guile" "guile" (lambda () (format "guile ~a/peers/guile-threads.scm" bench-dir)) '())
+    ;; CPython runs naive fib ~30x slower than Chez: fib 7 smaller (1/29 the calls).
+    (list "python" "python3" (lambda () (format "python3 ~a/peers/python-threads.py" bench-dir))
+          '(("fib" . -7)))))
+
+(define peers
+  (cond
+    [(flag? "--no-peers") '()]
+    [(option "--peers" #f)
+     => (lambda (sel)
+          (map (lambda (name)
+                 (or (assoc name peer-specs)
+                     (begin (fprintf (current-error-port) "threads: unknown peer ~a\n" name) (exit 2))))
+               (split-list sel)))]
+    [else peer-specs]))
+
+(define peer-workloads (filter (lambda (w) (not (workload-hidden? w))) workloads))
+
+(define (peer-size spec w)
+  (let ([adj (assoc (workload-name w) (cadddr spec))])
+    (+ (size-of w) (if adj (cdr adj) 0))))
+
+(define (have? exe) (zero? (system (format "command -v ~a >/dev/null 2>&1" exe))))
+
+(define (shell-quote s) (string-append "'" s "'"))
+
+(define (parse-peer-line name line)
+  ;; PEER.WORKLOAD.MODE.nN SPEEDUP x REAL CPU [GC]
+  (let ([fields (filter (lambda (s) (> (string-length s) 0)) (split line #\space))])
+    (and (>= (length fields) 5)
+         (string-prefix? (string-append name ".") (car fields))
+         (let* ([key (substring (car fields) (+ 1 (string-length name)) (string-length (car fields)))]
+                [parts (split key #\.)])
+           (and (>= (length parts) 3)
+                (let* ([rev (reverse parts)]
+                       [nstr (car rev)] [mode (cadr rev)]
+                       [wl (join "." (reverse (cddr rev)))]
+                       [num (lambda (s) (let ([v (string->number s)]) (or v +nan.0)))])
+                  (and (string-prefix? "n" nstr)
+                       (make-cell name wl mode (string->number (substring nstr 1 (string-length nstr)))
+                                  (num (list-ref fields 1)) (num (list-ref fields 3))
+                                  (num (list-ref fields 4))
+                                  (if (> (length fields) 5) (num (list-ref fields 5)) +nan.0)
+                                  #f))))))))
+
+(define (run-peer spec)
+  (let ([name (car spec)] [exe (cadr spec)])
+    (cond
+      [(null? peer-workloads) (void)]
+      [(not (have? exe)) (note! "~a: no `~a` on PATH, skipped" name exe)]
+      [else
+       (let* ([tmp (format "/tmp/spindle-threads-~a-~a.out" name (random 1000000000))]
+              [limit (if quick? 240 900)]
+              [cmd (format "~a~a --n ~a --runs ~a~a --workloads ~a --sizes ~a --dirs ~a > ~a"
+                           (if (have? "timeout") (format "timeout ~a " limit) "")
+                           ((caddr spec))
+                           (join "," (map number->string ns)) runs (if quick? " --quick" "")
+                           (shell-quote (join "," (map workload-name peer-workloads)))
+                           (shell-quote (join "," (map (lambda (w) (format "~a=~a" (workload-name w) (peer-size spec w)))
+                                                       peer-workloads)))
+                           (shell-quote (join "," dirs))
+                           tmp)])
+         (progress "running ~a" name)
+         (let ([rc (system cmd)])
+           (unless (zero? rc) (note! "~a exited with status ~a (partial results kept)" name rc)))
+         (when (file-exists? tmp)
+           (call-with-input-file tmp
+             (lambda (p)
+               (let loop ()
+                 (let ([line (get-line p)])
+                   (unless (eof-object? line)
+                     (cond
+                       [(string-prefix? "#" line)
+                        (set! notes (cons (format "~a: ~a" name (substring line 1 (string-length line))) notes))]
+                       [(parse-peer-line name line) => add-cell!]
+                       [(> (string-length line) 0) (note! "~a: unparsed line ~s" name line)])
+                     (loop))))))
+           (delete-file tmp))
+         (progress "~a done" name))])))
+
+;; ---------------------------------------------------------------- output
+(define out-text (open-output-string))
+(define (out fmt . xs)
+  (let ([s (apply format fmt xs)])
+    (display s)
+    (display s out-text)))
+
+(define (pad-right s w) (if (>= (string-length s) w) s (string-append s (make-string (- w (string-length s)) #\space))))
+(define (pad-left s w) (if (>= (string-length s) w) s (string-append (make-string (- w (string-length s)) #\space) s)))
+
+(define (fmt-ms v) (if (and (real? v) (not (nan? v))) (number->string (exact (round v))) "-"))
+(define (fmt-x v) (if (and (real? v) (not (nan? v))) (format "~,2fx" v) "-"))
+(define (fmt-x-plain v) (if (and (real? v) (not (nan? v))) (format "~,3f" v) "nan"))
+
+(define impl-order '("spindle" "racket" "guile" "python"))
+(define (impl-rank i) (let ([m (member i impl-order)]) (if m (- (length impl-order) (length m)) 99)))
+(define mode-order '("sequential" "coroutine" "parallel" "pool" "futures" "raw"
+                     "threads" "threading" "places" "multiprocessing"))
+(define (mode-rank m) (let ([x (member m mode-order)]) (if x (- (length mode-order) (length x)) 99)))
+
+(define (series-of wl)
+  ;; ((impl . mode) ...) in display order
+  (let loop ([cs (filter (lambda (c) (string=? (cell-workload c) wl)) cells)] [acc '()])
+    (if (null? cs)
+        (sort (lambda (a b)
+                (or (< (impl-rank (car a)) (impl-rank (car b)))
+                    (and (= (impl-rank (car a)) (impl-rank (car b)))
+                         (< (mode-rank (cdr a)) (mode-rank (cdr b))))))
+              acc)
+        (let ([k (cons (cell-impl (car cs)) (cell-mode (car cs)))])
+          (loop (cdr cs) (if (member k acc) acc (cons k acc)))))))
+
+(define (find-cell impl wl mode n)
+  (find (lambda (c) (and (string=? (cell-impl c) impl) (string=? (cell-workload c) wl)
+                         (string=? (cell-mode c) mode) (= (cell-n c) n)))
+        cells))
+
+(define (all-ns)
+  (sort < (fold-left (lambda (acc c) (if (memv (cell-n c) acc) acc (cons (cell-n c) acc))) '() cells)))
+
+(define (today)
+  (let ([d (current-date)])
+    (format "~a-~a~a-~a~a" (date-year d)
+            (if (< (date-month d) 10) "0" "") (date-month d)
+            (if (< (date-day d) 10) "0" "") (date-day d))))
+
+(define (peer-size-note w)
+  (let ([adjusted (filter (lambda (spec) (assoc (workload-name w) (cadddr spec))) peers)])
+    (if (null? adjusted)
+        ""
+        (format " [~a]"
+                (join "; " (map (lambda (spec) (format "~a: size ~a" (car spec) (peer-size spec w))) adjusted))))))
+
+(define (print-tables)
+  (let ([ns (all-ns)] [cw 33])
+    (for-each
+      (lambda (w)
+        (let ([wl (workload-name w)])
+          (out "\n~a -- ~a~a\n" wl ((workload-describe w) (size-of w)) (peer-size-note w))
+          (out "~a~a\n" (pad-right "" 25)
+               (apply string-append
+                      (map (lambda (n) (string-append (pad-left (format "N=~a speedup" n) 15) "  real   cpu    gc")) ns)))
+          (for-each
+            (lambda (s)
+              (out "~a~a\n"
+                   (pad-right (format "  ~a ~a" (car s) (cdr s)) 25)
+                   (apply string-append
+                          (map (lambda (n)
+                                 (let ([c (find-cell (car s) wl (cdr s) n)])
+                                   (if c
+                                       (string-append
+                                         (pad-left (fmt-x (cell-speedup c)) 15)
+                                         (pad-left (fmt-ms (cell-real c)) 6)
+                                         (pad-left (fmt-ms (cell-cpu c)) 6)
+                                         (pad-left (fmt-ms (cell-gc c)) 6))
+                                       (pad-right (pad-left "-" 15) cw))))
+                               ns))))
+            (series-of wl))
+          (let* ([cs (filter (lambda (c) (and (string=? (cell-impl c) "spindle") (string=? (cell-workload c) wl)
+                                              (cell-extra c) (caddr (cell-extra c))))
+                             cells)]
+                 [busy (apply + (map (lambda (c) (caddr (cell-extra c))) cs))]
+                 [cap (apply + (map (lambda (c) (* (processor-count) (cell-real c))) cs))])
+            (when (> cap 0)
+              (out "  (other processes used ~a% of the machine's CPU during spindle's cells above)\n"
+                   (exact (round (* 100. (/ busy cap)))))))))
+      workloads)
+    ;; speedup summary at the largest N, and spindle modes against raw
+    (let ([nmax (apply max ns)])
+      (out "\nspeedup at N=~a (real ms of the sequential cell in parentheses)\n" nmax)
+      (out "~a~a\n" (pad-right "" 28)
+           (apply string-append (map (lambda (w) (pad-left (workload-name w) 11)) workloads)))
+      (let ([rows (fold-left (lambda (acc w)
+                               (fold-left (lambda (acc s) (if (member s acc) acc (append acc (list s))))
+                                          acc (series-of (workload-name w))))
+                             '() workloads)])
+        (for-each
+          (lambda (s)
+            (unless (string=? (cdr s) "sequential")
+              (out "~a~a\n" (pad-right (format "  ~a ~a" (car s) (cdr s)) 28)
+                   (apply string-append
+                          (map (lambda (w)
+                                 (let ([c (find-cell (car s) (workload-name w) (cdr s) nmax)])
+                                   (pad-left (if c (fmt-x (cell-speedup c)) "-") 11)))
+                               workloads)))))
+          (sort (lambda (a b) (or (< (impl-rank (car a)) (impl-rank (car b)))
+                                  (and (= (impl-rank (car a)) (impl-rank (car b)))
+                                       (< (mode-rank (cdr a)) (mode-rank (cdr b))))))
+                rows))
+        (out "~a~a\n" (pad-right "  (sequential ms, spindle)" 28)
+             (apply string-append
+                    (map (lambda (w) (let ([c (find-cell "spindle" (workload-name w) "sequential" nmax)])
+                                       (pad-left (if c (fmt-ms (cell-real c)) "-") 11)))
+                         workloads))))
+      (when (and (find-cell "spindle" (workload-name (car workloads)) "raw" nmax)
+                 (exists (lambda (m) (memq m modes)) '(parallel pool futures)))
+        (out "\nspindle speedup as a share of raw fork-thread speedup at N=~a\n" nmax)
+        (for-each
+          (lambda (m)
+            (out "~a~a\n" (pad-right (format "  ~a / raw" m) 28)
+                 (apply string-append
+                        (map (lambda (w)
+                               (let ([c (find-cell "spindle" (workload-name w) m nmax)]
+                                     [r (find-cell "spindle" (workload-name w) "raw" nmax)])
+                                 (pad-left (if (and c r) (format "~a%" (exact (round (* 100 (/ (cell-speedup c) (cell-speedup r))))))
+                                               "-")
+                                           11)))
+                             workloads))))
+          (filter (lambda (m) (member m (map symbol->string modes))) '("parallel" "pool" "futures"))))
+      (when verbose?
+        (out "\nspindle per cell: collections, heap growth (bytes-allocated after - before), CPU ms other processes took meanwhile\n")
+        (for-each
+          (lambda (c)
+            (when (and (string=? (cell-impl c) "spindle") (cell-extra c))
+              (out "  ~a.~a.n~a: ~a collections, heap +~a MB, others ~a ms\n" (cell-workload c) (cell-mode c) (cell-n c)
+                   (car (cell-extra c)) (exact (round (/ (cadr (cell-extra c)) 1048576.)))
+                   (let ([o (caddr (cell-extra c))]) (if o (exact (round o)) "?")))))
+          (reverse cells))))))
+
+(define (print-lines)
+  (out "\n")
+  (for-each
+    (lambda (c)
+      (out "~a.~a.~a.n~a ~a x\n"
+           (if (string=? (cell-impl c) "spindle") "threads" (cell-impl c))
+           (cell-workload c) (cell-mode c) (cell-n c) (fmt-x-plain (cell-speedup c))))
+    (sort (lambda (a b)
+            (let ([ra (impl-rank (cell-impl a))] [rb (impl-rank (cell-impl b))])
+              (or (< ra rb)
+                  (and (= ra rb)
+                       (let ([wa (workload-index (cell-workload a))] [wb (workload-index (cell-workload b))])
+                         (or (< wa wb)
+                             (and (= wa wb)
+                                  (or (< (cell-n a) (cell-n b))
+                                      (and (= (cell-n a) (cell-n b))
+                                           (< (mode-rank (cell-mode a)) (mode-rank (cell-mode b))))))))))))
+          cells)))
+
+(define (workload-index name)
+  (let loop ([ws workloads] [i 0])
+    (cond [(null? ws) 99] [(string=? (workload-name (car ws)) name) i] [else (loop (cdr ws) (+ i 1))])))
+
+;; ---------------------------------------------------------------- SVG
+(define palette
+  '(("spindle" . (("sequential" . "#7f7f7f") ("coroutine" . "#ff7f0e") ("parallel" . "#1f77b4")
+                  ("pool" . "#2ca02c") ("futures" . "#9467bd") ("raw" . "#000000")))
+    ("racket" . (("sequential" . "#c7c7c7") ("coroutine" . "#ffbb78") ("futures" . "#c5b0d5")
+                 ("places" . "#d62728")))
+    ("guile" . (("sequential" . "#c7c7c7") ("threads" . "#17becf") ("futures" . "#e377c2")))
+    ("python" . (("sequential" . "#c7c7c7") ("threading" . "#bcbd22") ("multiprocessing" . "#8c564b")))))
+(define dashes '(("spindle" . "") ("racket" . "7,3") ("guile" . "2,3") ("python" . "9,3,2,3")))
+
+(define (color-of impl mode)
+  (let ([m (assoc impl palette)])
+    (or (and m (let ([c (assoc mode (cdr m))]) (and c (cdr c)))) "#444444")))
+(define (dash-of impl) (let ([d (assoc impl dashes)]) (if d (cdr d) "4,4")))
+
+(define (svg-escape s)
+  (let loop ([cs (string->list s)] [acc '()])
+    (if (null? cs)
+        (apply string-append (reverse acc))
+        (loop (cdr cs)
+              (cons (case (car cs) [(#\<) "&lt;"] [(#\>) "&gt;"] [(#\&) "&amp;"] [else (string (car cs))]) acc)))))
+
+;; Peers' sequential lines are 1.0 by definition, like spindle's: leave them out.
+(define (chart-series ss)
+  (filter (lambda (s) (or (string=? (car s) "spindle") (not (string=? (cdr s) "sequential")))) ss))
+
+(define (write-svg path title)
+  (let* ([ns (all-ns)] [wls (map workload-name workloads)]
+         [cols (min 3 (length wls))] [rows (quotient (+ (length wls) cols -1) cols)]
+         [pw 300] [ph 230] [ml 40] [mr 12] [mt 28] [mb 34]
+         [series (fold-left (lambda (acc w)
+                              (fold-left (lambda (acc s) (if (member s acc) acc (append acc (list s))))
+                                         acc (series-of w)))
+                            '() wls)]
+         [series (chart-series series)]
+         [series (sort (lambda (a b) (or (< (impl-rank (car a)) (impl-rank (car b)))
+                                         (and (= (impl-rank (car a)) (impl-rank (car b)))
+                                              (< (mode-rank (cdr a)) (mode-rank (cdr b))))))
+                       series)]
+         [legend-cols 4] [legend-rows (quotient (+ (length series) legend-cols -1) legend-cols)]
+         [width (* cols pw)] [top 40] [height (+ top (* rows ph) 20 (* legend-rows 18) 10)]
+         [p (open-output-string)])
+    (fprintf p "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"~a\" height=\"~a\" viewBox=\"0 0 ~a ~a\" font-family=\"sans-serif\" font-size=\"11\">\n"
+             width height width height)
+    (fprintf p "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n")
+    (fprintf p "<text x=\"~a\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">~a</text>\n" (/ width 2) (svg-escape title))
+    (let loop ([ws wls] [i 0])
+      (unless (null? ws)
+        (let* ([wl (car ws)]
+               [x0 (* (remainder i cols) pw)] [y0 (+ top (* (quotient i cols) ph))]
+               [px0 (+ x0 ml)] [px1 (- (+ x0 pw) mr)] [py0 (+ y0 mt)] [py1 (- (+ y0 ph) mb)]
+               [wcells (filter (lambda (c) (string=? (cell-workload c) wl)) cells)]
+               [ymax (let ([m (apply max (apply max ns) 1
+                                     (map (lambda (c) (if (nan? (cell-speedup c)) 0 (cell-speedup c))) wcells))])
+                       (exact (ceiling m)))]
+               [ystep (cond [(<= ymax 4) 0.5] [(<= ymax 10) 1] [else 2])]
+               [k (length ns)]
+               [xpos (lambda (n) (let ([idx (let f ([l ns] [j 0]) (if (= (car l) n) j (f (cdr l) (+ j 1))))])
+                                   (if (= k 1) (/ (+ px0 px1) 2.) (+ px0 10 (* idx (/ (- px1 px0 20) (- k 1.)))))))]
+               [ypos (lambda (v) (- py1 (* (/ (min v ymax) ymax) (- py1 py0))))])
+          (fprintf p "<g>\n<text x=\"~a\" y=\"~a\" text-anchor=\"middle\" font-size=\"12\" font-weight=\"bold\">~a</text>\n"
+                   (/ (+ px0 px1) 2.) (- py0 8) (svg-escape wl))
+          ;; grid and y ticks
+          (let tick ([v 0])
+            (when (<= v ymax)
+              (let ([y (ypos v)])
+                (fprintf p "<line x1=\"~a\" y1=\"~,1f\" x2=\"~a\" y2=\"~,1f\" stroke=\"#e5e5e5\"/>\n" px0 y px1 y)
+                (fprintf p "<text x=\"~a\" y=\"~,1f\" text-anchor=\"end\">~a</text>\n" (- px0 4) (+ y 4)
+                         (if (integer? v) (exact v) v)))
+              (tick (+ v ystep))))
+          ;; axes
+          (fprintf p "<line x1=\"~a\" y1=\"~a\" x2=\"~a\" y2=\"~a\" stroke=\"black\"/>\n" px0 py1 px1 py1)
+          (fprintf p "<line x1=\"~a\" y1=\"~a\" x2=\"~a\" y2=\"~a\" stroke=\"black\"/>\n" px0 py0 px0 py1)
+          (for-each (lambda (n)
+                      (fprintf p "<text x=\"~,1f\" y=\"~a\" text-anchor=\"middle\">~a</text>\n" (xpos n) (+ py1 14) n))
+                    ns)
+          (fprintf p "<text x=\"~a\" y=\"~a\" text-anchor=\"middle\">N</text>\n" (/ (+ px0 px1) 2.) (+ py1 28))
+          (fprintf p "<text x=\"~a\" y=\"~a\" text-anchor=\"middle\" transform=\"rotate(-90 ~a ~a)\">speedup</text>\n"
+                   (+ x0 11) (/ (+ py0 py1) 2.) (+ x0 11) (/ (+ py0 py1) 2.))
+          ;; ideal: min(N, processors)
+          (fprintf p "<polyline fill=\"none\" stroke=\"#bbbbbb\" stroke-dasharray=\"1,3\" points=\"~a\"/>\n"
+                   (join " " (map (lambda (n) (format "~,1f,~,1f" (xpos n) (ypos (min n (processor-count))))) ns)))
+          (for-each
+            (lambda (s)
+              (let* ([pts (filter (lambda (x) x)
+                                  (map (lambda (n)
+                                         (let ([c (find-cell (car s) wl (cdr s) n)])
+                                           (and c (not (nan? (cell-speedup c)))
+                                                (cons (xpos n) (ypos (cell-speedup c))))))
+                                       ns))]
+                     [col (color-of (car s) (cdr s))])
+                (unless (null? pts)
+                  (fprintf p "<polyline fill=\"none\" stroke=\"~a\" stroke-width=\"~a\"~a points=\"~a\"><title>~a ~a</title></polyline>\n"
+                           col (if (string=? (car s) "spindle") 2 1.5)
+                           (let ([d (dash-of (car s))]) (if (string=? d "") "" (format " stroke-dasharray=\"~a\"" d)))
+                           (join " " (map (lambda (pt) (format "~,1f,~,1f" (car pt) (cdr pt))) pts))
+                           (car s) (cdr s))
+                  (for-each (lambda (pt) (fprintf p "<circle cx=\"~,1f\" cy=\"~,1f\" r=\"2.5\" fill=\"~a\"/>\n" (car pt) (cdr pt) col))
+                            pts))))
+            (chart-series (series-of wl)))
+          (fprintf p "</g>\n")
+          (loop (cdr ws) (+ i 1)))))
+    ;; legend
+    (let ([ly0 (+ top (* rows ph) 16)] [lw (/ width legend-cols)])
+      (let loop ([ss series] [i 0])
+        (unless (null? ss)
+          (let* ([s (car ss)] [x (+ 10 (* (remainder i legend-cols) lw))] [y (+ ly0 (* (quotient i legend-cols) 18))]
+                 [d (dash-of (car s))])
+            (fprintf p "<line x1=\"~a\" y1=\"~a\" x2=\"~a\" y2=\"~a\" stroke=\"~a\" stroke-width=\"2\"~a/>\n"
+                     x y (+ x 26) y (color-of (car s) (cdr s))
+                     (if (string=? d "") "" (format " stroke-dasharray=\"~a\"" d)))
+            (fprintf p "<text x=\"~a\" y=\"~a\">~a ~a</text>\n" (+ x 32) (+ y 4) (car s) (cdr s)))
+          (loop (cdr ss) (+ i 1)))))
+    (fprintf p "</svg>\n")
+    (call-with-output-file path (lambda (o) (display (get-output-string p) o)) 'replace)))
+
+;; ---------------------------------------------------------------- main
+(define command-text
+  (join " " (cons "bin/spindle bench threads" args)))
+
+(define (uname)
+  (guard (e [#t "?"])
+    (let-values ([(to from err pid) (open-process-ports "uname -srm" (buffer-mode block) (native-transcoder))])
+      (let ([l (get-line from)]) (close-port to) (close-port from) (close-port err)
+        (if (eof-object? l) "?" l)))))
+
+(define (loadavg)
+  (guard (e [#t "?"]) (call-with-input-file "/proc/loadavg" get-line)))
+
+(define header
+  (format "# spindle bench threads, ~a, ~a processors (~a, ~a~a), ~a, /proc/loadavg at start: ~a\n# command: ~a\n# ~a; best of ~a by real time; speedup = sequential real / real at the same N; ms: real, CPU (whole process), GC (collector real time)~a\n"
+          (today) (processor-count) (uname) (scheme-version) (if (threaded?) ", threaded" "")
+          (date-and-time) (loadavg) command-text
+          (if quick? "--quick sizes" "full sizes") runs
+          (if (or no-gc? (option "--collect-trip-bytes" #f))
+              (format "; collect-trip-bytes ~a~a" (collect-trip-bytes) (if no-gc? ", no collections in timed runs" ""))
+              "")))
+
+(fprintf (current-error-port) "~a" header)
+(progress "N = ~a, modes ~a, workloads ~a" ns modes (map workload-name workloads))
+
+(for-each bench-workload workloads)
+(when (> remeasured 0)
+  (note! "~a spindle measurement(s) repeated because other processes took over a quarter of the machine; ~,1f s spent waiting for quiet"
+         remeasured (/ waited-ms 1000.)))
+(for-each run-peer peers)
+
+(out "~a" header)
+(print-tables)
+(unless (null? notes)
+  (out "\nnotes:\n")
+  (for-each (lambda (s) (out "  ~a\n" s)) (reverse notes)))
+(print-lines)
+(out "# total ~,1f s\n" (/ (- (now-ms) start-ms) 1000.))
+
+(unless (flag? "--no-save")
+  (let* ([dir (absolute (option "--out" (string-append bench-dir "/results")))]
+         [base (string-append dir "/threads-" (today))])
+    (unless (file-directory? dir) (mkdir dir))
+    (call-with-output-file (string-append base ".txt")
+      (lambda (o) (display (get-output-string out-text) o)) 'replace)
+    (write-svg (string-append base ".svg")
+               (format "spindle bench threads: speedup vs N (~a processors, ~a~a)"
+                       (processor-count) (today) (if quick? ", --quick" "")))
+    (fprintf (current-error-port) "threads: wrote ~a.txt and ~a.svg\n" base base)))
+(exit 0)
