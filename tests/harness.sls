@@ -3,7 +3,8 @@
 ;;; that overruns its limit prints FAIL and ends the process, so a deadlock
 ;;; fails the test instead of hanging.
 (library (harness)
-  (export test test-limit check check-equal check-raises done)
+  (export test test-limit check check-equal check-raises done
+          values->list assertion-from? irritant? both)
   (import (chezscheme))
 
   (define test-limit (make-parameter 30))   ; seconds
@@ -70,5 +71,13 @@
     (let ([r (call/cc (lambda (k) (with-exception-handler (lambda (c) (k (list c))) (lambda () (thunk) #f))))])
       (unless (and r (pred (car r)))
         (error 'check "expected an exception" what (if r (car r) 'none)))))
+
+  ;; Condition predicates for check-raises.
+  (define (assertion-from? who)
+    (lambda (c) (and (assertion-violation? c) (who-condition? c) (eq? (condition-who c) who))))
+  (define (irritant? v)
+    (lambda (c) (and (irritants-condition? c) (member v (condition-irritants c)) #t)))
+  (define (both p q) (lambda (c) (and (p c) (q c))))
+  (define (values->list thunk) (call-with-values thunk list))
 
   (define (done) (exit (if (= failures 0) 0 1))))

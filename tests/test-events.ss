@@ -9,13 +9,7 @@
 ;; ---------------------------------------------------------------- helpers
 (define (now-ms) (current-inexact-monotonic-milliseconds))
 (define (elapsed-ms thunk) (let ([t0 (now-ms)]) (thunk) (- (now-ms) t0)))
-(define (values->list thunk) (call-with-values thunk list))
 
-(define (assertion-from? who)
-  (lambda (c) (and (assertion-violation? c) (who-condition? c) (eq? (condition-who c) who))))
-(define (irritant? v)
-  (lambda (c) (and (irritants-condition? c) (member v (condition-irritants c)) #t)))
-(define (both p q) (lambda (c) (and (p c) (q c))))
 
 ;; Continuation depth, to check tail positions.
 (define (depth) (call/cc (lambda (k) ((inspect/object k) 'depth))))

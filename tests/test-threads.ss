@@ -18,15 +18,9 @@
       (or (pred)
           (if (> (now-ms) deadline) #f (begin (sleep 0.005) (loop)))))))
 
-(define (values->list thunk) (call-with-values thunk list))
 
-(define (assertion-from? who)
-  (lambda (c) (and (assertion-violation? c) (who-condition? c) (eq? (condition-who c) who))))
 
-(define (irritant? v)
-  (lambda (c) (and (irritants-condition? c) (member v (condition-irritants c)) #t)))
 
-(define (both p q) (lambda (c) (and (p c) (q c))))
 
 (define (string-contains? s sub)
   (let ([n (string-length s)] [m (string-length sub)])
