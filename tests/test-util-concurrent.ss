@@ -33,7 +33,6 @@
   (call/cc (lambda (k) (with-exception-handler (lambda (c) (k c)) (lambda () (thunk) #f)))))
 
 (define (who-is? who) (lambda (c) (and (who-condition? c) (eq? (condition-who c) who))))
-(define (both p q) (lambda (c) (and (p c) (q c))))
 (define (message-is? m) (lambda (c) (and (message-condition? c) (string=? (condition-message c) m))))
 
 (define (compare a b) (cond [(= a b) 0] [(< a b) -1] [else 1]))
