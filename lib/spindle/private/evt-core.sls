@@ -120,10 +120,11 @@
 
   ;; How the scheduler interrupts a parked thread for kill, break, suspend:
   ;; abort the sync it waits in (if any) and wake it.
+  ;; The wake-up is unconditional: a thread parked outside any sync (while
+  ;; suspended) must see the request too.
   (define (interrupt-thread! t)
     (let ([s (gthread-syncer t)])
-      (if (and s (commit-one! s 'interrupted '()))
-          (unpark! t)
-          (unpark! t))))
+      (when s (commit-one! s 'interrupted '()))
+      (unpark! t)))
 
   (set-interrupt-hook! interrupt-thread!))

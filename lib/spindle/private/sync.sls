@@ -184,7 +184,7 @@
   (define (sync-round t bv poll? deadline)
     (let* ([n (vector-length bv)]
            [s (make-syncer t)]
-           [start (if (fx> n 1) (random n) 0)]
+           [start (if (fx> n 1) (random-below n) 0)]
            ;; a random order, so that each ready branch is equally likely to
            ;; be found first (a random rotation would favour a ready branch
            ;; that follows unready ones)
@@ -226,12 +226,28 @@
           [(eq? (attempt j #f) #t) s]
           [else (poll (fx+ j 1))]))))
 
+  ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
+  ;; random shares one state among all OS threads.
+  (define rng-state
+    (make-thread-parameter
+      (lambda () (fxlogor 1 (fxand (most-positive-fixnum) (fx+ (get-thread-id) (time-nanosecond (current-time))))))))
+
+  (define (random-below n)
+    (let* ([state (rng-state)]
+           [x (if (procedure? state) (state) state)]
+           [x (fxlogxor x (fxand (fxsll (fxand x #xFFFFFFFFFFF) 13) (most-positive-fixnum)))]
+           [x (fxlogxor x (fxsrl x 7))]
+           [x (fxlogxor x (fxand (fxsll (fxand x #xFFFFFFFFFFFFF) 7) (most-positive-fixnum)))]
+           [x (if (fx= x 0) 1 x)])
+      (rng-state x)
+      (fxmod x n)))
+
   ;; A uniformly random permutation of 0 .. n-1 (Fisher-Yates).
   (define (random-order n)
     (let ([v (make-vector n)])
       (do ([i 0 (fx+ i 1)]) ((fx= i n)) (vector-set! v i i))
       (do ([i (fx- n 1) (fx- i 1)]) ((fx= i 0) v)
-        (let* ([j (random (fx+ i 1))] [x (vector-ref v i)])
+        (let* ([j (random-below (fx+ i 1))] [x (vector-ref v i)])
           (vector-set! v i (vector-ref v j))
           (vector-set! v j x)))))
 
