@@ -79,6 +79,17 @@
     (fields deadline action (mutable cancelled?))
     (nongenerative spindle-timer-v1) (sealed #t))
 
+  ;; A pool's lock is a spin lock (a box CAS'd from #f to #t): it guards a
+  ;; few dozen instructions, always held with interrupts disabled and never
+  ;; across a blocking call, so a holder always finishes promptly; a Chez
+  ;; mutex costs ~30 ns a round trip, and a switch takes two.
+  (define (spin-lock! b)
+    (let loop () (unless (box-cas! b #f #t) (let wait () (if (unbox b) (wait) (loop))))))
+  (define (spin-unlock! b) (set-box! b #f))
+  (define-syntax with-spin-lock
+    (syntax-rules ()
+      [(_ b e ...) (begin (spin-lock! b) (let ([v (begin e ...)]) (spin-unlock! b) v))]))
+
   ;; Idle workers sleep on wakeup, an OS semaphore; posted counts the posts
   ;; not yet taken by a sleeper, so wakers post only while idle > posted.
   (define-record-type pool
@@ -88,7 +99,7 @@
     (protocol
       (lambda (new)
         (lambda (size main?)
-          (new size main? (make-mutex) (make-os-semaphore) (make-queue)
+          (new size main? (box #f) (make-os-semaphore) (make-queue)
                0 0 0 #f (make-vector 16 #f) 0 0))))
     (nongenerative spindle-pool-v2))
 
@@ -147,7 +158,7 @@
            [t (make-gthread (if main? 'main 'adopted) p '(() . ()))])
       (worker-param w)
       (worker-current-set! w t)
-      (with-mutex (pool-lock p)
+      (with-spin-lock (pool-lock p)
         (pool-workers-set! p (fx+ (pool-workers p) 1))
         (pool-threads-set! p (fx+ (pool-threads p) 1))
         (when (not main?) (pool-closed?-set! p #t)))
@@ -169,21 +180,21 @@
 
   (define (pool-close! p)
     (with-interrupts-disabled
-      (with-mutex (pool-lock p)
+      (with-spin-lock (pool-lock p)
         (pool-closed?-set! p #t)
         (wake-all! p))))
 
   ;; Makes t runnable on its pool, waking or starting a worker.
   (define (enqueue! t)
     (let ([p (gthread-pool t)])
-      (mutex-acquire (pool-lock p))
+      (spin-lock! (pool-lock p))
       (queue-push! (pool-run-queue p) t)
       (cond
         [(fx> (pool-idle p) 0) (wake-one! p)]
         [(and (not (pool-main? p)) (fx< (pool-workers p) (pool-size p)))
          (pool-workers-set! p (fx+ (pool-workers p) 1))
          (start-worker! p)])
-      (mutex-release (pool-lock p))))
+      (spin-unlock! (pool-lock p))))
 
   (define (start-worker! p)
     (fork-thread
@@ -223,7 +234,7 @@
   (define (add-timer! p deadline action)
     (let ([tm (make-timer deadline action #f)])
       (with-interrupts-disabled
-        (with-mutex (pool-lock p)
+        (with-spin-lock (pool-lock p)
           (when (fx= (pool-timer-count p) (vector-length (pool-timers p)))
             (make-room-for-timer! p))
           (let* ([n (pool-timer-count p)] [v (pool-timers p)])
@@ -287,7 +298,7 @@
   ;; Called with interrupts disabled and no lock held.
   (define (fire-due-timers! p)
     (when (fx> (pool-timer-count p) 0)
-      (let ([actions (with-mutex (pool-lock p) (take-due-timers! p (monotonic-ms)))])
+      (let ([actions (with-spin-lock (pool-lock p) (take-due-timers! p (monotonic-ms)))])
         (for-each (lambda (a) (a)) actions))))
 
   ;; ---------------------------------------------------------------- running
@@ -299,11 +310,17 @@
     (gthread-out-set! t (current-output-port))
     (gthread-err-set! t (current-error-port)))
 
+  ;; Setting a port parameter checks its argument (~15 ns each); most
+  ;; threads share their ports, so only changed ones are set.
+  (define-syntax restore-param!
+    (syntax-rules ()
+      [(_ param v) (let ([x v]) (unless (eq? (param) x) (param x)))]))
+
   (define (restore-context! t)
     (current-exception-state (gthread-exn-state t))
-    (current-input-port (gthread-in t))
-    (current-output-port (gthread-out t))
-    (current-error-port (gthread-err t)))
+    (restore-param! current-input-port (gthread-in t))
+    (restore-param! current-output-port (gthread-out t))
+    (restore-param! current-error-port (gthread-err t)))
 
   ;; About 20-50 us of polling an idle pool's run queue.
   (define spin-iterations 20000)
@@ -314,20 +331,20 @@
     (let* ([p (worker-pool w)] [lock (pool-lock p)] [rq (pool-run-queue p)])
       (let loop ([spins 0])
         (fire-due-timers! p)
-        (mutex-acquire lock)
+        (spin-lock! lock)
         (let ([t (queue-pop! rq #f)])
           (cond
-            [t (mutex-release lock) t]
+            [t (spin-unlock! lock) t]
             [(and (pool-closed? p) (fx= (pool-threads p) 0) (not (pool-main? p)))
              (pool-workers-set! p (fx- (pool-workers p) 1))
-             (mutex-release lock)
+             (spin-unlock! lock)
              #f]
             [(fx< spins 1)
              ;; Spin briefly before sleeping, so that hand-offs from other OS
              ;; threads stay fast; without the lock, and with interrupts
              ;; enabled so that a collection need not wait for the spinner
              ;; (the timer is off here: nothing else can switch us).
-             (mutex-release lock)
+             (spin-unlock! lock)
              (enable-interrupts)
              (let spin ([i 0])
                (when (and (fx< i spin-iterations) (queue-empty? rq)) (spin (fx+ i 1))))
@@ -339,15 +356,15 @@
              ;; would block every collection while this worker is idle.
              (pool-idle-set! p (fx+ (pool-idle p) 1))
              (let ([dl (next-deadline p)])
-               (mutex-release lock)
+               (spin-unlock! lock)
                (let ([woken? (if dl
                                  (let ([ms (fl- dl (monotonic-ms))])
                                    (and (fl> ms 0.) (os-semaphore-wait! (pool-wakeup p) ms)))
                                  (os-semaphore-wait! (pool-wakeup p) #f))])
-                 (mutex-acquire lock)
+                 (spin-lock! lock)
                  (pool-idle-set! p (fx- (pool-idle p) 1))
                  (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))
-                 (mutex-release lock)))
+                 (spin-unlock! lock)))
              (loop 1)])))))
 
   ;; Never returns (except through the base, to exit the worker).
@@ -384,13 +401,13 @@
     (let ([t (make-gthread name p params)])
       (gthread-start-set! t start)
       (disable-interrupts)
-      (mutex-acquire (pool-lock p))
+      (spin-lock! (pool-lock p))
       (when (and (pool-closed? p) (not (pool-main? p)))
-        (mutex-release (pool-lock p))
+        (spin-unlock! (pool-lock p))
         (enable-interrupts)
         (assertion-violation 'thread "the parallel thread pool has been closed" p))
       (pool-threads-set! p (fx+ (pool-threads p) 1))
-      (mutex-release (pool-lock p))
+      (spin-unlock! (pool-lock p))
       (when enqueue? (enqueue! t))
       (enable-interrupts)
       t))
@@ -404,7 +421,7 @@
     (disable-interrupts)
     (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
       (gthread-dead?-set! t #t)
-      (with-mutex (pool-lock p)
+      (with-spin-lock (pool-lock p)
         (pool-threads-set! p (fx- (pool-threads p) 1))
         (when (and (pool-closed? p) (fx= (pool-threads p) 0))
           (wake-all! p)))
