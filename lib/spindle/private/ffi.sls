@@ -8,7 +8,7 @@
 ;;; stops every collection of the process (all threads then hang in the
 ;;; collect rendezvous).
 (library (spindle private ffi)
-  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait!)
+  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield!)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -19,6 +19,7 @@
   (define sem-init (foreign-procedure "sem_init" (uptr int unsigned) int))
   (define sem-destroy (foreign-procedure "sem_destroy" (uptr) int))
   (define sem-post (foreign-procedure "sem_post" (uptr) int))
+  (define sched-yield (foreign-procedure "sched_yield" () int))
   (define sem-wait (foreign-procedure __collect_safe "sem_wait" (uptr) int))
   (define sem-clockwait (foreign-procedure __collect_safe "sem_clockwait" (uptr int uptr) int))
   (define clock-gettime (foreign-procedure "clock_gettime" (int uptr) int))
@@ -51,6 +52,9 @@
         s)))
 
   (define (os-semaphore-post! s) (sem-post (os-semaphore-address s)) (void))
+
+  ;; Gives the CPU to another OS thread (a spin lock's holder, say).
+  (define (os-yield!) (sched-yield) (void))
 
   ;; Waits for a post, at most ms milliseconds (a flonum) unless ms is #f.
   ;; #t if a post was consumed; #f on timeout or interruption by a signal.

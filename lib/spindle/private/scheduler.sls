@@ -83,8 +83,16 @@
   ;; few dozen instructions, always held with interrupts disabled and never
   ;; across a blocking call, so a holder always finishes promptly; a Chez
   ;; mutex costs ~30 ns a round trip, and a switch takes two.
+  ;; After ~1000 busy polls the waiter yields its CPU: the holder may have
+  ;; been descheduled by the OS (more workers than cores).
   (define (spin-lock! b)
-    (let loop () (unless (box-cas! b #f #t) (let wait () (if (unbox b) (wait) (loop))))))
+    (let loop ([polls 0])
+      (unless (box-cas! b #f #t)
+        (let wait ([polls polls])
+          (cond
+            [(not (unbox b)) (loop polls)]
+            [(fx< polls 1000) (wait (fx+ polls 1))]
+            [else (os-yield!) (wait 0)])))))
   (define (spin-unlock! b) (set-box! b #f))
   (define-syntax with-spin-lock
     (syntax-rules ()
