@@ -232,9 +232,10 @@
     (check "channel has no stale getter" (not (sync/timeout 0.05 (channel-put-evt ch 1))))
     (kill-thread t)))   ; no effect on a dead thread
 
-(test "kill-thread: a coroutine thread in an infinite loop"
+(define (check-kill-looping-thread pool)
   (let* ([counter (box 0)]
-         [t (thread (lambda () (let loop () (set-box! counter (+ (unbox counter) 1)) (loop))))])
+         [t (thread (lambda () (let loop () (set-box! counter (+ (unbox counter) 1)) (loop)))
+                    #:pool pool)])
     (check "loop ran" (wait-until (lambda () (> (unbox counter) 0)) 2))
     (kill-thread t)
     (check "dead" (thread-dead? t))
@@ -242,16 +243,11 @@
       (sleep 0.02)
       (check-equal "stopped" c (unbox counter)))))
 
+(test "kill-thread: a coroutine thread in an infinite loop"
+  (check-kill-looping-thread #f))
+
 (test "kill-thread: a parallel thread in an infinite loop"
-  (let* ([counter (box 0)]
-         [t (thread (lambda () (let loop () (set-box! counter (+ (unbox counter) 1)) (loop)))
-                    #:pool 'own)])
-    (check "loop ran" (wait-until (lambda () (> (unbox counter) 0)) 2))
-    (kill-thread t)
-    (check "dead" (thread-dead? t))
-    (let ([c (unbox counter)])
-      (sleep 0.02)
-      (check-equal "stopped" c (unbox counter)))))
+  (check-kill-looping-thread 'own))
 
 (test "kill-thread: a thread killing itself does not return; no unwinding"
   (let* ([log '()]

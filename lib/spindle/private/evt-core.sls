@@ -14,12 +14,11 @@
 ;;; that its cancel procedure takes back.
 (library (spindle private evt-core)
   (export
-    make-syncer syncer? syncer-thread syncer-branch syncer-result syncer-done?
+    make-syncer syncer-thread syncer-branch syncer-result syncer-done?
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
-    make-waiter waiter? waiter-syncer waiter-branch waiter-value
+    make-waiter waiter-syncer waiter-branch waiter-value
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
-    latch make-latch latch? latch-fire! latch-fired?
-    interrupt-thread!)
+    latch make-latch latch-fire!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler))
 
   (define-record-type syncer

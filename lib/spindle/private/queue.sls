@@ -3,8 +3,7 @@
 ;;; Not thread-safe: every owner guards it with its own lock.
 (library (spindle private queue)
   (export make-queue queue? queue-empty? queue-length
-          queue-push! queue-push-front! queue-pop! queue-peek queue-remove!
-          queue-node-value queue-node-linked? queue-for-each queue-clear! queue->list)
+          queue-push! queue-push-front! queue-pop! queue-remove! queue-clear! queue->list)
   (import (chezscheme))
 
   ;; A node is linked iff its queue field is the queue holding it.
@@ -20,8 +19,6 @@
     (sealed #t))
 
   (define (queue-empty? q) (fx= (queue-length q) 0))
-  (define (queue-node-value n) (node-value n))
-  (define (queue-node-linked? n) (and (node-owner n) #t))
 
   ;; Appends v; returns its node (for queue-remove!).
   (define (queue-push! q v)
@@ -54,17 +51,9 @@
     (let ([n (queue-head q)])
       (if n (begin (unlink! q n) (node-value n)) default)))
 
-  (define (queue-peek q default)
-    (let ([n (queue-head q)]) (if n (node-value n) default)))
-
   ;; Unlinks node n if it is still in q; harmless otherwise.
   (define (queue-remove! q n)
     (when (eq? (node-owner n) q) (unlink! q n)))
-
-  (define (queue-for-each proc q)
-    (let loop ([n (queue-head q)])
-      (when n
-        (let ([next (node-next n)]) (proc (node-value n)) (loop next)))))
 
   (define (queue-clear! q)
     (let loop () (unless (queue-empty? q) (queue-pop! q #f) (loop))))

@@ -20,11 +20,11 @@
 (library (spindle private scheduler)
   (export
     ;; pools
-    make-pool pool? pool-size pool-close! pool-closed? main-pool
+    make-pool pool? pool-size pool-close! main-pool
     ;; threads
-    gthread? make-gthread gthread-name gthread-pool gthread-data gthread-data-set!
+    gthread? gthread-name gthread-pool gthread-data gthread-data-set!
     gthread-params gthread-params-set! gthread-syncer gthread-syncer-set!
-    gthread-kill-requested? gthread-break-pending gthread-break-pending-set!
+    gthread-kill-requested? gthread-break-pending
     gthread-break-enabled? gthread-break-enabled?-set!
     gthread-suspended? gthread-finisher gthread-finisher-set! gthread-dead? gthread-dead?-set!
     gthread-cleanup gthread-cleanup-set!
@@ -36,10 +36,10 @@
     ;; timers
     monotonic-ms add-timer! cancel-timer!
     ;; misc
-    quantum-ticks processor-count
-    &break make-break-condition break-condition?
-    &break-hang-up make-break-hang-up-condition break-hang-up-condition?
-    &break-terminate make-break-terminate-condition break-terminate-condition?)
+    processor-count
+    &break break-condition?
+    &break-hang-up break-hang-up-condition?
+    &break-terminate break-terminate-condition?)
   (import (chezscheme) (spindle private queue) (spindle private ffi))
 
   (define quantum-ticks 100000)
