@@ -1,5 +1,5 @@
 #!chezscheme
-;;; spindle: threads, parallel thread pools, events, channels and futures for Chez Scheme.
+;;; spindle: threads, parallel thread pools, events, channels, futures and places for Chez Scheme.
 ;;; Import as (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)).
 (library (spindle)
   (export
@@ -30,10 +30,21 @@
     ;; (spindle future)
     future touch future? would-be-future futures-enabled? current-future current-future-pool
     make-fsemaphore fsemaphore? fsemaphore-post fsemaphore-wait fsemaphore-try-wait?
-    fsemaphore-count for/async map/async)
+    fsemaphore-count for/async map/async
+    ;; (spindle place)
+    dynamic-place place lift-places place? place-enabled? place-wait place-kill
+    place-break place-dead-evt place-channel place-channel? place-channel-put
+    place-channel-get place-channel-put/get place-message-allowed?
+    make-shared-bytes shared-bytes shared-bytes? shared-bytes-length
+    shared-bytes-ref shared-bytes-set! shared-bytes->bytevector
+    make-shared-fxvector shared-fxvector shared-fxvector? shared-fxvector-length
+    shared-fxvector-ref shared-fxvector-set!
+    make-shared-flvector shared-flvector shared-flvector? shared-flvector-length
+    shared-flvector-ref shared-flvector-set!)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
           (only (spindle parameter) make-parameter parameterize make-thread-parameter)
           (except (spindle event) box-cas! vector-cas!)
-          (except (spindle future) processor-count)))
+          (except (spindle future) processor-count)
+          (except (spindle place) processor-count start-lifted-place place-child-main)))

@@ -1,0 +1,334 @@
+#!chezscheme
+;;; Places: isolated parallel instances (OS processes) that talk through
+;;; place channels.  See API.md section 6.
+;;;
+;;; Places start from a template process (lib/spindle/private/place-zygote.ss),
+;;; one per creating process, started on the first place.  It has compiled
+;;; spindle and each requested library once, and forks a place per request
+;;; (a fork costs about a millisecond; a fresh Chez and compiling spindle,
+;;; about 200 ms).  It reaps its children and reports their exit codes over
+;;; its control socket; it kills them all and exits when that socket
+;;; closes, that is when the creating process ends in any way.  Places die
+;;; with it (PR_SET_PDEATHSIG), so no process outlives the program.
+(library (spindle place)
+  (export dynamic-place place lift-places place? place-enabled? place-wait place-kill
+          place-break place-dead-evt place-channel place-channel? place-channel-put
+          place-channel-get place-channel-put/get (rename (place-message-allowed?* place-message-allowed?))
+          processor-count
+          make-shared-bytes shared-bytes shared-bytes? shared-bytes-length
+          shared-bytes-ref shared-bytes-set! shared-bytes->bytevector
+          make-shared-fxvector shared-fxvector shared-fxvector? shared-fxvector-length
+          shared-fxvector-ref shared-fxvector-set!
+          make-shared-flvector shared-flvector shared-flvector? shared-flvector-length
+          shared-flvector-ref shared-flvector-set!
+          ;; for (spindle fork-join) and the template process
+          start-lifted-place place-child-main)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (spindle private unix) (spindle private place-channel)
+          (spindle private place-message) (spindle private shared-vector)
+          (spindle private keywords)
+          (only (spindle private evt-core) make-latch latch-fire!)
+          (only (spindle private sync) sync register-evt-record-type! wrap-evt)
+          (only (spindle thread) processor-count current-thread break-thread))
+
+  ;; ---------------------------------------------------------------- places
+  ;; A place is its creator's end of the initial channel, plus its state.
+  (define-record-type (place-record make-place place?)
+    (fields (immutable endpoint place-endpoint) (immutable id place-id)
+            (mutable pid place-pid place-pid-set!) (mutable code place-code place-code-set!)
+            (immutable dead place-dead))
+    (protocol (lambda (new) (lambda (ep id) (new ep id #f #f (make-latch (lambda (l) l))))))
+    (nongenerative spindle-place-v1) (sealed #t))
+
+  (define (place-enabled?) #t)
+
+  (define (place-channel? v) (or (endpoint? v) (place? v)))
+
+  (define (channel-endpoint who v)
+    (cond
+      [(endpoint? v) v]
+      [(place? v) (place-endpoint v)]
+      [else (assertion-violation who "expected a place channel" v)]))
+
+  (define (place-channel)
+    (make-endpoint-pair 'place-channel))
+
+  ;; ---------------------------------------------------------------- messages
+  (define (place-message-allowed?* v) (place-message-allowed? v place-channel?))
+
+  (define (decode bv fds) (decode-message bv fds descriptor->endpoint))
+
+  (define (owner-fd o) (if (endpoint? o) (endpoint-fd o) (shared-vector-fd o)))
+
+  (define (place-channel-put pch v)
+    (let ([ep (channel-endpoint 'place-channel-put pch)])
+      (let-values ([(bv owners) (encode-message 'place-channel-put v place-channel?
+                                                (lambda (c) (channel-endpoint 'place-channel-put c)))])
+        (endpoint-send! ep bv (map owner-fd owners) owners '()))))
+
+  (define (place-channel-get pch)
+    (endpoint-get (channel-endpoint 'place-channel-get pch) decode))
+
+  (define (place-channel-put/get pch v)
+    (place-channel-put pch v)
+    (place-channel-get pch))
+
+  (define (channel-evt v) (endpoint-evt (channel-endpoint 'sync v) decode))
+
+  (define evts-registered
+    (begin
+      (register-evt-record-type! (record-type-descriptor place-record) channel-evt)
+      (register-evt-record-type! endpoint-record-type channel-evt)
+      #t))
+
+  ;; ---------------------------------------------------------------- the template process
+  (define launcher-lock (make-mutex))
+  (define launcher #f)                    ; control endpoint, once started
+  (define next-place-id 0)
+  (define live-places (make-eqv-hashtable)) ; id -> place, under launcher-lock
+
+  (define (locate-zygote who)
+    (let loop ([dirs (library-directories)])
+      (if (null? dirs)
+          (error who "cannot find spindle/private/place-zygote.ss in the library directories")
+          (let ([f (string-append (caar dirs) "/spindle/private/place-zygote.ss")])
+            (if (file-exists? f) f (loop (cdr dirs)))))))
+
+  (define (absolute dir)
+    (if (and (fx> (string-length dir) 0) (char=? (string-ref dir 0) #\/))
+        dir
+        (string-append (current-directory) "/" dir)))
+
+  (define (join-paths dirs)
+    (if (null? dirs) ""
+        (fold-left (lambda (acc d) (string-append acc ":" d)) (car dirs) (cdr dirs))))
+
+  (define (start-launcher! who)
+    (let ([exe (or (self-executable) "scheme")]
+          [zygote (locate-zygote who)])
+      (let-values ([(mine theirs) (make-socket-pair who)])
+        (spawn-process who exe
+                       (list exe "--libdirs"
+                             (join-paths (map (lambda (d) (absolute (car d))) (library-directories)))
+                             "--optimize-level" (number->string (optimize-level))
+                             "--program" zygote)
+                       theirs)
+        (close-fd theirs)
+        (let ([ctl (descriptor->endpoint mine)])
+          (endpoint-set-frame-hook! ctl on-launcher-frame)
+          ctl))))
+
+  ;; Runs in the poller thread: spawn and exit reports from the template.
+  (define (on-launcher-frame bv fds)
+    (if bv
+        (let ([msg (fasl-read (open-bytevector-input-port bv))])
+          (case (vector-ref msg 0)
+            [(spawned)
+             (let ([p (with-interrupts-disabled
+                        (with-mutex launcher-lock (hashtable-ref live-places (vector-ref msg 1) #f)))])
+               (when p (place-pid-set! p (vector-ref msg 2))))]
+            [(exited) (place-ended! (vector-ref msg 1) (vector-ref msg 2))]))
+        ;; the template is gone: so are its places
+        (for-each (lambda (id) (place-ended! id 1))
+                  (with-interrupts-disabled
+                    (with-mutex launcher-lock (vector->list (hashtable-keys live-places)))))))
+
+  (define (place-ended! id code)
+    (let ([p (with-interrupts-disabled
+               (with-mutex launcher-lock
+                 (let ([p (hashtable-ref live-places id #f)])
+                   (hashtable-delete! live-places id)
+                   p)))])
+      (when p
+        (place-code-set! p code)
+        (latch-fire! (place-dead p)))))
+
+  (define (to-launcher! who msg fds)
+    (let-values ([(port get) (open-bytevector-output-port)])
+      (fasl-write msg port)
+      (endpoint-send! (ensure-launcher! who) (get) fds '() fds)))
+
+  (define (ensure-launcher! who)
+    (or (with-interrupts-disabled (with-mutex launcher-lock launcher))
+        ;; started outside the lock (it spawns a process); a racing second
+        ;; start is dropped, and its template exits when its socket closes
+        (let ([ctl (start-launcher! who)])
+          (with-interrupts-disabled
+            (with-mutex launcher-lock
+              (unless launcher (set! launcher ctl))
+              launcher)))))
+
+  ;; module: a library name, a file path, or #(lifted library ordinal).
+  (define (launch! who module start)
+    (let-values ([(mine theirs) (make-socket-pair who)])
+      (let* ([ep (descriptor->endpoint mine)]
+             [id (with-interrupts-disabled
+                   (with-mutex launcher-lock
+                     (set! next-place-id (fx+ next-place-id 1))
+                     next-place-id))]
+             [p (make-place ep id)])
+        (with-interrupts-disabled
+          (with-mutex launcher-lock (hashtable-set! live-places id p)))
+        (to-launcher! who
+                      (vector 'spawn id module start (current-directory)
+                              (library-directories) (library-extensions) (optimize-level))
+                      (list theirs))
+        p)))
+
+  ;; ---------------------------------------------------------------- creating
+  (define (library-name? v)
+    (and (list? v) (pair? v) (for-all (lambda (x) (or (symbol? x) (list? x))) v)))
+
+  (define dynamic-place*
+    (case-lambda
+      [(module start) (dynamic-place* module start #f #f)]
+      [(module start at) (dynamic-place* module start at #f)]
+      [(module start at named) (make-dynamic-place module start at named)]))
+
+  (define (make-dynamic-place module start at named)
+    (unless (or (library-name? module) (string? module))
+      (assertion-violation 'dynamic-place "expected a library name or a file path" module))
+    (when (and (string? module) (not (file-exists? module)))
+      (error 'dynamic-place "cannot read file" module))
+    (unless (symbol? start)
+      (assertion-violation 'dynamic-place "expected a symbol" start))
+    (when at (assertion-violation 'dynamic-place "#:at is not supported (distributed places are future work)" at))
+    (when named (assertion-violation 'dynamic-place "#:named is not supported (distributed places are future work)" named))
+    (launch! 'dynamic-place (if (string? module) (absolute module) module) start))
+
+  (define-keyword-procedure dynamic-place dynamic-place* (module #f) (start-name #f) (at #f) (named #f))
+
+  ;; Bodies of place forms, by (library name . ordinal).
+  (define lifted-lock (make-mutex))
+  (define lifted-bodies (make-hashtable equal-hash equal?))
+
+  (define (register-lifted-bodies! lib bodies)
+    (with-interrupts-disabled
+      (with-mutex lifted-lock
+        (vector-for-each
+          (let ([i -1])
+            (lambda (b) (set! i (fx+ i 1)) (hashtable-set! lifted-bodies (cons lib i) b)))
+          bodies)))
+    #t)
+
+  (define (lifted-body lib n)
+    (with-interrupts-disabled
+      (with-mutex lifted-lock (hashtable-ref lifted-bodies (cons lib n) #f))))
+
+  (define (start-lifted-place who lib n)
+    (unless (lifted-body lib n)
+      (assertion-violation who "place body not registered: (lift-places (lib ...)) must be the last form of the library" lib))
+    (launch! who (vector 'lifted lib n) 'lifted))
+
+  ;; place bodies seen since the last lift-places, in order (expand time)
+  (meta define pending-bodies '())
+
+  ;; (place id body ...): the body becomes (lambda (id) body ...) lifted to
+  ;; the library's lift-places; here it leaves a start by ordinal.
+  (define-syntax place
+    (lambda (x)
+      (syntax-case x ()
+        [(_ id body0 body ...)
+         (identifier? #'id)
+         (let ([n (length pending-bodies)])
+           (set! pending-bodies (append pending-bodies (list #'(lambda (id) body0 body ...))))
+           (with-syntax ([lib (datum->syntax #'id '%spindle-place-library)] [n n])
+             #'(start-lifted-place 'place lib n)))])))
+
+  ;; Must be the library's last form.  Its definitions are scanned first;
+  ;; their right-hand sides expand after every earlier one, so collect-bodies
+  ;; sees all the place forms of the library.
+  (define-syntax lift-places
+    (lambda (x)
+      (syntax-case x ()
+        [(k (name ...))
+         (with-syntax ([lib (datum->syntax #'k '%spindle-place-library)]
+                       [reg (datum->syntax #'k '%spindle-place-registration)])
+           #'(begin
+               (define lib '(name ...))
+               (define reg (collect-bodies (name ...)))))])))
+
+  (define-syntax collect-bodies
+    (lambda (x)
+      (syntax-case x ()
+        [(_ (name ...))
+         (let ([bodies pending-bodies])
+           (set! pending-bodies '())
+           (with-syntax ([(body ...) bodies])
+             #'(register-lifted-bodies! '(name ...) (vector body ...))))])))
+
+  ;; ---------------------------------------------------------------- control
+  (define (check-place who p)
+    (unless (place? p) (assertion-violation who "expected a place" p)))
+
+  (define (place-dead-evt p)
+    (check-place 'place-dead-evt p)
+    (letrec ([e (wrap-evt (place-dead p) (lambda (l) e))]) e))
+
+  (define (place-wait p)
+    (check-place 'place-wait p)
+    (sync (place-dead p))
+    (place-code p))
+
+  (define (place-kill p)
+    (check-place 'place-kill p)
+    (unless (place-code p)
+      (to-launcher! 'place-kill (vector 'signal (place-id p) 9) '())
+      (sync (place-dead p)))
+    (void))
+
+  (define place-break
+    (case-lambda
+      [(p) (place-break p #f)]
+      [(p kind)
+       (check-place 'place-break p)
+       (let ([signo (signal-number kind)])
+         (unless (and signo (not (eq? kind 'kill)))
+           (assertion-violation 'place-break "expected #f, hang-up or terminate" kind))
+         (unless (place-code p)
+           (to-launcher! 'place-break (vector 'signal (place-id p) signo) '())))]))
+
+  ;; ---------------------------------------------------------------- in the place
+  ;; Called in a fresh fork of the template.  Never returns.
+  (define (place-child-main fd module start cwd)
+    (let ([original-exit (exit-handler)])
+      (define (finish code)
+        (flush-output-port (current-output-port))
+        (flush-output-port (console-error-port))
+        (original-exit code))
+      (exit-handler
+        (lambda args
+          (finish (if (and (pair? args) (fixnum? (car args)) (fx<= 0 (car args) 255)) (car args) 0))))
+      (change-directory cwd)
+      (let ([ep (descriptor->endpoint fd)] [main (current-thread)])
+        (for-each
+          (lambda (signo kind)
+            (register-signal-handler signo (lambda (s) (break-thread main kind))))
+          '(2 1 15) '(#f hang-up terminate))
+        (finish
+          (call/cc
+            (lambda (k)
+              (with-exception-handler
+                (lambda (c)
+                  (let ([err (console-error-port)])
+                    (fprintf err "place ~s: " (if (vector? module) (vector-ref module 1) module))
+                    (if (condition? c) (display-condition c err) (fprintf err "non-condition raised: ~s" c))
+                    (newline err))
+                  (k 1))
+                (lambda ()
+                  ((start-procedure module start) ep)
+                  0))))))))
+
+  (define (start-procedure module start)
+    (cond
+      [(vector? module)
+       (invoke-library (vector-ref module 1))
+       (or (lifted-body (vector-ref module 1) (vector-ref module 2))
+           (error 'place "place body not registered" (vector-ref module 1)))]
+      [(string? module)
+       (let ([first (call-with-input-file module read)])
+         (load module)
+         (eval start (if (and (pair? first) (eq? (car first) 'library))
+                         (environment (cadr first))
+                         (interaction-environment))))]
+      [else (eval start (environment module))])))

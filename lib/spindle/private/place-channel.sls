@@ -1,0 +1,320 @@
+#!chezscheme
+;;; Place channel endpoints: one end of a Unix stream socket.
+;;;
+;;; A frame is a 16-byte header (payload length: 8 bytes, descriptor count:
+;;; 4, zero: 4) and the payload; descriptors travel with the header's bytes.
+;;;
+;;; Sending never blocks: a put writes what the socket takes at once and
+;;; queues the rest (in foreign memory) for the poller, which writes it when
+;;; the socket drains.  Receiving starts when an endpoint is first read from
+;;; (got from, or synced on): from then on the poller reads its frames into
+;;; an unbounded async channel, and getters decode them.  An endpoint that
+;;; is never read locally (say, one end of a fresh place-channel, sent
+;;; away) leaves its bytes to the place that reads it.
+;;;
+;;; The poller is one OS thread per process, in epoll_wait with the
+;;; collector released.
+(library (spindle private place-channel)
+  (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
+          endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
+          endpoint-close! peer-ended-error? endpoint-record-type)
+  (import (chezscheme) (spindle private unix) (spindle private queue)
+          (only (spindle async-channel) make-async-channel async-channel-put async-channel-get)
+          (only (spindle private sync) wrap-evt guard-evt))
+
+  (define header-size 16)
+
+  (define-record-type endpoint
+    (fields fd
+            lock                     ; Chez mutex, held with interrupts disabled
+            out                      ; queue of pending frames
+            inbox                    ; async channel of (bytevector . fds) or 'closed
+            (mutable reading?)
+            (mutable writing?)       ; EPOLLOUT armed
+            (mutable closed?)
+            (mutable hook)           ; #f, or called by the poller with each frame
+            ;; read state, touched only by the poller thread
+            header                   ; foreign 16 bytes
+            (mutable header-got)
+            (mutable payload)        ; foreign buffer or #f
+            (mutable payload-size)
+            (mutable payload-got)
+            (mutable fds))           ; descriptors received and not yet framed
+    (protocol
+      (lambda (new)
+        (lambda (fd)
+          (new fd (make-mutex) (make-queue) (make-async-channel) #f #f #f #f
+               (malloc header-size) 0 #f 0 0 '()))))
+    (nongenerative spindle-place-endpoint-v1) (sealed #t))
+
+  ;; A pending frame: foreign buffer, its size, bytes sent, descriptor
+  ;; owners (kept reachable until sent), descriptors to close once sent.
+  (define-record-type pending
+    (fields buffer size (mutable sent) owners fds close-after)
+    (nongenerative spindle-place-pending-v1) (sealed #t))
+
+  (define-syntax with-endpoint-lock
+    (syntax-rules ()
+      [(_ ep body ...) (with-interrupts-disabled (with-mutex (endpoint-lock ep) body ...))]))
+
+  ;; ---------------------------------------------------------------- lifetime
+  (define endpoint-record-type (record-type-descriptor endpoint))
+
+  ;; Unreachable endpoints close their descriptor.  A reading endpoint is
+  ;; reachable from the poller's table, so it lives as long as the process.
+  (define reclaim (make-guardian))
+  (define reclaim-lock (make-mutex))
+
+  (define (track! ep)
+    (with-interrupts-disabled
+      (with-mutex reclaim-lock
+        (let loop ()
+          (let ([dead (reclaim)])
+            (when dead
+              (close-fd (endpoint-fd dead))
+              (free (endpoint-header dead))
+              (loop))))
+        (reclaim ep)))
+    ep)
+
+  (define (descriptor->endpoint fd)
+    (set-nonblocking! fd)
+    (track! (make-endpoint fd)))
+
+  (define (make-endpoint-pair who)
+    (let-values ([(a b) (make-socket-pair who)])
+      (values (descriptor->endpoint a) (descriptor->endpoint b))))
+
+  ;; Closes the descriptor now (for endpoints this process must not keep).
+  (define (endpoint-close! ep)
+    (unregister! ep)
+    (with-endpoint-lock ep
+      (unless (endpoint-closed? ep)
+        (endpoint-closed?-set! ep #t)
+        (close-fd (endpoint-fd ep)))))
+
+  ;; ---------------------------------------------------------------- poller
+  (define poller-lock (make-mutex))
+  (define poller-epoll #f)
+  (define poller-table (make-eqv-hashtable))   ; fd -> endpoint, under poller-lock
+
+  (define (ensure-poller!)
+    (with-interrupts-disabled
+      (with-mutex poller-lock
+        (unless poller-epoll
+          (set! poller-epoll (make-epoll))
+          (let ([ep poller-epoll])
+            (fork-thread (lambda () (poller-loop ep))))))))
+
+  ;; Each batch of events is handled with interrupts disabled, so the
+  ;; poller never enters a collection while it holds a lock; it lets the
+  ;; collector run while it waits in epoll_wait.
+  (define (poller-loop ep)
+    (let ([buf (malloc (* 12 64))])
+      (let loop ()
+        (for-each/interrupts-disabled
+          (lambda (ev)
+            (let ([e (with-interrupts-disabled
+                       (with-mutex poller-lock (hashtable-ref poller-table (car ev) #f)))])
+              (when e
+                (let ([mask (cdr ev)])
+                  (when (fxlogtest mask epoll-out) (flush! e))
+                  (cond
+                    [(endpoint-reading? e)
+                     (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (read-frames! e))]
+                    ;; a write-only registration whose peer is gone
+                    [(fxlogtest mask epoll-hangup-mask) (flush! e) (unregister! e)])))))
+          (epoll-wait-events ep buf -1))
+        (loop))))
+
+  ;; A failure in one event is reported and does not stop the poller.
+  (define (for-each/interrupts-disabled proc events)
+    (with-interrupts-disabled
+      (for-each
+        (lambda (ev)
+          (guard (c [#t (let ([err (console-error-port)])
+                          (display "spindle place poller: " err)
+                          (if (condition? c) (display-condition c err) (write c err))
+                          (newline err))])
+            (proc ev)))
+        events)))
+
+  ;; With the endpoint lock held: the epoll interest that matches its state.
+  (define (update-interest! e)
+    (let ([mask (fxior (if (endpoint-reading? e) epoll-in 0)
+                       (if (endpoint-writing? e) epoll-out 0))])
+      (epoll-modify! poller-epoll (endpoint-fd e) mask)))
+
+  (define (register! e)
+    (ensure-poller!)
+    (with-interrupts-disabled
+      (with-mutex poller-lock
+        (unless (hashtable-contains? poller-table (endpoint-fd e))
+          (hashtable-set! poller-table (endpoint-fd e) e)
+          (epoll-add! poller-epoll (endpoint-fd e) 0)))))
+
+  (define (unregister! e)
+    (with-interrupts-disabled
+      (with-mutex poller-lock
+        (when (eq? (hashtable-ref poller-table (endpoint-fd e) #f) e)
+          (hashtable-delete! poller-table (endpoint-fd e))
+          (epoll-remove! poller-epoll (endpoint-fd e))))))
+
+  (define (start-reading! e)
+    (unless (endpoint-reading? e)
+      (register! e)
+      (with-endpoint-lock e
+        (unless (or (endpoint-reading? e) (endpoint-closed? e))
+          (endpoint-reading?-set! e #t)
+          (update-interest! e)))))
+
+  ;; ---------------------------------------------------------------- sending
+  ;; Sends the frame of payload bv with the descriptors of owners
+  ;; (endpoints or shared vectors, by their fd), then closes close-after.
+  (define (endpoint-send! e bv owner-fds owners close-after)
+    (let* ([n (bytevector-length bv)]
+           [size (fx+ header-size n)]
+           [buf (malloc size)])
+      (when (fx> (length owner-fds) max-fds-per-message)
+        (free buf)
+        (assertion-violation 'place-channel-put "too many channels and shared vectors in one message"
+                             (length owner-fds)))
+      (foreign-set! 'unsigned-64 buf 0 n)
+      (foreign-set! 'unsigned-32 buf 8 (length owner-fds))
+      (foreign-set! 'unsigned-32 buf 12 0)
+      (memcpy-from-bytevector! (+ buf header-size) bv n)
+      (let ([p (make-pending buf size 0 owners owner-fds close-after)])
+        (with-endpoint-lock e
+          (cond
+            [(endpoint-closed? e) (discard! p)]
+            [(queue-empty? (endpoint-out e))
+             (queue-push! (endpoint-out e) p)
+             (drain! e)]
+            [else (queue-push! (endpoint-out e) p)])))))
+
+  (define (discard! p)
+    (for-each close-fd (pending-close-after p))
+    (free (pending-buffer p)))
+
+  ;; With the endpoint lock held: writes queued frames until the socket is
+  ;; full, then arms EPOLLOUT.  A vanished peer drops everything queued.
+  (define (drain! e)
+    (let ([q (endpoint-out e)])
+      (let loop ()
+        (let ([p (queue-pop! q #f)])
+          (when p
+            (let ([r (send-frame-chunk (endpoint-fd e)
+                                       (+ (pending-buffer p) (pending-sent p))
+                                       (fx- (pending-size p) (pending-sent p))
+                                       (if (fx= (pending-sent p) 0) (pending-fds p) '()))])
+              (cond
+                [(eq? r 'again) (queue-push-front! q p) (want-writable! e #t)]
+                [(eq? r 'closed)
+                 (discard! p)
+                 (let drop () (let ([p (queue-pop! q #f)]) (when p (discard! p) (drop))))
+                 (want-writable! e #f)]
+                [else
+                 (when (and (fx= (pending-sent p) 0) (pair? (pending-close-after p)))
+                   ;; the descriptors went with the first bytes
+                   (for-each close-fd (pending-close-after p)))
+                 (pending-sent-set! p (fx+ (pending-sent p) r))
+                 (if (fx= (pending-sent p) (pending-size p))
+                     (begin (free (pending-buffer p)) (loop))
+                     (begin (queue-push-front! q (strip-close-after p)) (loop)))])))
+          (when (and (queue-empty? q) (endpoint-writing? e)) (want-writable! e #f))))))
+
+  (define (strip-close-after p)
+    (if (null? (pending-close-after p))
+        p
+        (make-pending (pending-buffer p) (pending-size p) (pending-sent p) (pending-owners p) '() '())))
+
+  (define (want-writable! e on?)
+    (unless (eq? on? (endpoint-writing? e))
+      (when on? (register! e))
+      (endpoint-writing?-set! e on?)
+      (update-interest! e)))
+
+  (define (flush! e) (with-endpoint-lock e (drain! e)))
+
+  ;; ---------------------------------------------------------------- receiving
+  ;; In the poller: reads what the socket has, framing as it goes.
+  (define (read-frames! e)
+    (let loop ()
+      (let ([p (endpoint-payload e)])
+        (let-values ([(r fds)
+                      (if p
+                          (recv-chunk (endpoint-fd e) (+ p (endpoint-payload-got e))
+                                      (fx- (endpoint-payload-size e) (endpoint-payload-got e)))
+                          (recv-chunk (endpoint-fd e) (+ (endpoint-header e) (endpoint-header-got e))
+                                      (fx- header-size (endpoint-header-got e))))])
+          (unless (null? fds) (endpoint-fds-set! e (append (endpoint-fds e) fds)))
+          (cond
+            [(eq? r 'again) (void)]
+            [(or (eq? r 'closed) (eqv? r 0)) (end-of-stream! e)]
+            [p
+             (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
+             (when (fx= (endpoint-payload-got e) (endpoint-payload-size e)) (frame-done! e))
+             (loop)]
+            [else
+             (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
+             (when (fx= (endpoint-header-got e) header-size)
+               (let ([size (foreign-ref 'unsigned-64 (endpoint-header e) 0)])
+                 (endpoint-payload-set! e (malloc (fxmax size 1)))
+                 (endpoint-payload-size-set! e size)
+                 (endpoint-payload-got-set! e 0)
+                 (when (fx= size 0) (frame-done! e))))
+             (loop)])))))
+
+  (define (frame-done! e)
+    (let* ([size (endpoint-payload-size e)]
+           [bv (make-bytevector size)]
+           [nfds (foreign-ref 'unsigned-32 (endpoint-header e) 8)])
+      (memcpy-to-bytevector! bv (endpoint-payload e) size)
+      (free (endpoint-payload e))
+      (endpoint-payload-set! e #f)
+      (endpoint-header-got-set! e 0)
+      (let-values ([(mine rest) (split (endpoint-fds e) nfds)])
+        (endpoint-fds-set! e rest)
+        (let ([hook (endpoint-hook e)])
+          (if hook
+              (hook bv mine)
+              (async-channel-put (endpoint-inbox e) (cons bv mine)))))))
+
+  (define (split l n)
+    (if (or (fx= n 0) (null? l))
+        (values '() l)
+        (let-values ([(a b) (split (cdr l) (fx- n 1))]) (values (cons (car l) a) b))))
+
+  (define (end-of-stream! e)
+    (unregister! e)
+    (with-endpoint-lock e (endpoint-reading?-set! e #f))
+    (let ([hook (endpoint-hook e)])
+      (if hook (hook #f '()) (async-channel-put (endpoint-inbox e) 'closed))))
+
+  ;; The poller calls (hook bytevector fds) for each frame, and (hook #f '())
+  ;; at the end of the stream, instead of queueing them.
+  (define (endpoint-set-frame-hook! e hook)
+    (endpoint-hook-set! e hook)
+    (start-reading! e))
+
+  ;; ---------------------------------------------------------------- getting
+  (define-condition-type &peer-ended &error make-peer-ended peer-ended-error?)
+
+  ;; Item from the inbox -> message.  The end marker stays for later gets.
+  (define (open-item e item decode)
+    (if (eq? item 'closed)
+        (begin
+          (async-channel-put (endpoint-inbox e) 'closed)
+          (raise (condition (make-peer-ended) (make-who-condition 'place-channel-get)
+                            (make-message-condition "peer place ended"))))
+        (decode (car item) (cdr item))))
+
+  (define (endpoint-get e decode)
+    (start-reading! e)
+    (open-item e (async-channel-get (endpoint-inbox e)) decode))
+
+  (define (endpoint-evt e decode)
+    (guard-evt
+      (lambda ()
+        (start-reading! e)
+        (wrap-evt (endpoint-inbox e) (lambda (item) (open-item e item decode)))))))

@@ -1,0 +1,201 @@
+#!chezscheme
+;;; Place messages: which values may travel, and their encoding.
+;;;
+;;; A message travels as fasl bytes plus a list of descriptors.  Values that
+;;; fasl cannot carry faithfully are replaced, in a copy, by wire-ref
+;;; records: place channels and shared vectors (by descriptor) and
+;;; hashtables (eq hashing depends on addresses; rebuilt in the receiver).
+;;; fasl keeps sharing, cycles, gensym identity and nongenerative record
+;;; types.  The receiver makes strings, bytevectors and vectors immutable in
+;;; place; the sender sends boxes as immutable boxes.
+(library (spindle private place-message)
+  (export place-message-allowed? encode-message decode-message)
+  (import (chezscheme) (spindle private shared-vector))
+
+  (define-record-type wire-ref
+    (fields kind a b c)
+    (nongenerative spindle-wire-ref-v1) (sealed #t))
+
+  (define (scalar? v)
+    (or (number? v) (char? v) (boolean? v) (null? v) (symbol? v)
+        (eq? v (void))))
+
+  (define (hashtable-kind h)
+    (and (not (hashtable-weak? h)) (not (hashtable-ephemeron? h))
+         (let ([eqv (hashtable-equivalence-function h)] [hash (hashtable-hash-function h)])
+           (cond
+             [(and (eq? eqv eq?) (not hash)) 'eq]
+             [(and (eq? eqv eqv?) (not hash)) 'eqv]
+             [(and (eq? eqv equal?) (eq? hash equal-hash)) 'equal]
+             [(and (eq? eqv string=?) (eq? hash string-hash)) 'string]
+             [(and (eq? eqv eq?) (eq? hash symbol-hash)) 'symbol]
+             [else #f]))))
+
+  (define (make-kind-hashtable kind)
+    (case kind
+      [(eq) (make-eq-hashtable)]
+      [(eqv) (make-eqv-hashtable)]
+      [(equal) (make-hashtable equal-hash equal?)]
+      [(string) (make-hashtable string-hash string=?)]
+      [else (make-hashtable symbol-hash eq?)]))
+
+  (define (allowed-record-type? rtd)
+    (and (not (record-type-generative? rtd))
+         (not (eq? rtd (record-type-descriptor wire-ref)))
+         (let loop ([rtd rtd])
+           (or (not rtd)
+               (and (let ([n (vector-length (record-type-field-names rtd))])
+                      (let fields ([i 0])
+                        (or (fx= i n)
+                            (and (not (record-field-mutable? rtd i)) (fields (fx+ i 1))))))
+                    (loop (record-type-parent rtd)))))))
+
+  (define (record-fields r)
+    (let loop ([rtd (record-rtd r)] [acc '()])
+      (if (not rtd)
+          acc
+          (loop (record-type-parent rtd)
+                (append (let ([n (vector-length (record-type-field-names rtd))])
+                          (let f ([i 0])
+                            (if (fx= i n) '()
+                                (cons ((record-accessor rtd i) r) (f (fx+ i 1))))))
+                        acc)))))
+
+  ;; Walks v once.  Returns #f if something is not allowed, 'plain if fasl
+  ;; can carry v as it is, or 'convert if a copy with wire-refs is needed.
+  ;; channel?: recognises place channels (and places).
+  (define (classify v channel?)
+    (let ([seen (make-eq-hashtable)] [convert? #f])
+      (define (walk v)
+        (cond
+          [(scalar? v) #t]
+          [(or (string? v) (bytevector? v)) #t]
+          [(hashtable-contains? seen v) #t]
+          [else
+           (hashtable-set! seen v #t)
+           (cond
+             [(pair? v) (and (walk (car v)) (walk (cdr v)))]
+             [(vector? v)
+              (let ([n (vector-length v)])
+                (let loop ([i 0]) (or (fx= i n) (and (walk (vector-ref v i)) (loop (fx+ i 1))))))]
+             [(box? v) (set! convert? #t) (walk (unbox v))]
+             [(channel? v) (set! convert? #t) #t]
+             [(shared-vector? v) (set! convert? #t) #t]
+             [(hashtable? v)
+              (and (hashtable-kind v)
+                   (begin
+                     (set! convert? #t)
+                     (let-values ([(ks vs) (hashtable-entries v)])
+                       (and (walk ks) (walk vs)))))]
+             [(record? v)
+              (and (allowed-record-type? (record-rtd v))
+                   (let loop ([fs (record-fields v)])
+                     (or (null? fs) (and (walk (car fs)) (loop (cdr fs))))))]
+             [else #f])]))
+      (and (walk v) (if convert? 'convert 'plain))))
+
+  (define (place-message-allowed? v channel?) (and (classify v channel?) #t))
+
+  ;; The copy with wire-refs.  Descriptor owners are collected in order
+  ;; into the list the sender attaches; a wire-ref names its owner's index.
+  ;; A cycle through a box, record or hashtable that needs a wire-ref is
+  ;; cut by the memo (the inner reference gets the outer original's copy
+  ;; only for pairs and vectors).
+  (define (convert v channel? channel->owner)
+    (let ([memo (make-eq-hashtable)] [owners '()] [count 0])
+      (define (owner-index! o)
+        (set! owners (cons o owners))
+        (set! count (fx+ count 1))
+        (fx- count 1))
+      (define (conv v)
+        (cond
+          [(or (scalar? v) (string? v) (bytevector? v)) v]
+          [(hashtable-ref memo v #f)]
+          [(pair? v)
+           (let ([p (cons #f #f)])
+             (hashtable-set! memo v p)
+             (set-car! p (conv (car v)))
+             (set-cdr! p (conv (cdr v)))
+             p)]
+          [(vector? v)
+           (let* ([n (vector-length v)] [c (make-vector n)])
+             (hashtable-set! memo v c)
+             (do ([i 0 (fx+ i 1)]) ((fx= i n) c)
+               (vector-set! c i (conv (vector-ref v i)))))]
+          [(box? v) (memoize v (box-immutable (conv (unbox v))))]
+          [(channel? v) (memoize v (make-wire-ref 'channel (owner-index! (channel->owner v)) #f #f))]
+          [(shared-vector? v)
+           (memoize v (make-wire-ref 'shared (owner-index! v) (shared-vector-kind v)
+                                     (shared-vector-length v)))]
+          [(hashtable? v)
+           (let-values ([(ks vs) (hashtable-entries v)])
+             (memoize v (make-wire-ref 'hashtable (hashtable-kind v) (conv ks) (conv vs))))]
+          [else                         ; an allowed record
+           (memoize v (make-wire-ref 'record (record-rtd v) (map conv (record-fields v)) #f))]))
+      (define (memoize v c) (hashtable-set! memo v c) c)
+      (let ([c (conv v)])
+        (values c (reverse owners)))))
+
+  ;; Returns the fasl bytes and the list of descriptor owners (channel
+  ;; endpoints and shared vectors), or raises naming who.
+  (define (encode-message who v channel? channel->owner)
+    (let ([kind (classify v channel?)])
+      (unless kind
+        (assertion-violation who "expected place-message-allowed?" v))
+      (let-values ([(wire owners) (if (eq? kind 'plain)
+                                      (values v '())
+                                      (convert v channel? channel->owner))]
+                   [(port get) (open-bytevector-output-port)])
+        (fasl-write (cons (eq? kind 'convert) wire) port)
+        (values (get) owners))))
+
+  ;; fds: the descriptors that came with the message, in order.
+  ;; fd->channel: makes a place channel endpoint of a received descriptor.
+  (define (decode-message bv fds fd->channel)
+    (let* ([msg (fasl-read (open-bytevector-input-port bv))]
+           [fds (list->vector fds)]
+           [memo (make-eq-hashtable)])
+      (define (fd i) (vector-ref fds i))
+      (define (resolve w)
+        (case (wire-ref-kind w)
+          [(channel) (fd->channel (fd (wire-ref-a w)))]
+          [(shared) (descriptor->shared-vector (wire-ref-b w) (wire-ref-c w) (fd (wire-ref-a w)))]
+          [(hashtable)
+           (let ([h (make-kind-hashtable (wire-ref-a w))]
+                 [ks (fix (wire-ref-b w))] [vs (fix (wire-ref-c w))])
+             (vector-for-each (lambda (k v) (hashtable-set! h k v)) ks vs)
+             (hashtable-copy h #f))]
+          [else
+           (apply (record-constructor (make-record-constructor-descriptor (wire-ref-a w) #f #f))
+                  (map fix (wire-ref-b w)))]))
+      ;; Freezes in place and replaces wire-refs; returns v's replacement.
+      (define (fix v)
+        (cond
+          [(scalar? v) v]
+          [(hashtable-ref memo v #f)]
+          [(string? v) (#%$string-set-immutable! v) v]
+          [(bytevector? v) (#%$bytevector-set-immutable! v) v]
+          [(pair? v)
+           (hashtable-set! memo v v)
+           (let ([a (fix (car v))]) (unless (eq? a (car v)) (set-car! v a)))
+           (let ([d (fix (cdr v))]) (unless (eq? d (cdr v)) (set-cdr! v d)))
+           v]
+          [(vector? v)
+           (hashtable-set! memo v v)
+           ;; (a vector that arrived immutable needs no replacement: the
+           ;; sender's copies with wire-refs are fresh mutable vectors)
+           (do ([i 0 (fx+ i 1)]) ((fx= i (vector-length v)))
+             (let* ([x (vector-ref v i)] [y (fix x)])
+               (unless (eq? x y) (vector-set! v i y))))
+           (#%$vector-set-immutable! v)
+           v]
+          [(wire-ref? v) (let ([r (resolve v)]) (hashtable-set! memo v r) r)]
+          [(record? v)
+           (hashtable-set! memo v v)
+           (for-each fix (record-fields v))
+           v]
+          [else v]))
+      (let ([converted? (car msg)] [v (cdr msg)])
+        (if (or converted? (not (scalar? v)))
+            (fix v)
+            v)))))

@@ -1,0 +1,116 @@
+#!chezscheme
+;;; The template process of places (see lib/spindle/place.sls).
+;;;
+;;; Single-threaded, so fork is safe.  Descriptor 3 is the control socket
+;;; to the creating process (blocking).  Requests, as fasl frames:
+;;;   #(spawn id module start cwd libdirs exts optimize-level) + 1 descriptor
+;;;   #(signal id signo)
+;;; Reports: #(spawned id pid), #(exited id code).
+(import (chezscheme) (spindle private unix) (only (spindle place) place-child-main))
+
+(define ctl 3)
+(define header-size 16)
+(define zygote-pid (own-pid))
+(define children '())                   ; list of #(id pid pidfd)
+
+;; Ctrl-C at a terminal reaches the whole process group; the creating
+;; process decides what happens to places.
+(register-signal-handler 2 (lambda (s) (void)))
+
+(define (read-exactly! buf n)
+  ;; -> list of descriptors received, or #f at end of stream
+  (let loop ([got 0] [fds '()])
+    (if (fx= got n)
+        fds
+        (let-values ([(r more) (recv-chunk ctl (+ buf got) (fx- n got))])
+          (cond
+            [(or (eq? r 'closed) (eqv? r 0)) #f]
+            [(eq? r 'again) (loop got (append fds more))]
+            [else (loop (fx+ got r) (append fds more))])))))
+
+;; -> (message . fds), or #f at end of stream
+(define (read-request)
+  (let* ([h (malloc header-size)] [fds (read-exactly! h header-size)])
+    (and fds
+         (let* ([n (foreign-ref 'unsigned-64 h 0)] [p (malloc (fxmax n 1))] [more (read-exactly! p n)])
+           (free h)
+           (and more
+                (let ([bv (make-bytevector n)])
+                  (memcpy-to-bytevector! bv p n)
+                  (free p)
+                  (cons (fasl-read (open-bytevector-input-port bv)) (append fds more))))))))
+
+(define (report! msg)
+  (let-values ([(port get) (open-bytevector-output-port)])
+    (fasl-write msg port)
+    (let* ([bv (get)] [n (bytevector-length bv)] [buf (malloc (fx+ header-size n))])
+      (foreign-set! 'unsigned-64 buf 0 n)
+      (foreign-set! 'unsigned-64 buf 8 0)
+      (memcpy-from-bytevector! (+ buf header-size) bv n)
+      (let loop ([sent 0])
+        (when (fx< sent (fx+ header-size n))
+          (let ([r (send-frame-chunk ctl (+ buf sent) (fx- (fx+ header-size n) sent) '())])
+            (cond
+              [(fixnum? r) (loop (fx+ sent r))]
+              [(eq? r 'again) (loop sent)]
+              [else (shut-down!)]))))
+      (free buf))))
+
+(define (shut-down!)
+  (for-each (lambda (c) (pidfd-signal (vector-ref c 2) 9)) children)
+  (for-each (lambda (c) (wait-exit-code (vector-ref c 1))) children)
+  (exit 0))
+
+(define (preload! module)
+  ;; Compile (not invoke) the place's library here, once for all forks.
+  (guard (e [#t #f])
+    (cond
+      [(vector? module) (environment (vector-ref module 1))]
+      [(pair? module) (environment module)])))
+
+(define (spawn! id module start cwd libdirs exts opt fd)
+  (library-directories libdirs)
+  (library-extensions exts)
+  (optimize-level opt)
+  (preload! module)
+  (let ([pid (fork-process)])
+    (cond
+      [(fx= pid 0)
+       (close-fd ctl)
+       (for-each (lambda (c) (close-fd (vector-ref c 2))) children)
+       (die-with-parent!)
+       (unless (fx= (parent-pid) zygote-pid) (exit 1))
+       (register-signal-handler 2 (lambda (s) (void)))
+       (place-child-main fd module start cwd)]
+      [(fx< pid 0)
+       (close-fd fd)
+       (report! (vector 'exited id 1))]
+      [else
+       (close-fd fd)
+       (set! children (cons (vector id pid (pidfd-open pid)) children))
+       (report! (vector 'spawned id pid))])))
+
+(define (reap! c)
+  (let ([code (wait-exit-code (vector-ref c 1))])
+    (close-fd (vector-ref c 2))
+    (set! children (remq c children))
+    (report! (vector 'exited (vector-ref c 0) code))))
+
+(let loop ()
+  (let ([ready (poll-readable (cons ctl (map (lambda (c) (vector-ref c 2)) children)))])
+    (for-each
+      (lambda (fd)
+        (if (fx= fd ctl)
+            (let ([req (read-request)])
+              (unless req (shut-down!))
+              (let ([msg (car req)])
+                (case (vector-ref msg 0)
+                  [(spawn)
+                   (apply spawn! (append (cdr (vector->list msg)) (list (car (cdr req)))))]
+                  [(signal)
+                   (let ([c (find (lambda (c) (eqv? (vector-ref c 0) (vector-ref msg 1))) children)])
+                     (when c (pidfd-signal (vector-ref c 2) (vector-ref msg 2))))])))
+            (let ([c (find (lambda (c) (eqv? (vector-ref c 2) fd)) children)])
+              (when c (reap! c)))))
+      ready))
+  (loop))

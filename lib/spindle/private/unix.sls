@@ -1,0 +1,293 @@
+#!chezscheme
+;;; libc for places: descriptors, Unix sockets with descriptor passing,
+;;; epoll, shared memory, processes.  Layouts are those of x86-64 and
+;;; aarch64 Linux with glibc (64-bit pointers and size_t).
+;;;
+;;; errno is read right after the failing call, before anything else can
+;;; allocate, with interrupts disabled (a collection could overwrite it).
+(library (spindle private unix)
+  (export malloc free memcpy-to-bytevector! memcpy-from-bytevector!
+          close-fd make-socket-pair set-nonblocking!
+          send-frame-chunk recv-chunk max-fds-per-message
+          make-epoll epoll-add! epoll-modify! epoll-remove! epoll-wait-events
+          epoll-in epoll-out epoll-hangup-mask
+          make-memfd map-shared unmap
+          spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
+          die-with-parent! fork-process poll-readable change-directory self-executable
+          signal-number)
+  (import (chezscheme))
+
+  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
+
+  (define malloc (foreign-procedure "malloc" (size_t) uptr))
+  (define free (foreign-procedure "free" (uptr) void))
+  (define c-memcpy-to (foreign-procedure "memcpy" (u8* uptr size_t) uptr))
+  (define c-memcpy-from (foreign-procedure "memcpy" (uptr u8* size_t) uptr))
+  (define c-close (foreign-procedure "close" (int) int))
+  (define c-socketpair (foreign-procedure "socketpair" (int int int uptr) int))
+  (define c-fcntl (foreign-procedure "fcntl" (int int int) int))
+  (define c-sendmsg (foreign-procedure "sendmsg" (int uptr int) ssize_t))
+  (define c-recvmsg (foreign-procedure "recvmsg" (int uptr int) ssize_t))
+  (define c-errno-location (foreign-procedure "__errno_location" () uptr))
+  (define c-epoll-create1 (foreign-procedure "epoll_create1" (int) int))
+  (define c-epoll-ctl (foreign-procedure "epoll_ctl" (int int int uptr) int))
+  (define c-epoll-wait (foreign-procedure __collect_safe "epoll_wait" (int uptr int int) int))
+  (define c-memfd-create (foreign-procedure "memfd_create" (string unsigned) int))
+  (define c-ftruncate (foreign-procedure "ftruncate" (int long) int))
+  (define c-mmap (foreign-procedure "mmap" (uptr size_t int int int long) uptr))
+  (define c-munmap (foreign-procedure "munmap" (uptr size_t) int))
+  (define c-spawn (foreign-procedure "posix_spawn" (uptr string uptr uptr uptr uptr) int))
+  (define c-fa-init (foreign-procedure "posix_spawn_file_actions_init" (uptr) int))
+  (define c-fa-destroy (foreign-procedure "posix_spawn_file_actions_destroy" (uptr) int))
+  (define c-fa-dup2 (foreign-procedure "posix_spawn_file_actions_adddup2" (uptr int int) int))
+  (define c-fa-open (foreign-procedure "posix_spawn_file_actions_addopen" (uptr int string int int) int))
+  (define c-pidfd-open (foreign-procedure "pidfd_open" (int unsigned) int))
+  (define c-pidfd-signal (foreign-procedure "pidfd_send_signal" (int int uptr unsigned) int))
+  (define c-waitpid (foreign-procedure "waitpid" (int uptr int) int))
+  (define c-getpid (foreign-procedure "getpid" () int))
+  (define c-getppid (foreign-procedure "getppid" () int))
+  (define c-prctl (foreign-procedure "prctl" (int unsigned-long unsigned-long unsigned-long unsigned-long) int))
+  (define c-fork (foreign-procedure "fork" () int))
+  (define c-poll (foreign-procedure "poll" (uptr unsigned-long int) int))
+  (define c-chdir (foreign-procedure "chdir" (string) int))
+  (define c-readlink (foreign-procedure "readlink" (string u8* size_t) ssize_t))
+  (define environ-address (foreign-entry "environ"))
+
+  (define (errno) (foreign-ref 'int (c-errno-location) 0))
+  (define eagain 11)
+  (define eintr 4)
+
+  (define (memcpy-to-bytevector! bv addr n) (c-memcpy-to bv addr n) (void))
+  (define (memcpy-from-bytevector! addr bv n) (c-memcpy-from addr bv n) (void))
+
+  (define (close-fd fd) (c-close fd) (void))
+
+  ;; Two connected stream sockets, close-on-exec, blocking.
+  (define (make-socket-pair who)
+    (let ([sv (malloc 8)])
+      (let ([r (c-socketpair 1 (fxior 1 #x80000) 0 sv)]) ; AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC
+        (let ([a (foreign-ref 'int sv 0)] [b (foreign-ref 'int sv 4)])
+          (free sv)
+          (unless (eqv? r 0) (error who "socketpair failed (out of descriptors?)"))
+          (values a b)))))
+
+  (define (set-nonblocking! fd)
+    (let ([flags (c-fcntl fd 3 0)])                  ; F_GETFL
+      (c-fcntl fd 4 (fxior flags #x800))             ; F_SETFL O_NONBLOCK
+      (void)))
+
+  ;; ---------------------------------------------------------------- messages
+  ;; SCM_MAX_FD in Linux is 253.
+  (define max-fds-per-message 253)
+  (define control-space (+ 16 (* 4 max-fds-per-message) 4))
+
+  ;; One scratch msghdr + iovec + control buffer per OS thread.  Thread
+  ;; parameters are inherited by fork-thread, so the area is believed only
+  ;; on the OS thread that made it.
+  (define scratch (make-thread-parameter #f))
+  (define (scratch-area)
+    (let ([s (scratch)])
+      (if (and s (fx= (car s) (get-thread-id)))
+          (cdr s)
+          (let ([a (malloc (+ 56 16 control-space))])
+            (scratch (cons (get-thread-id) a))
+            a))))
+
+  (define (fill-msghdr! a buf len control controllen)
+    (let ([iov (+ a 56)])
+      (foreign-set! 'uptr iov 0 buf)
+      (foreign-set! 'size_t iov 8 len)
+      (foreign-set! 'uptr a 0 0)
+      (foreign-set! 'unsigned-32 a 8 0)
+      (foreign-set! 'uptr a 16 iov)
+      (foreign-set! 'size_t a 24 1)
+      (foreign-set! 'uptr a 32 control)
+      (foreign-set! 'size_t a 40 controllen)
+      (foreign-set! 'int a 48 0)))
+
+  ;; Sends up to len bytes at address buf, with the descriptors fds (a list,
+  ;; sent only if non-empty).  Never blocks when fd is non-blocking.
+  ;; Returns the count sent, 'again, or 'closed (the peer is gone).
+  (define (send-frame-chunk fd buf len fds)
+    (with-interrupts-disabled
+      (let* ([a (scratch-area)] [control (+ a 72)] [n (length fds)])
+        (if (null? fds)
+            (fill-msghdr! a buf len 0 0)
+            (let ([clen (+ 16 (* 4 n))])
+              (foreign-set! 'size_t control 0 clen)
+              (foreign-set! 'int control 8 1)        ; SOL_SOCKET
+              (foreign-set! 'int control 12 1)       ; SCM_RIGHTS
+              (let loop ([fds fds] [i 0])
+                (unless (null? fds)
+                  (foreign-set! 'int control (+ 16 (* 4 i)) (car fds))
+                  (loop (cdr fds) (fx+ i 1))))
+              (fill-msghdr! a buf len control (fxand (fx+ clen 7) (fxnot 7)))))
+        (let retry ()
+          (let ([r (c-sendmsg fd a #x4000)])         ; MSG_NOSIGNAL
+            (if (fx>= r 0)
+                r
+                (let ([e (errno)])
+                  (cond [(fx= e eintr) (retry)]
+                        [(fx= e eagain) 'again]
+                        [else 'closed]))))))))
+
+  ;; Receives up to len bytes into address buf.  Returns two values: the
+  ;; count (0 means the peer closed), 'again or 'closed; and the list of
+  ;; descriptors that came with the bytes.
+  (define (recv-chunk fd buf len)
+    (with-interrupts-disabled
+      (let* ([a (scratch-area)] [control (+ a 72)])
+        (fill-msghdr! a buf len control control-space)
+        (let retry ()
+          (let ([r (c-recvmsg fd a #x40000000)])    ; MSG_CMSG_CLOEXEC
+            (cond
+              [(fx>= r 0) (values r (collect-fds a control))]
+              [else
+               (let ([e (errno)])
+                 (cond [(fx= e eintr) (retry)]
+                       [(fx= e eagain) (values 'again '())]
+                       [else (values 'closed '())]))]))))))
+
+  (define (collect-fds a control)
+    (let ([total (foreign-ref 'size_t a 40)])
+      (let loop ([off 0] [acc '()])
+        (if (fx> (fx+ off 16) total)
+            (reverse acc)
+            (let* ([clen (foreign-ref 'size_t control off)]
+                   [level (foreign-ref 'int control (fx+ off 8))]
+                   [type (foreign-ref 'int control (fx+ off 12))])
+              (if (fx< clen 16)
+                  (reverse acc)
+                  (loop (fx+ off (fxand (fx+ clen 7) (fxnot 7)))
+                        (if (and (fx= level 1) (fx= type 1))
+                            (let fds ([i 0] [acc acc])
+                              (if (fx< i (fxquotient (fx- clen 16) 4))
+                                  (fds (fx+ i 1) (cons (foreign-ref 'int control (fx+ off 16 (fx* 4 i))) acc))
+                                  acc))
+                            acc))))))))
+
+  ;; ---------------------------------------------------------------- epoll
+  (define epoll-in 1)
+  (define epoll-out 4)
+  (define epoll-hangup-mask (fxior 8 #x10))          ; EPOLLERR | EPOLLHUP
+
+  (define (make-epoll)
+    (let ([fd (c-epoll-create1 #x80000)])
+      (when (fx< fd 0) (error 'make-epoll "epoll_create1 failed"))
+      fd))
+
+  (define (epoll-ctl! ep op fd mask)
+    (let ([ev (malloc 16)])
+      (foreign-set! 'unsigned-32 ev 0 mask)
+      (foreign-set! 'unsigned-32 ev 4 fd)            ; epoll_event is packed: data at 4
+      (foreign-set! 'unsigned-32 ev 8 0)
+      (c-epoll-ctl ep op fd ev)
+      (free ev)
+      (void)))
+  (define (epoll-add! ep fd mask) (epoll-ctl! ep 1 fd mask))
+  (define (epoll-modify! ep fd mask) (epoll-ctl! ep 3 fd mask))
+  (define (epoll-remove! ep fd) (epoll-ctl! ep 2 fd 0))
+
+  ;; Waits (releasing the collector) and returns a list of (fd . mask).
+  (define epoll-buffer-size 64)
+  (define (epoll-wait-events ep buf timeout-ms)
+    (let ([n (c-epoll-wait ep buf epoll-buffer-size timeout-ms)])
+      (let loop ([i (fx- n 1)] [acc '()])
+        (if (fx< i 0)
+            acc
+            (loop (fx- i 1)
+                  (cons (cons (foreign-ref 'unsigned-32 buf (fx+ (fx* i 12) 4))
+                              (foreign-ref 'unsigned-32 buf (fx* i 12)))
+                        acc))))))
+
+  ;; ---------------------------------------------------------------- shared memory
+  (define (make-memfd who size)
+    (let ([fd (c-memfd-create "spindle-shared" 1)])   ; MFD_CLOEXEC
+      (when (fx< fd 0) (error who "memfd_create failed"))
+      (unless (eqv? 0 (c-ftruncate fd (max size 1)))
+        (c-close fd)
+        (error who "cannot size shared memory" size))
+      fd))
+
+  (define (map-shared who fd size)
+    (let ([a (c-mmap 0 (max size 1) 3 1 fd 0)])       ; PROT_READ|PROT_WRITE, MAP_SHARED
+      (when (= a (- (expt 2 64) 1)) (error who "mmap failed" size))
+      a))
+
+  (define (unmap addr size) (c-munmap addr (max size 1)) (void))
+
+  ;; ---------------------------------------------------------------- processes
+  (define (c-strings lst)
+    (let ([v (malloc (* 8 (+ 1 (length lst))))])
+      (let loop ([l lst] [i 0] [owned '()])
+        (if (null? l)
+            (begin (foreign-set! 'uptr v (* 8 i) 0) (values v owned))
+            (let* ([bv (string->utf8 (car l))]
+                   [n (bytevector-length bv)]
+                   [s (malloc (+ n 1))])
+              (memcpy-from-bytevector! s bv n)
+              (foreign-set! 'unsigned-8 s n 0)
+              (foreign-set! 'uptr v (* 8 i) s)
+              (loop (cdr l) (+ i 1) (cons s owned)))))))
+
+  ;; Starts program with argv; its stdin is /dev/null and child-fd becomes
+  ;; its descriptor 3.  posix_spawn is safe in a multithreaded process.
+  (define (spawn-process who program argv child-fd)
+    (let ([fa (malloc 128)] [pidp (malloc 8)])
+      (c-fa-init fa)
+      (c-fa-open fa 0 "/dev/null" 0 0)
+      (c-fa-dup2 fa child-fd 3)
+      (let-values ([(args owned) (c-strings argv)])
+        (let ([r (c-spawn pidp program fa 0 args (foreign-ref 'uptr environ-address 0))]
+              [pid (foreign-ref 'int pidp 0)])
+          (c-fa-destroy fa)
+          (for-each free owned)
+          (free args) (free fa) (free pidp)
+          (unless (eqv? r 0) (error who "cannot start process" program))
+          pid))))
+
+  (define (pidfd-open pid) (c-pidfd-open pid 0))
+  (define (pidfd-signal pidfd signo) (c-pidfd-signal pidfd signo 0 0) (void))
+
+  ;; Reaps pid (blocking); its exit code, or 1 if a signal ended it.
+  (define (wait-exit-code pid)
+    (let ([st (malloc 8)])
+      (let retry ()
+        (let ([r (c-waitpid pid st 0)])
+          (if (and (fx< r 0) (fx= (errno) eintr))
+              (retry)
+              (let ([s (foreign-ref 'int st 0)])
+                (free st)
+                (if (fx= (fxand s #x7f) 0) (fxand (fxsra s 8) #xff) 1)))))))
+
+  (define (own-pid) (c-getpid))
+  (define (parent-pid) (c-getppid))
+  (define (die-with-parent!) (c-prctl 1 9 0 0 0) (void))  ; PR_SET_PDEATHSIG, SIGKILL
+  (define (fork-process) (c-fork))
+
+  ;; Blocks until one of fds is readable (or hung up); returns those fds.
+  (define (poll-readable fds)
+    (let* ([n (length fds)] [a (malloc (max 8 (* 8 n)))])
+      (let loop ([l fds] [i 0])
+        (unless (null? l)
+          (foreign-set! 'int a (* 8 i) (car l))
+          (foreign-set! 'short a (+ (* 8 i) 4) 1)    ; POLLIN
+          (foreign-set! 'short a (+ (* 8 i) 6) 0)
+          (loop (cdr l) (+ i 1))))
+      (c-poll a n -1)
+      (let loop ([l fds] [i 0] [acc '()])
+        (if (null? l)
+            (begin (free a) (reverse acc))
+            (loop (cdr l) (+ i 1)
+                  (if (fx= 0 (foreign-ref 'short a (+ (* 8 i) 6))) acc (cons (car l) acc)))))))
+
+  (define (change-directory dir) (eqv? 0 (c-chdir dir)))
+
+  (define (self-executable)
+    (let* ([bv (make-bytevector 4096)] [n (c-readlink "/proc/self/exe" bv 4096)])
+      (and (fx> n 0) (utf8->string (bytevector-copy-prefix bv n)))))
+  (define (bytevector-copy-prefix bv n)
+    (let ([r (make-bytevector n)]) (bytevector-copy! bv 0 r 0 n) r))
+
+  (define (signal-number kind)
+    (case kind [(#f) 2] [(hang-up) 1] [(terminate) 15] [(kill) 9] [else #f])))
