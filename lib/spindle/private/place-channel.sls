@@ -19,7 +19,9 @@
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-close! peer-ended-error? endpoint-record-type)
   (import (chezscheme) (spindle private unix) (spindle private queue)
-          (only (spindle async-channel) make-async-channel async-channel-put async-channel-get)
+          (only (spindle async-channel) make-async-channel async-channel-put async-channel-get
+                async-channel-try-get)
+          (only (spindle thread) yield)
           (only (spindle private sync) wrap-evt guard-evt))
 
   (define header-size 16)
@@ -31,7 +33,8 @@
             inbox                    ; async channel of (bytevector . fds) or 'closed
             (mutable reading?)
             (mutable writing?)       ; EPOLLOUT armed
-            (mutable closed?)
+            (mutable closed?)        ; the descriptor is closed here
+            (mutable ended?)         ; end of stream read: every peer end is closed
             (mutable hook)           ; #f, or called by the poller with each frame
             ;; read state, touched only by the poller thread
             header                   ; foreign 16 bytes
@@ -43,7 +46,7 @@
     (protocol
       (lambda (new)
         (lambda (fd)
-          (new fd (make-mutex) (make-queue) (make-async-channel) #f #f #f #f
+          (new fd (make-mutex) (make-queue) (make-async-channel) #f #f #f #f #f
                (malloc header-size) 0 #f 0 0 '()))))
     (nongenerative spindle-place-endpoint-v1) (sealed #t))
 
@@ -121,7 +124,7 @@
                   (when (fxlogtest mask epoll-out) (flush! e))
                   (cond
                     [(endpoint-reading? e)
-                     (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (read-frames! e))]
+                     (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (pull! e))]
                     ;; a write-only registration whose peer is gone
                     [(fxlogtest mask epoll-hangup-mask) (flush! e) (unregister! e)])))))
           (epoll-wait-events ep buf -1))
@@ -237,35 +240,48 @@
   (define (flush! e) (with-endpoint-lock e (drain! e)))
 
   ;; ---------------------------------------------------------------- receiving
-  ;; In the poller: reads what the socket has, framing as it goes.
-  (define (read-frames! e)
-    (let loop ()
-      (let ([p (endpoint-payload e)])
-        (let-values ([(r fds)
-                      (if p
-                          (recv-chunk (endpoint-fd e) (+ p (endpoint-payload-got e))
-                                      (fx- (endpoint-payload-size e) (endpoint-payload-got e)))
-                          (recv-chunk (endpoint-fd e) (+ (endpoint-header e) (endpoint-header-got e))
-                                      (fx- header-size (endpoint-header-got e))))])
-          (unless (null? fds) (endpoint-fds-set! e (append (endpoint-fds e) fds)))
-          (cond
-            [(eq? r 'again) (void)]
-            [(or (eq? r 'closed) (eqv? r 0)) (end-of-stream! e)]
-            [p
-             (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
-             (when (fx= (endpoint-payload-got e) (endpoint-payload-size e)) (frame-done! e))
-             (loop)]
-            [else
-             (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
-             (when (fx= (endpoint-header-got e) header-size)
+  ;; Reads what the socket has and delivers the complete frames.  Called by
+  ;; the poller, and by a getter that finds the inbox empty (so a reply that
+  ;; arrives while it spins needs no thread wake-up).  The parser state is
+  ;; used under the endpoint lock; frames are delivered after it is released.
+  (define (pull! e)
+    (let-values ([(frames end?) (with-endpoint-lock e
+                                  (if (or (endpoint-closed? e) (endpoint-ended? e)) (values '() #f) (read-frames! e '())))])
+      (for-each (lambda (f) (deliver! e f)) frames)
+      (when end? (end-of-stream! e))))
+
+  ;; With the lock held: (values frames-in-order end-of-stream?).
+  (define (read-frames! e acc)
+    (let ([p (endpoint-payload e)])
+      (let-values ([(r fds)
+                    (if p
+                        (recv-chunk (endpoint-fd e) (+ p (endpoint-payload-got e))
+                                    (fx- (endpoint-payload-size e) (endpoint-payload-got e)))
+                        (recv-chunk (endpoint-fd e) (+ (endpoint-header e) (endpoint-header-got e))
+                                    (fx- header-size (endpoint-header-got e))))])
+        (unless (null? fds) (endpoint-fds-set! e (append (endpoint-fds e) fds)))
+        (cond
+          [(eq? r 'again) (values (reverse acc) #f)]
+          [(or (eq? r 'closed) (eqv? r 0))
+           (endpoint-ended?-set! e #t)
+           (values (reverse acc) #t)]
+          [p
+           (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
+           (read-frames! e (if (fx= (endpoint-payload-got e) (endpoint-payload-size e))
+                               (cons (take-frame! e) acc)
+                               acc))]
+          [else
+           (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
+           (if (fx< (endpoint-header-got e) header-size)
+               (read-frames! e acc)
                (let ([size (foreign-ref 'unsigned-64 (endpoint-header e) 0)])
                  (endpoint-payload-set! e (malloc (fxmax size 1)))
                  (endpoint-payload-size-set! e size)
                  (endpoint-payload-got-set! e 0)
-                 (when (fx= size 0) (frame-done! e))))
-             (loop)])))))
+                 (read-frames! e (if (fx= size 0) (cons (take-frame! e) acc) acc))))]))))
 
-  (define (frame-done! e)
+  ;; With the lock held: the completed frame as (bytevector . fds).
+  (define (take-frame! e)
     (let* ([size (endpoint-payload-size e)]
            [bv (make-bytevector size)]
            [nfds (foreign-ref 'unsigned-32 (endpoint-header e) 8)])
@@ -275,10 +291,13 @@
       (endpoint-header-got-set! e 0)
       (let-values ([(mine rest) (split (endpoint-fds e) nfds)])
         (endpoint-fds-set! e rest)
-        (let ([hook (endpoint-hook e)])
-          (if hook
-              (hook bv mine)
-              (async-channel-put (endpoint-inbox e) (cons bv mine)))))))
+        (cons bv mine))))
+
+  (define (deliver! e frame)
+    (let ([hook (endpoint-hook e)])
+      (if hook
+          (hook (car frame) (cdr frame))
+          (async-channel-put (endpoint-inbox e) frame))))
 
   (define (split l n)
     (if (or (fx= n 0) (null? l))
@@ -309,9 +328,22 @@
                             (make-message-condition "peer place ended"))))
         (decode (car item) (cdr item))))
 
+  ;; A getter that finds nothing reads the socket itself for a while
+  ;; (yielding to other threads between tries) before it parks: a reply to
+  ;; a message just sent usually arrives within that time, and then no
+  ;; thread has to be woken.
+  (define spin-tries 40)
+
   (define (endpoint-get e decode)
     (start-reading! e)
-    (open-item e (async-channel-get (endpoint-inbox e)) decode))
+    (let ([inbox (endpoint-inbox e)])
+      (open-item e
+                 (let spin ([i 0])
+                   (or (async-channel-try-get inbox)
+                       (if (fx< i spin-tries)
+                           (begin (pull! e) (or (async-channel-try-get inbox) (begin (yield) (spin (fx+ i 1)))))
+                           (async-channel-get inbox))))
+                 decode)))
 
   (define (endpoint-evt e decode)
     (guard-evt
