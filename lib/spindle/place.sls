@@ -300,11 +300,17 @@
         (lambda args
           (finish (if (and (pair? args) (fixnum? (car args)) (fx<= 0 (car args) 255)) (car args) 0))))
       (change-directory cwd)
-      (let ([ep (descriptor->endpoint fd)] [main (current-thread)])
-        (for-each
-          (lambda (signo kind)
-            (register-signal-handler signo (lambda (s) (break-thread main kind))))
-          '(2 1 15) '(#f hang-up terminate))
+      (let ([ep (descriptor->endpoint fd)] [main (current-thread)]
+            [signals (signals->descriptor '(1 2 15))])
+        ;; place-break's signals arrive through the poller, since the place's
+        ;; threads may all be asleep outside Scheme
+        (watch-descriptor! signals
+          (lambda ()
+            (let loop ()
+              (let ([signo (read-signal signals)])
+                (when signo
+                  (break-thread main (case signo [(1) 'hang-up] [(15) 'terminate] [else #f]))
+                  (loop))))))
         (finish
           (call/cc
             (lambda (k)

@@ -17,7 +17,7 @@
 (library (spindle private place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
-          endpoint-close! peer-ended-error? endpoint-record-type)
+          endpoint-close! peer-ended-error? endpoint-record-type watch-descriptor!)
   (import (chezscheme) (spindle private unix) (spindle private queue)
           (only (spindle async-channel) make-async-channel async-channel-put async-channel-get
                 async-channel-try-get)
@@ -119,6 +119,8 @@
           (lambda (ev)
             (let ([e (with-interrupts-disabled
                        (with-mutex poller-lock (hashtable-ref poller-table (car ev) #f)))])
+              (if (procedure? e)
+                  (e)
               (when e
                 (let ([mask (cdr ev)])
                   (when (fxlogtest mask epoll-out) (flush! e))
@@ -126,7 +128,7 @@
                     [(endpoint-reading? e)
                      (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (pull! e))]
                     ;; a write-only registration whose peer is gone
-                    [(fxlogtest mask epoll-hangup-mask) (flush! e) (unregister! e)])))))
+                    [(fxlogtest mask epoll-hangup-mask) (flush! e) (unregister! e)]))))))
           (epoll-wait-events ep buf -1))
         (loop))))
 
@@ -155,6 +157,14 @@
         (unless (hashtable-contains? poller-table (endpoint-fd e))
           (hashtable-set! poller-table (endpoint-fd e) e)
           (epoll-add! poller-epoll (endpoint-fd e) 0)))))
+
+  ;; Calls (on-readable) in the poller whenever fd is readable.
+  (define (watch-descriptor! fd on-readable)
+    (ensure-poller!)
+    (with-interrupts-disabled
+      (with-mutex poller-lock
+        (hashtable-set! poller-table fd on-readable)
+        (epoll-add! poller-epoll fd epoll-in))))
 
   (define (unregister! e)
     (with-interrupts-disabled

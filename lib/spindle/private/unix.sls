@@ -14,7 +14,7 @@
           make-memfd map-shared unmap
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
-          signal-number)
+          signal-number signals->descriptor read-signal)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -52,6 +52,11 @@
   (define c-chdir (foreign-procedure "chdir" (string) int))
   (define c-readlink (foreign-procedure "readlink" (string u8* size_t) ssize_t))
   (define environ-address (foreign-entry "environ"))
+  (define c-sigemptyset (foreign-procedure "sigemptyset" (uptr) int))
+  (define c-sigaddset (foreign-procedure "sigaddset" (uptr int) int))
+  (define c-sigprocmask (foreign-procedure "sigprocmask" (int uptr uptr) int))
+  (define c-signalfd (foreign-procedure "signalfd" (int uptr int) int))
+  (define c-read (foreign-procedure "read" (int uptr size_t) ssize_t))
 
   (define (errno) (foreign-ref 'int (c-errno-location) 0))
   (define eagain 11)
@@ -288,6 +293,25 @@
       (and (fx> n 0) (utf8->string (bytevector-copy-prefix bv n)))))
   (define (bytevector-copy-prefix bv n)
     (let ([r (make-bytevector n)]) (bytevector-copy! bv 0 r 0 n) r))
+
+  ;; Blocks the signals in this thread (and the threads it will start) and
+  ;; returns a non-blocking descriptor that reads them: signals then reach
+  ;; the process even while every thread sleeps outside Scheme.
+  (define (signals->descriptor signos)
+    (let ([set (malloc 128)])
+      (c-sigemptyset set)
+      (for-each (lambda (n) (c-sigaddset set n)) signos)
+      (c-sigprocmask 0 set 0)                        ; SIG_BLOCK
+      (let ([fd (c-signalfd -1 set (fxior #x800 #x80000))]) ; SFD_NONBLOCK | SFD_CLOEXEC
+        (free set)
+        fd)))
+
+  ;; The number of the next pending signal on a signalfd, or #f.
+  (define (read-signal fd)
+    (let* ([info (malloc 128)] [r (c-read fd info 128)])
+      (let ([signo (and (eqv? r 128) (foreign-ref 'unsigned-32 info 0))])
+        (free info)
+        signo)))
 
   (define (signal-number kind)
     (case kind [(#f) 2] [(hang-up) 1] [(terminate) 15] [(kill) 9] [else #f])))
