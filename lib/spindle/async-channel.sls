@@ -5,7 +5,8 @@
   (export (rename (make-async-channel* make-async-channel)) async-channel? async-channel-get async-channel-try-get
           async-channel-put async-channel-put-evt
           ;; for mailboxes
-          make-buffer-channel async-channel-peek-evt async-channel-push-front!)
+          make-buffer-channel async-channel-peek-evt async-channel-push-front!
+          async-channel-push-back!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
           (spindle private evt-core) (spindle private sync))
 
@@ -155,6 +156,16 @@
       (mutex-acquire (async-channel-lock ch))
       (unless (hand-to-getter! ch #f #f v #f)
         (queue-push-front! (async-channel-buffer ch) v)
+        (settle! ch))
+      (mutex-release (async-channel-lock ch))))
+
+  ;; Appends v to an unbounded channel without a sync (so it is no break
+  ;; point and may be called with a lock held); never blocks.
+  (define (async-channel-push-back! ch v)
+    (with-interrupts-disabled
+      (mutex-acquire (async-channel-lock ch))
+      (unless (hand-to-getter! ch #f #f v #f)
+        (queue-push! (async-channel-buffer ch) v)
         (settle! ch))
       (mutex-release (async-channel-lock ch))))
 

@@ -19,8 +19,8 @@
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-close! peer-ended-error? endpoint-record-type watch-descriptor!)
   (import (chezscheme) (spindle private unix) (spindle private queue)
-          (only (spindle async-channel) make-async-channel async-channel-put async-channel-get
-                async-channel-try-get)
+          (only (spindle async-channel) make-async-channel async-channel-get
+                async-channel-try-get async-channel-push-back!)
           (only (spindle thread) yield)
           (only (spindle private sync) wrap-evt guard-evt))
 
@@ -254,11 +254,25 @@
   ;; the poller, and by a getter that finds the inbox empty (so a reply that
   ;; arrives while it spins needs no thread wake-up).  The parser state is
   ;; used under the endpoint lock; frames are delivered after it is released.
+  ;; Frames for the inbox are queued before the lock is released, so two
+  ;; pullers can never deliver out of order.  A hook (the launcher's control
+  ;; channel, pulled by the poller alone) gets them after.
   (define (pull! e)
-    (let-values ([(frames end?) (with-endpoint-lock e
-                                  (if (or (endpoint-closed? e) (endpoint-ended? e)) (values '() #f) (read-frames! e '())))])
-      (for-each (lambda (f) (deliver! e f)) frames)
-      (when end? (end-of-stream! e))))
+    (let ([hook (endpoint-hook e)])
+      (let-values ([(frames end?)
+                    (with-endpoint-lock e
+                      (if (or (endpoint-closed? e) (endpoint-ended? e))
+                          (values '() #f)
+                          (let-values ([(frames end?) (read-frames! e '())])
+                            (unless hook
+                              (for-each (lambda (f) (async-channel-push-back! (endpoint-inbox e) f)) frames)
+                              (when end? (endpoint-reading?-set! e #f)
+                                (async-channel-push-back! (endpoint-inbox e) 'closed)))
+                            (values frames end?))))])
+        (when end? (unregister! e))
+        (when hook
+          (for-each (lambda (f) (hook (car f) (cdr f))) frames)
+          (when end? (hook #f '()))))))
 
   ;; With the lock held: (values frames-in-order end-of-stream?).
   (define (read-frames! e acc)
@@ -303,22 +317,10 @@
         (endpoint-fds-set! e rest)
         (cons bv mine))))
 
-  (define (deliver! e frame)
-    (let ([hook (endpoint-hook e)])
-      (if hook
-          (hook (car frame) (cdr frame))
-          (async-channel-put (endpoint-inbox e) frame))))
-
   (define (split l n)
     (if (or (fx= n 0) (null? l))
         (values '() l)
         (let-values ([(a b) (split (cdr l) (fx- n 1))]) (values (cons (car l) a) b))))
-
-  (define (end-of-stream! e)
-    (unregister! e)
-    (with-endpoint-lock e (endpoint-reading?-set! e #f))
-    (let ([hook (endpoint-hook e)])
-      (if hook (hook #f '()) (async-channel-put (endpoint-inbox e) 'closed))))
 
   ;; The poller calls (hook bytevector fds) for each frame, and (hook #f '())
   ;; at the end of the stream, instead of queueing them.
@@ -333,7 +335,7 @@
   (define (open-item e item decode)
     (if (eq? item 'closed)
         (begin
-          (async-channel-put (endpoint-inbox e) 'closed)
+          (async-channel-push-back! (endpoint-inbox e) 'closed)
           (raise (condition (make-peer-ended) (make-who-condition 'place-channel-get)
                             (make-message-condition "peer place ended"))))
         (decode (car item) (cdr item))))
