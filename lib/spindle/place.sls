@@ -56,15 +56,15 @@
   ;; ---------------------------------------------------------------- messages
   (define (place-message-allowed?* v) (place-message-allowed? v place-channel?))
 
-  (define (decode bv fds) (decode-message bv fds descriptor->endpoint))
+  (define (decode bv raw? fds) (decode-message bv raw? fds descriptor->endpoint))
 
   (define (owner-fd o) (if (endpoint? o) (endpoint-fd o) (shared-vector-fd o)))
 
   (define (place-channel-put pch v)
     (let ([ep (channel-endpoint 'place-channel-put pch)])
-      (let-values ([(bv owners) (encode-message 'place-channel-put v place-channel?
-                                                (lambda (c) (channel-endpoint 'place-channel-put c)))])
-        (endpoint-send! ep bv (map owner-fd owners) owners '()))))
+      (let-values ([(bv owners raw?) (encode-message 'place-channel-put v place-channel?
+                                                     (lambda (c) (channel-endpoint 'place-channel-put c)))])
+        (endpoint-send! ep bv raw? (map owner-fd owners) owners '()))))
 
   (define (place-channel-get pch)
     (endpoint-get (channel-endpoint 'place-channel-get pch) decode))
@@ -146,7 +146,7 @@
   (define (to-launcher! who msg fds)
     (let-values ([(port get) (open-bytevector-output-port)])
       (fasl-write msg port)
-      (endpoint-send! (ensure-launcher! who) (get) fds '() fds)))
+      (endpoint-send! (ensure-launcher! who) (get) #f fds '() fds)))
 
   (define (ensure-launcher! who)
     (or (with-interrupts-disabled (with-mutex launcher-lock launcher))

@@ -2,7 +2,8 @@
 ;;; Place channel endpoints: one end of a Unix stream socket.
 ;;;
 ;;; A frame is a 16-byte header (payload length: 8 bytes, descriptor count:
-;;; 4, zero: 4) and the payload; descriptors travel with the header's bytes.
+;;; 4, payload kind: 4, 1 for a raw bytevector, 0 for fasl) and the payload;
+;;; descriptors travel with the header's bytes.
 ;;;
 ;;; Sending never blocks: a put writes what the socket takes at once and
 ;;; queues the rest (in foreign memory) for the poller, which writes it when
@@ -184,7 +185,7 @@
   ;; ---------------------------------------------------------------- sending
   ;; Sends the frame of payload bv with the descriptors of owners
   ;; (endpoints or shared vectors, by their fd), then closes close-after.
-  (define (endpoint-send! e bv owner-fds owners close-after)
+  (define (endpoint-send! e bv raw? owner-fds owners close-after)
     (let* ([n (bytevector-length bv)]
            [size (fx+ header-size n)]
            [buf (malloc size)])
@@ -194,7 +195,7 @@
                              (length owner-fds)))
       (foreign-set! 'unsigned-64 buf 0 n)
       (foreign-set! 'unsigned-32 buf 8 (length owner-fds))
-      (foreign-set! 'unsigned-32 buf 12 0)
+      (foreign-set! 'unsigned-32 buf 12 (if raw? 1 0))
       (memcpy-from-bytevector! (+ buf header-size) bv n)
       (let ([p (make-pending buf size 0 owners owner-fds close-after)])
         (with-endpoint-lock e
@@ -271,7 +272,7 @@
                             (values frames end?))))])
         (when end? (unregister! e))
         (when hook
-          (for-each (lambda (f) (hook (car f) (cdr f))) frames)
+          (for-each (lambda (f) (hook (car f) (cddr f))) frames)
           (when end? (hook #f '()))))))
 
   ;; With the lock held: (values frames-in-order end-of-stream?).
@@ -315,7 +316,7 @@
       (endpoint-header-got-set! e 0)
       (let-values ([(mine rest) (split (endpoint-fds e) nfds)])
         (endpoint-fds-set! e rest)
-        (cons bv mine))))
+        (cons bv (cons (fx= 1 (foreign-ref 'unsigned-32 (endpoint-header e) 12)) mine)))))
 
   (define (split l n)
     (if (or (fx= n 0) (null? l))
@@ -338,7 +339,7 @@
           (async-channel-push-back! (endpoint-inbox e) 'closed)
           (raise (condition (make-peer-ended) (make-who-condition 'place-channel-get)
                             (make-message-condition "peer place ended"))))
-        (decode (car item) (cdr item))))
+        (decode (car item) (cadr item) (cddr item))))
 
   ;; A getter that finds nothing reads the socket itself for a while
   ;; (yielding to other threads between tries) before it parks: a reply to

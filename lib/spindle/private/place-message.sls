@@ -136,9 +136,17 @@
       (let ([c (conv v)])
         (values c (reverse owners)))))
 
-  ;; Returns the fasl bytes and the list of descriptor owners (channel
-  ;; endpoints and shared vectors), or raises naming who.
+  ;; Returns the payload bytes, the list of descriptor owners (channel
+  ;; endpoints and shared vectors) and whether the payload is a raw
+  ;; bytevector rather than fasl; or raises naming who.
+  ;; A lone bytevector travels as itself (raw? = #t): no fasl copy on
+  ;; either side.
   (define (encode-message who v channel? channel->owner)
+    (if (bytevector? v)
+        (values v '() #t)
+        (encode-fasl who v channel? channel->owner)))
+
+  (define (encode-fasl who v channel? channel->owner)
     (let ([kind (classify v channel?)])
       (unless kind
         (assertion-violation who "expected place-message-allowed?" v))
@@ -147,11 +155,16 @@
                                       (convert v channel? channel->owner))]
                    [(port get) (open-bytevector-output-port)])
         (fasl-write (cons (eq? kind 'convert) wire) port)
-        (values (get) owners))))
+        (values (get) owners #f))))
 
   ;; fds: the descriptors that came with the message, in order.
   ;; fd->channel: makes a place channel endpoint of a received descriptor.
-  (define (decode-message bv fds fd->channel)
+  (define (decode-message bv raw? fds fd->channel)
+    (if raw?
+        (begin (#%$bytevector-set-immutable! bv) bv)
+        (decode-fasl bv fds fd->channel)))
+
+  (define (decode-fasl bv fds fd->channel)
     (let* ([msg (fasl-read (open-bytevector-input-port bv))]
            [fds (list->vector fds)]
            [memo (make-eq-hashtable)])

@@ -1,0 +1,361 @@
+#!chezscheme
+;;; Fork-join and communication groups (CGs): the SPMD layer of the Places
+;;; paper (Tew et al., DLS 2011; racketNAS).  See API.md section 6.5.
+;;;
+;;; A group has np members with ids 0 .. np-1.  Member 0 is the caller of
+;;; fork-join; members 1 .. np-1 are places started with the place form (so
+;;; fork-join, like place, needs (lift-places (lib ...)) as the last form of
+;;; the library that uses it).
+;;;
+;;; Wiring, made by member 0:
+;;;   hub    each place's initial channel.  Member 0 sends the setup message,
+;;;          barrier releases and result acknowledgements on it; the member
+;;;          sends barrier arrivals, its result or its failure.  A barrier is
+;;;          np-1 arrivals and np-1 releases (a star through member 0).
+;;;   links  a place-channel pair from member m to m+1, for CGpipeline.
+;;; Member 0 waits only in sync over its hub channels and the places'
+;;; place-dead-evts, so a member that raises, is killed or exits early is
+;;; seen at once: the group is aborted (surviving places killed), the CG
+;;; operation member 0 is blocked in raises "group aborted", and fork-join
+;;; raises member 0's condition, or an &error whose irritants are the failed
+;;; ids.  A member waits for an acknowledgement of its result before it
+;;; ends, so the result is never lost in a socket buffer and a place that
+;;; ended without one has failed.
+(library (spindle fork-join)
+  (export fork-join lift-places CG? CG-id CG-np CGfor CGfor/stride CGBarrier
+          CGpipeline CG-n0-only
+          (rename (CGBarrier CG-B) (CG-id CGid) (CG-np CGnp)))
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (spindle place)
+          (only (spindle event) sync wrap-evt))
+
+  ;; ---------------------------------------------------------------- groups
+  ;; group: member 0's view of the others, #f in members >= 1.
+  (define-record-type (cg make-cg CG?)
+    (fields (immutable id cg-id) (immutable np cg-np)
+            (immutable hub cg-hub)         ; member >= 1: its channel to member 0
+            (immutable prev cg-prev)       ; link from member id-1, or #f
+            (immutable next cg-next)       ; link to member id+1, or #f
+            (mutable barriers cg-barriers cg-barriers-set!)
+            (immutable group cg-group))
+    (sealed #t) (opaque #t))
+
+  ;; Member 0's state.  status: running, done (result received) or failed.
+  (define-record-type group
+    (fields places                     ; vector, element 0 unused
+            chan-evts dead-evts        ; vectors of evts, result (m . message)
+            status results arrived     ; vectors
+            (mutable failed)           ; failed ids, in the order found
+            (mutable aborted?))
+    (sealed #t))
+
+  (define (check-cg who v)
+    (unless (CG? v) (assertion-violation who "expected a communication group (CG?)" v)))
+
+  (define (CG-id c) (check-cg 'CG-id c) (cg-id c))
+  (define (CG-np c) (check-cg 'CG-np c) (cg-np c))
+
+  ;; "group aborted", raised in member 0 by CG operations; tagged with its group
+  ;; so that fork-join can tell it from member 0's own failures.
+  (define-condition-type &group-aborted &error make-group-aborted group-aborted? (group aborted-group))
+
+  (define (raise-aborted who g)
+    (raise (condition (make-group-aborted g) (make-who-condition who)
+                      (make-message-condition "group aborted")
+                      (make-irritants-condition (list-sort < (group-failed g))))))
+
+  (define (peer-ended? c)
+    (and (error? c) (message-condition? c) (equal? (condition-message c) "peer place ended")))
+
+  ;; ---------------------------------------------------------------- member 0
+  (define (check-np np)
+    (cond
+      [(or (not np) (eqv? np 0)) 1]
+      [(and (integer? np) (exact? np) (> np 0)) np]
+      [else (assertion-violation 'fork-join "expected an exact positive integer or #f" np)]))
+
+  (define (check-args args)
+    (for-each
+      (lambda (a)
+        (unless (place-message-allowed? a)
+          (assertion-violation 'fork-join "expected place-message-allowed? arguments" a)))
+      args))
+
+  ;; spawn: a thunk that starts one place running member-main.
+  (define (run-fork-join np args proc spawn)
+    (check-args args)
+    (if (= np 1)
+        (vector (apply proc (make-cg 0 1 #f #f #f 0 #f) args))
+        (let ([g (start-group np spawn)])
+          (dynamic-wind
+            void
+            (lambda ()
+              (let ([c0 (wire! g np args)])
+                (let ([v0 (guard (c [#t (abort! g)
+                                        (raise (if (and (group-aborted? c) (eq? (aborted-group c) g))
+                                                   (failure g)
+                                                   c))])
+                            (apply proc c0 args))])
+                  (join! g c0 v0))))
+            (lambda () (unless (all-ended? g) (abort! g)))))))
+
+  (define (start-group np spawn)
+    (let ([places (make-vector np #f)])
+      (guard (c [#t (do ([m 1 (fx+ m 1)]) ((fx= m np)) (let ([p (vector-ref places m)]) (when p (place-kill p))))
+                    (raise c)])
+        (do ([m 1 (fx+ m 1)]) ((fx= m np)) (vector-set! places m (spawn))))
+      (let ([chan-evts (make-vector np #f)] [dead-evts (make-vector np #f)])
+        (do ([m 1 (fx+ m 1)]) ((fx= m np))
+          (let ([p (vector-ref places m)])
+            (vector-set! chan-evts m (wrap-evt p (lambda (msg) (cons m msg))))
+            (vector-set! dead-evts m (wrap-evt (place-dead-evt p) (lambda (e) (cons m 'dead))))))
+        (make-group places chan-evts dead-evts (make-vector np 'running) (make-vector np #f)
+                    (make-vector np 0) '() #f))))
+
+  ;; Sends every place its setup message; returns member 0's CG.
+  (define (wire! g np args)
+    (let ([links (let loop ([k (fx- np 2)] [acc '()])
+                   (if (fx< k 0) acc
+                       (loop (fx- k 1) (cons (call-with-values place-channel cons) acc))))])
+      (let ([links (list->vector links)])   ; link k: member k -> member k+1
+        (do ([m 1 (fx+ m 1)]) ((fx= m np))
+          (place-channel-put (vector-ref (group-places g) m)
+                             (vector 'setup m np args
+                                     (cdr (vector-ref links (fx- m 1)))
+                                     (and (fx< m (fx- np 1)) (car (vector-ref links m))))))
+        (make-cg 0 np #f #f (car (vector-ref links 0)) 0 g))))
+
+  (define (member-ids g) (cdr (iota (vector-length (group-places g)))))
+
+  (define (running? g m) (eq? (vector-ref (group-status g) m) 'running))
+
+  (define (fail! g m)
+    (when (running? g m) (vector-set! (group-status g) m 'failed))
+    (unless (memv m (group-failed g))
+      (group-failed-set! g (cons m (group-failed g)))))
+
+  ;; Waits for one report from a running member and records it.
+  (define (step! g)
+    (let* ([ids (filter (lambda (m) (running? g m)) (member-ids g))]
+           [ev (guard (c [(peer-ended? c) #f])
+                 (apply sync (append (map (lambda (m) (vector-ref (group-chan-evts g) m)) ids)
+                                     (map (lambda (m) (vector-ref (group-dead-evts g) m)) ids))))])
+      (if ev
+          (record! g (car ev) (cdr ev))
+          ;; a member's channel closed before its place-dead-evt was seen:
+          ;; that place has ended, so one of these is (or will be) ready
+          (let ([ev (apply sync (map (lambda (m) (vector-ref (group-dead-evts g) m)) ids))])
+            (record! g (car ev) 'dead)))))
+
+  (define (record! g m msg)
+    (cond
+      [(eq? msg 'dead) (when (running? g m) (fail! g m))]
+      [(and (vector? msg) (fx= (vector-length msg) 2))
+       (case (vector-ref msg 0)
+         [(arrive) (vector-set! (group-arrived g) m (vector-ref msg 1))]
+         [(result)
+          (vector-set! (group-results g) m (vector-ref msg 1))
+          (vector-set! (group-status g) m 'done)
+          (place-channel-put (vector-ref (group-places g) m) 'ack)]
+         [(failed) (fail! g m)]
+         [else (fail! g m)])]
+      [else (fail! g m)]))
+
+  ;; Kills the places still alive; the group stays aborted.
+  (define (abort! g)
+    (group-aborted?-set! g #t)
+    (for-each (lambda (m) (place-kill (vector-ref (group-places g) m))) (member-ids g)))
+
+  (define (all-ended? g)
+    (for-all (lambda (m) (not (running? g m))) (member-ids g)))
+
+  (define (check-group! g who)
+    (cond
+      [(pair? (group-failed g)) (unless (group-aborted? g) (abort! g)) (raise-aborted who g)]
+      [(group-aborted? g) (raise-aborted who g)]))
+
+  (define (failure g)
+    (let ([ids (list-sort < (group-failed g))])
+      (condition (make-error) (make-who-condition 'fork-join)
+                 (make-message-condition
+                   (if (and (pair? ids) (null? (cdr ids))) "group aborted: member failed" "group aborted: members failed"))
+                 (make-irritants-condition ids))))
+
+  (define (barrier-0 c who)
+    (let ([g (cg-group c)] [k (fx+ (cg-barriers c) 1)])
+      (check-group! g who)
+      (cg-barriers-set! c k)
+      (let loop ()
+        ;; a member that ended, or waits in a later barrier, never matches
+        (for-each (lambda (m)
+                    (unless (and (running? g m) (fx<= (vector-ref (group-arrived g) m) k))
+                      (when (fx< (vector-ref (group-arrived g) m) k) (fail! g m))))
+                  (member-ids g))
+        (check-group! g who)
+        (unless (for-all (lambda (m) (fx= (vector-ref (group-arrived g) m) k)) (member-ids g))
+          (step! g)
+          (loop)))
+      (for-each (lambda (m) (place-channel-put (vector-ref (group-places g) m) (vector 'release k)))
+                (member-ids g))))
+
+  ;; Member 0 returned v0: collect the others' results, then their exits.
+  (define (join! g c0 v0)
+    (vector-set! (group-results g) 0 v0)
+    (let loop ()
+      ;; a member waiting in a barrier member 0 never reached cannot finish
+      (for-each (lambda (m)
+                  (when (and (running? g m) (fx> (vector-ref (group-arrived g) m) (cg-barriers c0)))
+                    (fail! g m)))
+                (member-ids g))
+      (when (pair? (group-failed g)) (abort! g) (raise (failure g)))
+      (unless (all-ended? g) (step! g) (loop)))
+    (for-each (lambda (m) (place-wait (vector-ref (group-places g) m))) (member-ids g))
+    (group-results g))
+
+  ;; ---------------------------------------------------------------- members >= 1
+  ;; The start procedure of a member's place: ep is its channel to member 0.
+  (define (member-main ep proc)
+    (let ([setup (place-channel-get ep)])
+      (let ([id (vector-ref setup 1)] [np (vector-ref setup 2)])
+        (guard (e [#t (member-failed ep id np e)])
+          (let ([v (apply proc (make-cg id np ep (vector-ref setup 4) (vector-ref setup 5) 0 #f)
+                          (vector-ref setup 3))])
+            (unless (place-message-allowed? v)
+              (assertion-violation 'fork-join "member result is not place-message-allowed?" id v))
+            (place-channel-put ep (vector 'result v))))
+        ;; ending before member 0 has the result could lose it
+        (place-channel-get ep)
+        (void))))
+
+  (define (member-failed ep id np e)
+    (let ([err (console-error-port)])
+      (fprintf err "fork-join member ~a of ~a: " id np)
+      (if (condition? e) (display-condition e err) (fprintf err "non-condition raised: ~s" e))
+      (newline err)
+      (flush-output-port err))
+    (guard (e2 [#t (void)]) (place-channel-put ep (vector 'failed id)))
+    (exit 1))
+
+  (define (barrier-member c who)
+    (let ([k (fx+ (cg-barriers c) 1)])
+      (cg-barriers-set! c k)
+      (place-channel-put (cg-hub c) (vector 'arrive k))
+      (let ([msg (place-channel-get (cg-hub c))])
+        (unless (equal? msg (vector 'release k))
+          (error who "group aborted" msg)))))
+
+  ;; ---------------------------------------------------------------- operations
+  (define (CGBarrier c)
+    (check-cg 'CGBarrier c)
+    (barrier c 'CGBarrier))
+
+  (define (barrier c who)
+    (cond
+      [(fx= (cg-np c) 1) (void)]
+      [(cg-group c) (barrier-0 c who)]
+      [else (barrier-member c who)]))
+
+  (define (cg-pipeline c init proc)
+    (check-cg 'CGpipeline c)
+    (when (cg-group c) (check-group! (cg-group c) 'CGpipeline))
+    (let ([v (proc (if (cg-prev c) (place-channel-get (cg-prev c)) init))])
+      (when (cg-next c)
+        (unless (place-message-allowed? v)
+          (assertion-violation 'CGpipeline "expected a place-message-allowed? value" v))
+        (place-channel-put (cg-next c) v))
+      v))
+
+  (define (cg-n0-only c thunk)
+    (check-cg 'CG-n0-only c)
+    (barrier c 'CG-n0-only)
+    (let ([v (if (fx= (cg-id c) 0) (thunk) (void))])
+      (barrier c 'CG-n0-only)
+      v))
+
+  ;; Iterations start, start+step, ... before end: how many.
+  (define (iteration-count who start end step)
+    (unless (real? start) (assertion-violation who "expected a real number" start))
+    (unless (real? end) (assertion-violation who "expected a real number" end))
+    (unless (and (real? step) (not (zero? step))) (assertion-violation who "expected a nonzero real number" step))
+    (let ([q (/ (- end start) step)])
+      (if (> q 0) (exact (ceiling q)) 0)))
+
+  ;; -> first iteration index and count of member (CG-id c)'s block
+  (define (block-range c start end step)
+    (check-cg 'CGfor c)
+    (let* ([k (iteration-count 'CGfor start end step)] [np (cg-np c)] [m (cg-id c)]
+           [q (quotient k np)] [r (remainder k np)])
+      (values (+ (* m q) (min m r)) (if (< m r) (+ q 1) q))))
+
+  (define (stride-range c start end step)
+    (check-cg 'CGfor/stride c)
+    (values (iteration-count 'CGfor/stride start end step) (cg-id c) (cg-np c)))
+
+  ;; ---------------------------------------------------------------- syntax
+  ;; (fork-join np cg ([param arg] ...) body ...+)
+  (define-syntax fork-join
+    (lambda (x)
+      (syntax-case x ()
+        [(_ np cg ([param arg] ...) body0 body ...)
+         (and (identifier? #'cg) (for-all identifier? #'(param ...)))
+         (with-syntax ([(t ...) (generate-temporaries #'(arg ...))])
+           ;; cg comes from the caller's code: the place form takes the
+           ;; library it lifts the body to from it
+           #'(let* ([n (check-np np)] [t arg] ...)
+               (run-fork-join n (list t ...)
+                              (lambda (cg param ...) body0 body ...)
+                              (lambda ()
+                                (place cg (member-main cg (lambda (cg param ...) body0 body ...)))))))]
+        [_ (syntax-violation 'fork-join "expected (fork-join np cg ([param arg] ...) body ...+)" x)])))
+
+  (meta define (in-range? id) (and (identifier? id) (eq? (syntax->datum id) 'in-range)))
+
+  ;; [i start end [step]] or [i (in-range [start] end [step])] -> (i start end step)
+  (meta define (range-clause who x clause)
+    (syntax-case clause ()
+      [(i (ir e)) (and (identifier? #'i) (in-range? #'ir)) #'(i 0 e 1)]
+      [(i (ir s e)) (and (identifier? #'i) (in-range? #'ir)) #'(i s e 1)]
+      [(i (ir s e st)) (and (identifier? #'i) (in-range? #'ir)) #'(i s e st)]
+      [(i s e) (identifier? #'i) #'(i s e 1)]
+      [(i s e st) (identifier? #'i) #'(i s e st)]
+      [_ (syntax-violation who "expected [id start end [step]] or [id (in-range start end [step])]" x clause)]))
+
+  (define-syntax CGfor
+    (lambda (x)
+      (syntax-case x ()
+        [(_ c (clause) body0 body ...)
+         (with-syntax ([(i s e st) (range-clause 'CGfor x #'clause)])
+           #'(let* ([cv c] [sv s] [ev e] [stv st])
+               (let-values ([(first n) (block-range cv sv ev stv)])
+                 (let loop ([j 0])
+                   (when (< j n)
+                     (let ([i (+ sv (* (+ first j) stv))]) body0 body ...)
+                     (loop (+ j 1)))))))]
+        [_ (syntax-violation 'CGfor "expected (CGfor cg ([id start end [step]]) body ...+)" x)])))
+
+  (define-syntax CGfor/stride
+    (lambda (x)
+      (syntax-case x ()
+        [(_ c (clause) body0 body ...)
+         (with-syntax ([(i s e st) (range-clause 'CGfor/stride x #'clause)])
+           #'(let* ([cv c] [sv s] [ev e] [stv st])
+               (let-values ([(k m np) (stride-range cv sv ev stv)])
+                 (let loop ([j m])
+                   (when (< j k)
+                     (let ([i (+ sv (* j stv))]) body0 body ...)
+                     (loop (+ j np)))))))]
+        [_ (syntax-violation 'CGfor/stride "expected (CGfor/stride cg ([id start end [step]]) body ...+)" x)])))
+
+  (define-syntax CGpipeline
+    (lambda (x)
+      (syntax-case x ()
+        [(_ c prev init body0 body ...)
+         (identifier? #'prev)
+         #'(cg-pipeline c init (lambda (prev) body0 body ...))]
+        [_ (syntax-violation 'CGpipeline "expected (CGpipeline cg prev-id init body ...+)" x)])))
+
+  (define-syntax CG-n0-only
+    (lambda (x)
+      (syntax-case x ()
+        [(_ c body0 body ...) #'(cg-n0-only c (lambda () body0 body ...))]
+        [_ (syntax-violation 'CG-n0-only "expected (CG-n0-only cg body ...+)" x)]))))
