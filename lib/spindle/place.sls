@@ -148,15 +148,14 @@
       (fasl-write msg port)
       (endpoint-send! (ensure-launcher! who) (get) #f fds '() fds)))
 
+  ;; Started under the lock (a spawn takes about a millisecond, with
+  ;; interrupts disabled like every Chez mutex hold in spindle), so racing
+  ;; first places share one template.
   (define (ensure-launcher! who)
-    (or (with-interrupts-disabled (with-mutex launcher-lock launcher))
-        ;; started outside the lock (it spawns a process); a racing second
-        ;; start is dropped, and its template exits when its socket closes
-        (let ([ctl (start-launcher! who)])
-          (with-interrupts-disabled
-            (with-mutex launcher-lock
-              (unless launcher (set! launcher ctl))
-              launcher)))))
+    (with-interrupts-disabled
+      (with-mutex launcher-lock
+        (unless launcher (set! launcher (start-launcher! who)))
+        launcher)))
 
   ;; module: a library name, a file path, or #(lifted library ordinal).
   (define (launch! who module start)
