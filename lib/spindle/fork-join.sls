@@ -19,8 +19,8 @@
 ;;; operation member 0 is blocked in raises "group aborted", and fork-join
 ;;; raises member 0's condition, or an &error whose irritants are the failed
 ;;; ids.  A member waits for an acknowledgement of its result before it
-;;; ends, so the result is never lost in a socket buffer and a place that
-;;; ended without one has failed.
+;;; ends (see send-acks!), so nothing it sent is lost in its output queue,
+;;; and a place that ended without one has failed.
 (library (spindle fork-join)
   (export fork-join lift-places CG? CG-id CG-np CGfor CGfor/stride CGBarrier
           CGpipeline CG-n0-only
@@ -45,8 +45,9 @@
     (fields places                     ; vector, element 0 unused
             chan-evts dead-evts        ; vectors of evts, result (m . message)
             status results arrived     ; vectors
+            acked                      ; vector: result acknowledged
             (mutable failed)           ; failed ids, in the order found
-            (mutable aborted?))
+            (mutable stopped?))   ; aborted: places killed
     (sealed #t))
 
   (define (check-cg who v)
@@ -97,7 +98,8 @@
                                                    c))])
                             (apply proc c0 args))])
                   (join! g c0 v0))))
-            (lambda () (unless (all-ended? g) (abort! g)))))))
+            ;; leaving in any other way (an escape) ends the places too
+            (lambda () (unless (or (group-stopped? g) (all-ended? g)) (abort! g)))))))
 
   (define (start-group np spawn)
     (let ([places (make-vector np #f)])
@@ -110,7 +112,7 @@
             (vector-set! chan-evts m (wrap-evt p (lambda (msg) (cons m msg))))
             (vector-set! dead-evts m (wrap-evt (place-dead-evt p) (lambda (e) (cons m 'dead))))))
         (make-group places chan-evts dead-evts (make-vector np 'running) (make-vector np #f)
-                    (make-vector np 0) '() #f))))
+                    (make-vector np 0) (make-vector np #f) '() #f))))
 
   ;; Sends every place its setup message; returns member 0's CG.
   (define (wire! g np args)
@@ -156,14 +158,27 @@
          [(result)
           (vector-set! (group-results g) m (vector-ref msg 1))
           (vector-set! (group-status g) m 'done)
-          (place-channel-put (vector-ref (group-places g) m) 'ack)]
+          (send-acks! g)]
          [(failed) (fail! g m)]
          [else (fail! g m)])]
       [else (fail! g m)]))
 
+  ;; A place drops what it has queued on its channels when it ends, so a
+  ;; member may end only when what it sent can no longer matter: member 0
+  ;; has its result (hence every earlier hub message), and its pipeline
+  ;; successor m+1 has its own result (so reads nothing more from m).
+  (define (send-acks! g)
+    (let ([np (vector-length (group-places g))])
+      (do ([m (fx- np 1) (fx- m 1)]) ((fx= m 0))
+        (when (and (eq? (vector-ref (group-status g) m) 'done)
+                   (not (vector-ref (group-acked g) m))
+                   (or (fx= m (fx- np 1)) (eq? (vector-ref (group-status g) (fx+ m 1)) 'done)))
+          (vector-set! (group-acked g) m #t)
+          (place-channel-put (vector-ref (group-places g) m) 'ack)))))
+
   ;; Kills the places still alive; the group stays aborted.
   (define (abort! g)
-    (group-aborted?-set! g #t)
+    (group-stopped?-set! g #t)
     (for-each (lambda (m) (place-kill (vector-ref (group-places g) m))) (member-ids g)))
 
   (define (all-ended? g)
@@ -171,8 +186,8 @@
 
   (define (check-group! g who)
     (cond
-      [(pair? (group-failed g)) (unless (group-aborted? g) (abort! g)) (raise-aborted who g)]
-      [(group-aborted? g) (raise-aborted who g)]))
+      [(pair? (group-failed g)) (unless (group-stopped? g) (abort! g)) (raise-aborted who g)]
+      [(group-stopped? g) (raise-aborted who g)]))
 
   (define (failure g)
     (let ([ids (list-sort < (group-failed g))])
@@ -186,10 +201,10 @@
       (check-group! g who)
       (cg-barriers-set! c k)
       (let loop ()
-        ;; a member that ended, or waits in a later barrier, never matches
+        ;; a member that ended before arriving never will
         (for-each (lambda (m)
-                    (unless (and (running? g m) (fx<= (vector-ref (group-arrived g) m) k))
-                      (when (fx< (vector-ref (group-arrived g) m) k) (fail! g m))))
+                    (when (and (not (running? g m)) (fx< (vector-ref (group-arrived g) m) k))
+                      (fail! g m)))
                   (member-ids g))
         (check-group! g who)
         (unless (for-all (lambda (m) (fx= (vector-ref (group-arrived g) m) k)) (member-ids g))
