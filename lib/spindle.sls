@@ -40,11 +40,15 @@
     make-shared-fxvector shared-fxvector shared-fxvector? shared-fxvector-length
     shared-fxvector-ref shared-fxvector-set!
     make-shared-flvector shared-flvector shared-flvector? shared-flvector-length
-    shared-flvector-ref shared-flvector-set!)
+    shared-flvector-ref shared-flvector-set!
+    ;; (spindle fork-join)
+    fork-join CG? CG-id CG-np CGfor CGfor/stride CGBarrier CGpipeline CG-n0-only
+    CG-B CGid CGnp)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
           (only (spindle parameter) make-parameter parameterize make-thread-parameter)
           (except (spindle event) box-cas! vector-cas!)
           (except (spindle future) processor-count)
-          (except (spindle place) processor-count start-lifted-place place-child-main)))
+          (except (spindle place) processor-count start-lifted-place place-child-main)
+          (except (spindle fork-join) lift-places)))

@@ -3,5 +3,6 @@
 (import (only (chezscheme) printf)
         (only (spindle) thread) (only (spindle thread) thread-wait) (only (spindle event) sync)
         (only (spindle future) future) (only (spindle parameter) make-thread-parameter)
+        (only (spindle place) dynamic-place) (only (spindle fork-join) fork-join)
         (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue))
 (printf "all libraries load\n")

@@ -29,7 +29,7 @@
           (spindle private keywords)
           (only (spindle private evt-core) make-latch latch-fire!)
           (only (spindle private sync) sync register-evt-record-type! wrap-evt)
-          (only (spindle thread) processor-count current-thread break-thread))
+          (only (spindle thread) processor-count current-thread break-thread sleep))
 
   ;; ---------------------------------------------------------------- places
   ;; A place is its creator's end of the initial channel, plus its state.
@@ -201,13 +201,11 @@
   (define lifted-lock (make-mutex))
   (define lifted-bodies (make-hashtable equal-hash equal?))
 
-  (define (register-lifted-bodies! lib bodies)
+  (define (register-lifted-bodies! lib first bodies)
     (with-interrupts-disabled
       (with-mutex lifted-lock
-        (vector-for-each
-          (let ([i -1])
-            (lambda (b) (set! i (fx+ i 1)) (hashtable-set! lifted-bodies (cons lib i) b)))
-          bodies)))
+        (do ([i 0 (fx+ i 1)]) ((fx= i (vector-length bodies)))
+          (hashtable-set! lifted-bodies (cons lib (fx+ first i)) (vector-ref bodies i)))))
     #t)
 
   (define (lifted-body lib n)
@@ -245,16 +243,22 @@
                        [reg (datum->syntax #'k '%spindle-place-registration)])
            #'(begin
                (define lib '(name ...))
-               (define reg (collect-bodies (name ...)))))])))
+               (define reg (collect-bodies (name ...) 0))))])))
 
+  ;; Registers the bodies from ordinal `from` on.  Expanding them may
+  ;; expand place forms nested in them, which add bodies: the trailing
+  ;; collect-bodies registers those, until no new body appears.
   (define-syntax collect-bodies
     (lambda (x)
       (syntax-case x ()
-        [(_ (name ...))
-         (let ([bodies pending-bodies])
-           (set! pending-bodies '())
-           (with-syntax ([(body ...) bodies])
-             #'(register-lifted-bodies! '(name ...) (vector body ...))))])))
+        [(_ (name ...) from)
+         (let* ([start (syntax->datum #'from)] [all pending-bodies] [n (length all)])
+           (if (fx= start n)
+               (begin (set! pending-bodies '()) #'#t)
+               (with-syntax ([(body ...) (list-tail all start)] [next n])
+                 #'(begin
+                     (register-lifted-bodies! '(name ...) from (vector body ...))
+                     (collect-bodies (name ...) next)))))])))
 
   ;; ---------------------------------------------------------------- control
   (define (check-place who p)
@@ -289,11 +293,17 @@
 
   ;; ---------------------------------------------------------------- in the place
   ;; Called in a fresh fork of the template.  Never returns.
-  (define (place-child-main fd module start cwd)
+  ;; report-fd: a pipe to the template.  A place reports its completion
+  ;; value there as soon as it has one, then stays until its queued
+  ;; messages have left (a peer that is slow to read must not lose them,
+  ;; and place-wait must not wait for that peer), then exits.
+  (define (place-child-main fd report-fd module start cwd)
     (let ([original-exit (exit-handler)])
       (define (finish code)
         (flush-output-port (current-output-port))
         (flush-output-port (console-error-port))
+        (write-octet report-fd code)
+        (wait-for-output! sleep)
         (original-exit code))
       (exit-handler
         (lambda args

@@ -18,7 +18,8 @@
 (library (spindle private place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
-          endpoint-close! peer-ended-error? endpoint-record-type watch-descriptor!)
+          endpoint-close! peer-ended-error? endpoint-record-type watch-descriptor!
+          wait-for-output!)
   (import (chezscheme) (spindle private unix) (spindle private queue)
           (only (spindle async-channel) make-async-channel async-channel-get
                 async-channel-try-get async-channel-push-back!)
@@ -249,6 +250,19 @@
       (update-interest! e)))
 
   (define (flush! e) (with-endpoint-lock e (drain! e)))
+
+  ;; Returns once no endpoint has queued output (sent, or dropped because
+  ;; the peer is gone); a place calls it before it exits.  Endpoints with
+  ;; queued output are always in the poller's table (want-writable!).
+  (define (wait-for-output! sleep)
+    (let loop ()
+      (when (with-interrupts-disabled
+              (with-mutex poller-lock
+                (let-values ([(fds es) (hashtable-entries poller-table)])
+                  (exists (lambda (e) (and (endpoint? e) (not (queue-empty? (endpoint-out e)))))
+                          (vector->list es)))))
+        (sleep 0.002)
+        (loop))))
 
   ;; ---------------------------------------------------------------- receiving
   ;; Reads what the socket has and delivers the complete frames.  Called by

@@ -6,12 +6,15 @@
 ;;;   #(spawn id module start cwd libdirs exts optimize-level) + 1 descriptor
 ;;;   #(signal id signo)
 ;;; Reports: #(spawned id pid), #(exited id code).
+;;; A place writes its completion value (one byte) on a pipe of its own as
+;;; soon as it has one, and may live on while its queued messages drain:
+;;; `exited` goes out at the first of that byte and the process's end.
 (import (chezscheme) (spindle private unix) (only (spindle place) place-child-main))
 
 (define ctl 3)
 (define header-size 16)
 (define zygote-pid (own-pid))
-(define children '())                   ; list of #(id pid pidfd)
+(define children '())                   ; list of #(id pid pidfd report-fd reported?)
 
 ;; Ctrl-C at a terminal reaches the whole process group; the creating
 ;; process decides what happens to places.
@@ -73,31 +76,52 @@
   (library-extensions exts)
   (optimize-level opt)
   (preload! module)
-  (let ([pid (fork-process)])
-    (cond
-      [(fx= pid 0)
-       (close-fd ctl)
-       (for-each (lambda (c) (close-fd (vector-ref c 2))) children)
-       (die-with-parent!)
-       (unless (fx= (parent-pid) zygote-pid) (exit 1))
-       (register-signal-handler 2 (lambda (s) (void)))
-       (place-child-main fd module start cwd)]
-      [(fx< pid 0)
-       (close-fd fd)
-       (report! (vector 'exited id 1))]
-      [else
-       (close-fd fd)
-       (set! children (cons (vector id pid (pidfd-open pid)) children))
-       (report! (vector 'spawned id pid))])))
+  (let-values ([(report-in report-out) (make-pipe 'spawn)])
+    (let ([pid (fork-process)])
+      (cond
+        [(fx= pid 0)
+         (close-fd ctl)
+         (close-fd report-in)
+         (for-each (lambda (c)
+                     (close-fd (vector-ref c 2))
+                     (when (vector-ref c 3) (close-fd (vector-ref c 3))))
+                   children)
+         (die-with-parent!)
+         (unless (fx= (parent-pid) zygote-pid) (exit 1))
+         (place-child-main fd report-out module start cwd)]
+        [(fx< pid 0)
+         (close-fd fd) (close-fd report-in) (close-fd report-out)
+         (report! (vector 'exited id 1))]
+        [else
+         (close-fd fd) (close-fd report-out)
+         (set! children (cons (vector id pid (pidfd-open pid) report-in #f) children))
+         (report! (vector 'spawned id pid))]))))
+
+(define (report-exit! c code)
+  (unless (vector-ref c 4)
+    (vector-set! c 4 #t)
+    (report! (vector 'exited (vector-ref c 0) code))))
+
+;; The place's completion byte, or the end of its pipe.
+(define (read-report! c)
+  (let ([b (read-octet (vector-ref c 3))])
+    (if b
+        (report-exit! c b)
+        (begin (close-fd (vector-ref c 3)) (vector-set! c 3 #f)))))
 
 (define (reap! c)
   (let ([code (wait-exit-code (vector-ref c 1))])
     (close-fd (vector-ref c 2))
+    (when (vector-ref c 3) (close-fd (vector-ref c 3)))
     (set! children (remq c children))
-    (report! (vector 'exited (vector-ref c 0) code))))
+    (report-exit! c code)))
 
 (let loop ()
-  (let ([ready (poll-readable (cons ctl (map (lambda (c) (vector-ref c 2)) children)))])
+  (let ([ready (poll-readable
+                 (cons ctl (fold-left (lambda (acc c)
+                                        (let ([acc (cons (vector-ref c 2) acc)])
+                                          (if (vector-ref c 3) (cons (vector-ref c 3) acc) acc)))
+                                      '() children)))])
     (for-each
       (lambda (fd)
         (if (fx= fd ctl)
@@ -110,7 +134,8 @@
                   [(signal)
                    (let ([c (find (lambda (c) (eqv? (vector-ref c 0) (vector-ref msg 1))) children)])
                      (when c (pidfd-signal (vector-ref c 2) (vector-ref msg 2))))])))
-            (let ([c (find (lambda (c) (eqv? (vector-ref c 2) fd)) children)])
-              (when c (reap! c)))))
+            (cond
+              [(find (lambda (c) (eqv? (vector-ref c 3) fd)) children) => read-report!]
+              [(find (lambda (c) (eqv? (vector-ref c 2) fd)) children) => reap!])))
       ready))
   (loop))

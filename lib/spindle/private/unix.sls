@@ -14,7 +14,7 @@
           make-memfd map-shared unmap
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
-          signal-number signals->descriptor read-signal)
+          signal-number signals->descriptor read-signal make-pipe write-octet read-octet)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -57,6 +57,8 @@
   (define c-sigprocmask (foreign-procedure "sigprocmask" (int uptr uptr) int))
   (define c-signalfd (foreign-procedure "signalfd" (int uptr int) int))
   (define c-read (foreign-procedure "read" (int uptr size_t) ssize_t))
+  (define c-write (foreign-procedure "write" (int uptr size_t) ssize_t))
+  (define c-pipe2 (foreign-procedure "pipe2" (uptr int) int))
 
   (define (errno) (foreign-ref 'int (c-errno-location) 0))
   (define eagain 11)
@@ -243,8 +245,8 @@
       (c-fa-open fa 0 "/dev/null" 0 0)
       (c-fa-dup2 fa child-fd 3)
       (let-values ([(args owned) (c-strings argv)])
-        (let ([r (c-spawn pidp program fa 0 args (foreign-ref 'uptr environ-address 0))]
-              [pid (foreign-ref 'int pidp 0)])
+        (let* ([r (c-spawn pidp program fa 0 args (foreign-ref 'uptr environ-address 0))]
+               [pid (foreign-ref 'int pidp 0)])
           (c-fa-destroy fa)
           (for-each free owned)
           (free args) (free fa) (free pidp)
@@ -312,6 +314,27 @@
       (let ([signo (and (eqv? r 128) (foreign-ref 'unsigned-32 info 0))])
         (free info)
         signo)))
+
+  ;; A pipe (read end, write end), close-on-exec.
+  (define (make-pipe who)
+    (let ([fds (malloc 8)])
+      (let* ([r (c-pipe2 fds #x80000)] [a (foreign-ref 'int fds 0)] [b (foreign-ref 'int fds 4)])
+        (free fds)
+        (unless (eqv? r 0) (error who "pipe failed"))
+        (values a b))))
+
+  (define (write-octet fd b)
+    (let ([buf (malloc 1)])
+      (foreign-set! 'unsigned-8 buf 0 b)
+      (c-write fd buf 1)
+      (free buf)
+      (void)))
+
+  ;; The next byte, or #f at end of file or on error.
+  (define (read-octet fd)
+    (let* ([buf (malloc 1)] [r (c-read fd buf 1)] [b (and (eqv? r 1) (foreign-ref 'unsigned-8 buf 0))])
+      (free buf)
+      b))
 
   (define (signal-number kind)
     (case kind [(#f) 2] [(hang-up) 1] [(terminate) 15] [(kill) 9] [else #f])))
