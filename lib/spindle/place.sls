@@ -28,6 +28,7 @@
           (spindle private place-message) (spindle private shared-vector)
           (spindle private keywords)
           (only (spindle private evt-core) make-latch latch-fire!)
+          (only (spindle private scheduler) set-worker-exit-handler!)
           (only (spindle private sync) sync register-evt-record-type! wrap-evt)
           (only (spindle thread) processor-count current-thread break-thread sleep))
 
@@ -60,17 +61,19 @@
 
   (define (owner-fd o) (if (endpoint? o) (endpoint-fd o) (shared-vector-fd o)))
 
-  (define (place-channel-put pch v)
-    (let ([ep (channel-endpoint 'place-channel-put pch)])
-      (let-values ([(bv owners raw?) (encode-message 'place-channel-put v place-channel?
-                                                     (lambda (c) (channel-endpoint 'place-channel-put c)))])
+  (define (put who pch v)
+    (let ([ep (channel-endpoint who pch)])
+      (let-values ([(bv owners raw?) (encode-message who v place-channel?
+                                                     (lambda (c) (channel-endpoint who c)))])
         (endpoint-send! ep bv raw? (map owner-fd owners) owners '()))))
+
+  (define (place-channel-put pch v) (put 'place-channel-put pch v))
 
   (define (place-channel-get pch)
     (endpoint-get (channel-endpoint 'place-channel-get pch) decode))
 
   (define (place-channel-put/get pch v)
-    (place-channel-put pch v)
+    (put 'place-channel-put/get pch v)
     (place-channel-get pch))
 
   (define (channel-evt v) (endpoint-evt (channel-endpoint 'sync v) decode))
@@ -298,19 +301,22 @@
   ;; messages have left (a peer that is slow to read must not lose them,
   ;; and place-wait must not wait for that peer), then exits.
   (define (place-child-main fd report-fd module start cwd)
-    (let ([original-exit (exit-handler)])
+    (let ()
       (define (finish code)
         (flush-output-port (current-output-port))
         (flush-output-port (console-error-port))
         (write-octet report-fd code)
         (wait-for-output! sleep)
-        (original-exit code))
-      (exit-handler
-        (lambda args
-          (finish (if (and (pair? args) (fixnum? (car args)) (fx<= 0 (car args) 255)) (car args) 0))))
+        (exit-process code))
+      (let ([handler (lambda args
+                       (finish (if (and (pair? args) (fixnum? (car args)) (fx<= 0 (car args) 255))
+                                   (car args)
+                                   0)))])
+        (exit-handler handler)
+        (set-worker-exit-handler! handler))
       (change-directory cwd)
       (let ([ep (descriptor->endpoint fd)] [main (current-thread)]
-            [signals (signals->descriptor '(1 2 15))])
+            [signals (signals->descriptor place-signals)])
         ;; place-break's signals arrive through the poller, since the place's
         ;; threads may all be asleep outside Scheme
         (watch-descriptor! signals

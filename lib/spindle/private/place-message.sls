@@ -39,9 +39,11 @@
       [(string) (make-hashtable string-hash string=?)]
       [else (make-hashtable symbol-hash eq?)]))
 
+  ;; spindle's own record types (evts, channels, ...) are nongenerative but
+  ;; are not data; neither are ftype pointers.
   (define (allowed-record-type? rtd)
     (and (not (record-type-generative? rtd))
-         (not (eq? rtd (record-type-descriptor wire-ref)))
+         (not (spindle-type? rtd))
          (let loop ([rtd rtd])
            (or (not rtd)
                (and (let ([n (vector-length (record-type-field-names rtd))])
@@ -49,6 +51,10 @@
                         (or (fx= i n)
                             (and (not (record-field-mutable? rtd i)) (fields (fx+ i 1))))))
                     (loop (record-type-parent rtd)))))))
+
+  (define (spindle-type? rtd)
+    (let ([uid (symbol->string (record-type-uid rtd))])
+      (and (fx>= (string-length uid) 8) (string=? (substring uid 0 8) "spindle-"))))
 
   (define (record-fields r)
     (let loop ([rtd (record-rtd r)] [acc '()])
@@ -87,7 +93,7 @@
                      (set! convert? #t)
                      (let-values ([(ks vs) (hashtable-entries v)])
                        (and (walk ks) (walk vs)))))]
-             [(record? v)
+             [(and (record? v) (not (ftype-pointer? v)))
               (and (allowed-record-type? (record-rtd v))
                    (let loop ([fs (record-fields v)])
                      (or (null? fs) (and (walk (car fs)) (loop (cdr fs))))))]
@@ -203,6 +209,13 @@
            (#%$vector-set-immutable! v)
            v]
           [(wire-ref? v) (let ([r (resolve v)]) (hashtable-set! memo v r) r)]
+          [(box? v)
+           ;; boxes arrive immutable: one whose content changes is replaced
+           (hashtable-set! memo v v)
+           (let ([c (fix (unbox v))])
+             (if (eq? c (unbox v))
+                 v
+                 (let ([b (box-immutable c)]) (hashtable-set! memo v b) b)))]
           [(record? v)
            (hashtable-set! memo v v)
            (for-each fix (record-fields v))

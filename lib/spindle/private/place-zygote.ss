@@ -16,9 +16,11 @@
 (define zygote-pid (own-pid))
 (define children '())                   ; list of #(id pid pidfd report-fd reported?)
 
-;; Ctrl-C at a terminal reaches the whole process group; the creating
-;; process decides what happens to places.
-(register-signal-handler 2 (lambda (s) (void)))
+;; place-break's signals stay blocked here and in every fork, so one sent
+;; before a new place reads them is pending, not lost; Ctrl-C at a terminal
+;; reaches the whole process group, and the creating process decides what
+;; happens to places.
+(block-place-signals!)
 
 (define (read-exactly! buf n)
   ;; -> list of descriptors received, or #f at end of stream

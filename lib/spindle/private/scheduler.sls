@@ -30,7 +30,7 @@
     gthread-cleanup gthread-cleanup-set!
     spawn! start-gthread! current-gthread
     ;; switching
-    park! unpark! yield! exit-current-thread!
+    park! unpark! yield! exit-current-thread! set-worker-exit-handler!
     request-kill! request-break! request-suspend! request-resume!
     check-requests! set-interrupt-hook!
     ;; timers
@@ -204,9 +204,16 @@
          (start-worker! p)])
       (spin-unlock! (pool-lock p))))
 
+  ;; Chez gives a forked OS thread an exit handler that ends only that
+  ;; thread (the main thread's own cannot run elsewhere).  A place sets
+  ;; one that ends the process from any thread, and workers take it.
+  (define worker-exit-handler #f)
+  (define (set-worker-exit-handler! h) (set! worker-exit-handler h))
+
   (define (start-worker! p)
     (fork-thread
       (lambda ()
+        (when worker-exit-handler (exit-handler worker-exit-handler))
         (disable-interrupts)
         (let ([w (make-worker p)])
           (worker-param w)

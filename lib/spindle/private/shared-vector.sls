@@ -101,8 +101,8 @@
   ;; A fresh bytevector copy of sb[start, end).
   (define shared-bytes->bytevector
     (case-lambda
-      [(sb) (shared-bytes->bytevector sb 0 (shared-bytes-length sb))]
-      [(sb start) (shared-bytes->bytevector sb start (shared-bytes-length sb))]
+      [(sb) (shared-bytes->bytevector sb 0 (and (shared-vector? sb) (shared-vector-length sb)))]
+      [(sb start) (shared-bytes->bytevector sb start (and (shared-vector? sb) (shared-vector-length sb)))]
       [(sb start end)
        (unless (shared-bytes? sb)
          (assertion-violation 'shared-bytes->bytevector "expected shared bytes" sb))

@@ -14,7 +14,7 @@
           make-memfd map-shared unmap
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
-          signal-number signals->descriptor read-signal make-pipe write-octet read-octet)
+          signal-number signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -59,6 +59,7 @@
   (define c-read (foreign-procedure "read" (int uptr size_t) ssize_t))
   (define c-write (foreign-procedure "write" (int uptr size_t) ssize_t))
   (define c-pipe2 (foreign-procedure "pipe2" (uptr int) int))
+  (define c-exit (foreign-procedure "_exit" (int) void))
 
   (define (errno) (foreign-ref 'int (c-errno-location) 0))
   (define eagain 11)
@@ -296,17 +297,35 @@
   (define (bytevector-copy-prefix bv n)
     (let ([r (make-bytevector n)]) (bytevector-copy! bv 0 r 0 n) r))
 
-  ;; Blocks the signals in this thread (and the threads it will start) and
-  ;; returns a non-blocking descriptor that reads them: signals then reach
-  ;; the process even while every thread sleeps outside Scheme.
-  (define (signals->descriptor signos)
+  ;; The signals of place-break: SIGHUP, SIGINT, SIGTERM.
+  (define place-signals '(1 2 15))
+
+  (define (signal-set signos)
     (let ([set (malloc 128)])
       (c-sigemptyset set)
       (for-each (lambda (n) (c-sigaddset set n)) signos)
+      set))
+
+  ;; Blocks them in this thread and the threads and processes it will
+  ;; start: they stay pending until a signalfd reads them.
+  (define (block-place-signals!)
+    (let ([set (signal-set place-signals)])
+      (c-sigprocmask 0 set 0)                        ; SIG_BLOCK
+      (free set)))
+
+  ;; Returns a non-blocking descriptor that reads the (blocked) signals:
+  ;; they then reach the process even while every thread sleeps outside
+  ;; Scheme, and one sent before the descriptor existed is not lost.
+  (define (signals->descriptor signos)
+    (let ([set (signal-set signos)])
       (c-sigprocmask 0 set 0)                        ; SIG_BLOCK
       (let ([fd (c-signalfd -1 set (fxior #x800 #x80000))]) ; SFD_NONBLOCK | SFD_CLOEXEC
         (free set)
         fd)))
+
+  ;; Ends the process now, from any thread (Chez's exit may end only the
+  ;; calling thread when that is not the main one).
+  (define (exit-process code) (c-exit code))
 
   ;; The number of the next pending signal on a signalfd, or #f.
   (define (read-signal fd)
