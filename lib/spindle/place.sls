@@ -220,8 +220,15 @@
       (assertion-violation who "place body not registered: (lift-places (lib ...)) must be the last form of the library" lib))
     (launch! who (vector 'lifted lib n) 'lifted))
 
-  ;; place bodies seen since the last lift-places, in order (expand time)
+  ;; Place bodies not yet registered, in order (expand time): each entry is
+  ;; (library-identifier . #'(lambda (id) body ...)).  The identifier is
+  ;; %spindle-place-library in the place form's context; it is bound by that
+  ;; library's lift-places, which takes only its own entries (a library with
+  ;; a missing or misplaced lift-places cannot shift another's ordinals).
   (meta define pending-bodies '())
+
+  (meta define (bodies-of lib)
+    (filter (lambda (e) (free-identifier=? (car e) lib)) pending-bodies))
 
   ;; (place id body ...): the body becomes (lambda (id) body ...) lifted to
   ;; the library's lift-places; here it leaves a start by ordinal.
@@ -230,9 +237,11 @@
       (syntax-case x ()
         [(_ id body0 body ...)
          (identifier? #'id)
-         (let ([n (length pending-bodies)])
-           (set! pending-bodies (append pending-bodies (list #'(lambda (id) body0 body ...))))
-           (with-syntax ([lib (datum->syntax #'id '%spindle-place-library)] [n n])
+         (let* ([lib (datum->syntax #'id '%spindle-place-library)]
+                [n (length (bodies-of lib))])
+           (set! pending-bodies
+             (append pending-bodies (list (cons lib #'(lambda (id) body0 body ...)))))
+           (with-syntax ([lib lib] [n n])
              #'(start-lifted-place 'place lib n)))])))
 
   ;; Must be the library's last form.  Its definitions are scanned first;
@@ -246,22 +255,25 @@
                        [reg (datum->syntax #'k '%spindle-place-registration)])
            #'(begin
                (define lib '(name ...))
-               (define reg (collect-bodies (name ...) 0))))])))
+               (define reg (collect-bodies lib (name ...) 0))))])))
 
-  ;; Registers the bodies from ordinal `from` on.  Expanding them may
-  ;; expand place forms nested in them, which add bodies: the trailing
+  ;; Registers this library's bodies from ordinal `from` on.  Expanding them
+  ;; may expand place forms nested in them, which add bodies: the trailing
   ;; collect-bodies registers those, until no new body appears.
   (define-syntax collect-bodies
     (lambda (x)
       (syntax-case x ()
-        [(_ (name ...) from)
-         (let* ([start (syntax->datum #'from)] [all pending-bodies] [n (length all)])
+        [(_ lib (name ...) from)
+         (let* ([start (syntax->datum #'from)] [mine (bodies-of #'lib)] [n (length mine)])
            (if (fx= start n)
-               (begin (set! pending-bodies '()) #'#t)
-               (with-syntax ([(body ...) (list-tail all start)] [next n])
+               (begin
+                 (set! pending-bodies
+                   (filter (lambda (e) (not (free-identifier=? (car e) #'lib))) pending-bodies))
+                 #'#t)
+               (with-syntax ([(body ...) (map cdr (list-tail mine start))] [next n])
                  #'(begin
                      (register-lifted-bodies! '(name ...) from (vector body ...))
-                     (collect-bodies (name ...) next)))))])))
+                     (collect-bodies lib (name ...) next)))))])))
 
   ;; ---------------------------------------------------------------- control
   (define (check-place who p)
