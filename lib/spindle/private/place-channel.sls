@@ -254,13 +254,16 @@
   ;; Returns once no endpoint has queued output (sent, or dropped because
   ;; the peer is gone); a place calls it before it exits.  Endpoints with
   ;; queued output are always in the poller's table (want-writable!).
+  ;; (A frame being written is off the queue for a moment, under the
+  ;; endpoint's lock: each queue is looked at under its lock.)
   (define (wait-for-output! sleep)
     (let loop ()
-      (when (with-interrupts-disabled
-              (with-mutex poller-lock
-                (let-values ([(fds es) (hashtable-entries poller-table)])
-                  (exists (lambda (e) (and (endpoint? e) (not (queue-empty? (endpoint-out e)))))
-                          (vector->list es)))))
+      (when (exists (lambda (e)
+                      (and (endpoint? e)
+                           (with-endpoint-lock e (not (queue-empty? (endpoint-out e))))))
+                    (with-interrupts-disabled
+                      (with-mutex poller-lock
+                        (vector->list (hashtable-values poller-table)))))
         (sleep 0.002)
         (loop))))
 

@@ -7,13 +7,16 @@
 ;;; hashtables (eq hashing depends on addresses; rebuilt in the receiver).
 ;;; fasl keeps sharing, cycles, gensym identity and nongenerative record
 ;;; types.  The receiver makes strings, bytevectors and vectors immutable in
-;;; place; the sender sends boxes as immutable boxes.
+;;; place, and replaces mutable boxes by immutable ones.  A rebuilt object
+;;; (box, hashtable, record with wire-refs) is made, and remembered, before
+;;; its pair and vector parts are decoded in place, so cycles through it
+;;; are kept.
 (library (spindle private place-message)
   (export place-message-allowed? encode-message decode-message)
   (import (chezscheme) (spindle private shared-vector))
 
   (define-record-type wire-ref
-    (fields kind a b c)
+    (fields kind a (mutable b) (mutable c))
     (nongenerative spindle-wire-ref-v1) (sealed #t))
 
   (define (scalar? v)
@@ -84,7 +87,7 @@
              [(vector? v)
               (let ([n (vector-length v)])
                 (let loop ([i 0]) (or (fx= i n) (and (walk (vector-ref v i)) (loop (fx+ i 1))))))]
-             [(box? v) (set! convert? #t) (walk (unbox v))]
+             [(box? v) (walk (unbox v))]
              [(channel? v) (set! convert? #t) #t]
              [(shared-vector? v) (set! convert? #t) #t]
              [(hashtable? v)
@@ -128,16 +131,26 @@
              (hashtable-set! memo v c)
              (do ([i 0 (fx+ i 1)]) ((fx= i n) c)
                (vector-set! c i (conv (vector-ref v i)))))]
-          [(box? v) (memoize v (box-immutable (conv (unbox v))))]
+          [(box? v)
+           (let ([b (box #f)])          ; the receiver makes it immutable
+             (hashtable-set! memo v b)
+             (set-box! b (conv (unbox v)))
+             b)]
           [(channel? v) (memoize v (make-wire-ref 'channel (owner-index! (channel->owner v)) #f #f))]
           [(shared-vector? v)
            (memoize v (make-wire-ref 'shared (owner-index! v) (shared-vector-kind v)
                                      (shared-vector-length v)))]
+          ;; remembered before their contents, so cycles through them close
           [(hashtable? v)
-           (let-values ([(ks vs) (hashtable-entries v)])
-             (memoize v (make-wire-ref 'hashtable (hashtable-kind v) (conv ks) (conv vs))))]
+           (let ([w (memoize v (make-wire-ref 'hashtable (hashtable-kind v) #f #f))])
+             (let-values ([(ks vs) (hashtable-entries v)])
+               (wire-ref-b-set! w (conv ks))
+               (wire-ref-c-set! w (conv vs))
+               w))]
           [else                         ; an allowed record
-           (memoize v (make-wire-ref 'record (record-rtd v) (map conv (record-fields v)) #f))]))
+           (let ([w (memoize v (make-wire-ref 'record (record-rtd v) #f #f))])
+             (wire-ref-b-set! w (map conv (record-fields v)))
+             w)]))
       (define (memoize v c) (hashtable-set! memo v c) c)
       (let ([c (conv v)])
         (values c (reverse owners)))))
@@ -180,13 +193,24 @@
           [(channel) (fd->channel (fd (wire-ref-a w)))]
           [(shared) (descriptor->shared-vector (wire-ref-b w) (wire-ref-c w) (fd (wire-ref-a w)))]
           [(hashtable)
-           (let ([h (make-kind-hashtable (wire-ref-a w))]
-                 [ks (fix (wire-ref-b w))] [vs (fix (wire-ref-c w))])
-             (vector-for-each (lambda (k v) (hashtable-set! h k v)) ks vs)
-             (hashtable-copy h #f))]
+           (let ([h (make-kind-hashtable (wire-ref-a w))] [ks (wire-ref-b w)] [vs (wire-ref-c w)])
+             (vector-for-each (lambda (k v) (hashtable-set! h (fix k) (fix-later v))) ks vs)
+             (let ([r (hashtable-copy h #f)])
+               (hashtable-set! memo w r)
+               (vector-for-each (lambda (v) (when (container? v) (fix v))) vs)
+               r))]
           [else
-           (apply (record-constructor (make-record-constructor-descriptor (wire-ref-a w) #f #f))
-                  (map fix (wire-ref-b w)))]))
+           (let* ([fields (wire-ref-b w)]
+                  [r (apply (record-constructor
+                              (make-record-constructor-descriptor (wire-ref-a w) #f #f))
+                            (map fix-later fields))])
+             (hashtable-set! memo w r)
+             (for-each (lambda (v) (when (container? v) (fix v))) fields)
+             r)]))
+      ;; Pairs and vectors are decoded in place, so their identity is final
+      ;; now; anything else is decoded at once.
+      (define (container? v) (or (pair? v) (vector? v)))
+      (define (fix-later v) (if (container? v) v (fix v)))
       ;; Freezes in place and replaces wire-refs; returns v's replacement.
       (define (fix v)
         (cond
@@ -210,12 +234,18 @@
            v]
           [(wire-ref? v) (let ([r (resolve v)]) (hashtable-set! memo v r) r)]
           [(box? v)
-           ;; boxes arrive immutable: one whose content changes is replaced
-           (hashtable-set! memo v v)
-           (let ([c (fix (unbox v))])
-             (if (eq? c (unbox v))
-                 v
-                 (let ([b (box-immutable c)]) (hashtable-set! memo v b) b)))]
+           (let ([c (unbox v)])
+             (if (container? c)
+                 (let ([b (if (immutable-box? v) v (box-immutable c))])
+                   (hashtable-set! memo v b)
+                   (fix c)
+                   b)
+                 (begin
+                   (hashtable-set! memo v v)
+                   (let ([c2 (fix c)])
+                     (if (and (eq? c c2) (immutable-box? v))
+                         v
+                         (let ([b (box-immutable c2)]) (hashtable-set! memo v b) b))))))]
           [(record? v)
            (hashtable-set! memo v v)
            (for-each fix (record-fields v))
