@@ -65,6 +65,7 @@
     (let ([ep (channel-endpoint who pch)])
       (let-values ([(bv owners raw?) (encode-message who v place-channel?
                                                      (lambda (c) (channel-endpoint who c)))])
+        (for-each (lambda (o) (when (endpoint? o) (endpoint-hand-off! o))) owners)
         (endpoint-send! ep bv raw? (map owner-fd owners) owners '()))))
 
   (define (place-channel-put pch v) (put 'place-channel-put pch v))
@@ -237,12 +238,16 @@
       (syntax-case x ()
         [(_ id body0 body ...)
          (identifier? #'id)
-         (let* ([lib (datum->syntax #'id '%spindle-place-library)]
-                [n (length (bodies-of lib))])
-           (set! pending-bodies
-             (append pending-bodies (list (cons lib #'(lambda (id) body0 body ...)))))
-           (with-syntax ([lib lib] [n n])
-             #'(start-lifted-place 'place lib n)))])))
+         (let ([lib (datum->syntax #'id '%spindle-place-library)])
+           (if (free-identifier=? lib #'%spindle-place-library)
+               ;; unbound there, as here: no lift-places in the library
+               #'(assertion-violation 'place
+                   "place body not registered: (lift-places (lib ...)) must be the last form of the library")
+               (let ([n (length (bodies-of lib))])
+                 (set! pending-bodies
+                   (append pending-bodies (list (cons lib #'(lambda (id) body0 body ...)))))
+                 (with-syntax ([lib lib] [n n])
+                   #'(start-lifted-place 'place lib n)))))])))
 
   ;; Must be the library's last form.  Its definitions are scanned first;
   ;; their right-hand sides expand after every earlier one, so collect-bodies

@@ -19,7 +19,7 @@
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-close! peer-ended-error? endpoint-record-type watch-descriptor!
-          wait-for-output!)
+          wait-for-output! endpoint-hand-off!)
   (import (chezscheme) (spindle private unix) (spindle private queue)
           (only (spindle async-channel) make-async-channel async-channel-get
                 async-channel-try-get async-channel-push-back!)
@@ -53,9 +53,10 @@
     (nongenerative spindle-place-endpoint-v1) (sealed #t))
 
   ;; A pending frame: foreign buffer, its size, bytes sent, descriptor
-  ;; owners (kept reachable until sent), descriptors to close once sent.
+  ;; owners (kept reachable until sent), descriptors not yet sent, and
+  ;; descriptors to close once all are sent.
   (define-record-type pending
-    (fields buffer size (mutable sent) owners fds close-after)
+    (fields buffer size (mutable sent) owners (mutable fds) (mutable close-after))
     (nongenerative spindle-place-pending-v1) (sealed #t))
 
   (define-syntax with-endpoint-lock
@@ -183,6 +184,14 @@
           (endpoint-reading?-set! e #t)
           (update-interest! e)))))
 
+  ;; An endpoint sent to another place stops being read here (until a
+  ;; thread here gets from it again), so the receiver gets what comes.
+  (define (endpoint-hand-off! e)
+    (with-endpoint-lock e
+      (when (endpoint-reading? e)
+        (endpoint-reading?-set! e #f)
+        (update-interest! e))))
+
   ;; ---------------------------------------------------------------- sending
   ;; Sends the frame of payload bv with the descriptors of owners
   ;; (endpoints or shared vectors, by their fd), then closes close-after.
@@ -190,7 +199,7 @@
     (let* ([n (bytevector-length bv)]
            [size (fx+ header-size n)]
            [buf (malloc size)])
-      (when (fx> (length owner-fds) max-fds-per-message)
+      (when (fx> (length owner-fds) (fx* max-fds-per-message header-size))
         (free buf)
         (assertion-violation 'place-channel-put "too many channels and shared vectors in one message"
                              (length owner-fds)))
@@ -213,15 +222,20 @@
 
   ;; With the endpoint lock held: writes queued frames until the socket is
   ;; full, then arms EPOLLOUT.  A vanished peer drops everything queued.
+  ;; A send carries at most max-fds-per-message descriptors; while more
+  ;; remain it sends one byte, so each batch rides on bytes of the header.
   (define (drain! e)
     (let ([q (endpoint-out e)])
       (let loop ()
         (let ([p (queue-pop! q #f)])
           (when p
-            (let ([r (send-frame-chunk (endpoint-fd e)
-                                       (+ (pending-buffer p) (pending-sent p))
-                                       (fx- (pending-size p) (pending-sent p))
-                                       (if (fx= (pending-sent p) 0) (pending-fds p) '()))])
+            (let* ([fds (pending-fds p)]
+                   [more? (fx> (length fds) max-fds-per-message)]
+                   [batch (if more? (list-head fds max-fds-per-message) fds)]
+                   [r (send-frame-chunk (endpoint-fd e)
+                                        (+ (pending-buffer p) (pending-sent p))
+                                        (if more? 1 (fx- (pending-size p) (pending-sent p)))
+                                        batch)])
               (cond
                 [(eq? r 'again) (queue-push-front! q p) (want-writable! e #t)]
                 [(eq? r 'closed)
@@ -229,19 +243,16 @@
                  (let drop () (let ([p (queue-pop! q #f)]) (when p (discard! p) (drop))))
                  (want-writable! e #f)]
                 [else
-                 (when (and (fx= (pending-sent p) 0) (pair? (pending-close-after p)))
-                   ;; the descriptors went with the first bytes
-                   (for-each close-fd (pending-close-after p)))
+                 (unless (null? batch)
+                   (pending-fds-set! p (list-tail fds (length batch)))
+                   (when (null? (pending-fds p))
+                     (for-each close-fd (pending-close-after p))
+                     (pending-close-after-set! p '())))
                  (pending-sent-set! p (fx+ (pending-sent p) r))
                  (if (fx= (pending-sent p) (pending-size p))
                      (begin (free (pending-buffer p)) (loop))
-                     (begin (queue-push-front! q (strip-close-after p)) (loop)))])))
+                     (begin (queue-push-front! q p) (loop)))])))
           (when (and (queue-empty? q) (endpoint-writing? e)) (want-writable! e #f))))))
-
-  (define (strip-close-after p)
-    (if (null? (pending-close-after p))
-        p
-        (make-pending (pending-buffer p) (pending-size p) (pending-sent p) (pending-owners p) '() '())))
 
   (define (want-writable! e on?)
     (unless (eq? on? (endpoint-writing? e))
