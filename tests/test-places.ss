@@ -411,6 +411,21 @@
     (place-channel-put p 'stop)
     (place-wait p)))
 
+(test "sharing of place channels and shared vectors within a message is kept"
+  (let ([p (echo-place)])
+    (let-values ([(a b) (place-channel)])
+      (let* ([sb (make-shared-bytes 1)] [h (make-eq-hashtable)])
+        (hashtable-set! h a 'chan-key)
+        (let ([r (place-channel-put/get p (list a a sb sb h (make-point a sb)))])
+          (check "channel twice" (eq? (car r) (cadr r)))
+          (check "shared vector twice" (eq? (caddr r) (cadddr r)))
+          (check "channel as an eq key" (eq? 'chan-key (hashtable-ref (list-ref r 4) (car r) #f)))
+          (check "record fields" (and (eq? (car r) (point-x (list-ref r 5))) (eq? (caddr r) (point-y (list-ref r 5)))))
+          (place-channel-put (point-x (list-ref r 5)) 'via-record)
+          (check-equal "channel from a record works" 'via-record (sync/timeout 5 b)))))
+    (place-channel-put p 'stop)
+    (place-wait p)))
+
 (test "cycles through pairs and vectors are kept"
   (let ([p (echo-place)])
     (let* ([l (list 1 2 3)])
@@ -713,6 +728,32 @@
         (check-equal "b' -> a'" 'two (sync/timeout 5 (car r)))))
     (place-channel-put p 'stop)
     (check-equal "code" 0 (wait/timeout p 10))))
+
+(test "an endpoint sent away after a message reached this place: the receiving place still gets it"
+  (let ([p (agent-place)])
+    (let-values ([(a b) (place-channel)])
+      (place-channel-put b 'local)
+      (check-equal "local" 'local (place-channel-get a))
+      ;; nobody here gets this one, but it may already have been read in
+      (place-channel-put b 'early)
+      (sleep 0.2)
+      (check-equal "held" 'held (place-channel-put/get p (list 'hold a)))
+      (check-equal "the place got it" 'early (place-channel-put/get p (list 'get-from a 3))))
+    (place-channel-put p '(stop))
+    (place-wait p)))
+
+(test "an endpoint sent away while large messages are arriving: the receiving place gets them whole, in order"
+  (let ([x (agent-place)] [y (agent-place)] [n 40] [size 500000])
+    (let-values ([(a b) (place-channel)])
+      (place-channel-put x (list 'flood-on b n size))
+      (let ([first (place-channel-get a)])
+        (check "first" (and (bytevector? first) (= (bytevector-length first) size)))
+        ;; hand a to y in the middle of the stream
+        (let ([r (place-channel-put/get y (list 'collect-from a (- n 1) size 5))])
+          (check-equal "y got the rest, whole and in order" (list (- n 1) 1 #t #t) r))))
+    (place-channel-put x '(stop))
+    (place-channel-put y '(stop))
+    (check-equal "codes" '(0 0) (list (wait/timeout x 10) (wait/timeout y 10)))))
 
 (test "an endpoint sent through a local channel still reaches its peer"
   (let-values ([(a b) (place-channel)] [(x y) (place-channel)])
@@ -1054,6 +1095,30 @@
     (check-equal "exit 0 after catching" 0 (wait/timeout p 10))
     (place-kill p)))
 
+(test "place-break while breaks are disabled in the place stays pending"
+  (let ([p (agent-place)])
+    (place-channel-put p '(no-break 1.5))
+    (check-equal "ready" 'ready (place-channel-get p))
+    (place-break p)
+    (check "not ended while disabled" (not (sync/timeout 0.7 (place-dead-evt p))))
+    (check-equal "ended once enabled" 1 (wait/timeout p 10))
+    (place-kill p)))
+
+(test "a thread blocked in place-wait can be broken"
+  (let* ([p (blocked-place)] [res (box #f)]
+         [t (thread (lambda ()
+                      (guard (c [(break-condition? c) (set-box! res 'broken)])
+                        (place-wait p)
+                        (set-box! res 'returned))))])
+    (check-equal "ready" 'ready (place-channel-get p))
+    (sleep 0.05)
+    (break-thread t)
+    (thread-wait t)
+    (check-equal "broken" 'broken (unbox res))
+    (check "place still running" (not (sync/timeout 0 (place-dead-evt p))))
+    (place-channel-put p 'done)
+    (check-equal "code" 0 (wait/timeout p 10))))
+
 (test "place-break of a place that computes ends it"
   (let ([p (agent-place)])
     (check-equal "alive" 1 (place-channel-put/get p '(bump)))
@@ -1299,7 +1364,10 @@
     (let ([line (wait-until (lambda () (line-starting "pids " (file-lines out))) 20)]
           [prog (let ([ls (file-lines (string-append out ".pid"))]) (and (pair? ls) (string->number (car ls))))])
       (check (list 'started line prog) (and line prog))
-      (when prog (system (format "kill -9 ~a" prog)))
+      (when prog
+        (let ([rc (system (format "kill -9 ~a" prog))])
+          (check (list 'program-killed prog 'kill-status rc (read-file (format "/proc/~a/stat" prog)))
+                 (wait-until (lambda () (not (process-alive? prog))) 5))))
       (when line
         (let ([pids (pids-of line)])
           (check-equal "four pids" 4 (length pids))

@@ -198,6 +198,31 @@
                       (sync/timeout (caddr cmd) (cadr cmd))))
              (loop)]
             [(hold) (set! held (cons (cadr cmd) held)) (reply 'held) (loop)]
+            ;; (flood-on ep n size): puts n bytevectors (filled with i mod 256) on ep
+            [(flood-on) (flood! (cadr cmd) (caddr cmd) (cadddr cmd)) (reply 'flooded) (loop)]
+            ;; (collect-from ep n size secs): gets up to n messages from ep, each
+            ;; within secs; replies (count first-fill in-order? well-formed?) or
+            ;; (error message count)
+            [(collect-from)
+             (let ([ep (list-ref cmd 1)] [n (list-ref cmd 2)] [size (list-ref cmd 3)] [secs (list-ref cmd 4)])
+               (reply
+                 (let collect ([count 0] [first #f] [prev #f] [in-order #t] [well-formed #t])
+                   (let ([m (if (= count n)
+                                #f
+                                (guard (c [#t (list 'error (if (message-condition? c) (condition-message c) c) count)])
+                                  (sync/timeout secs ep)))])
+                     (cond
+                       [(not m) (list count first in-order well-formed)]
+                       [(and (pair? m) (eq? (car m) 'error)) m]
+                       [else
+                        (let* ([ok (and (bytevector? m) (= (bytevector-length m) size)
+                                        (let ([b (bytevector-u8-ref m 0)])
+                                          (= b (bytevector-u8-ref m (- size 1)))))]
+                               [fill (and ok (bytevector-u8-ref m 0))])
+                          (collect (+ count 1) (or first fill) fill
+                                   (and in-order (or (not prev) (not fill) (= fill (mod (+ prev 1) 256))))
+                                   (and well-formed ok)))])))))
+             (loop)]
             ;; (pump ep n): puts 1..n on ep, then relays ep's reply
             [(pump)
              (let ([ep (cadr cmd)] [n (caddr cmd)])
@@ -231,6 +256,13 @@
                       (reply 'ready)
                       (place-channel-get ch)
                       'no-break))
+             (loop)]
+            ;; (no-break secs): breaks disabled for secs, then a get
+            [(no-break)
+             (parameterize-break #f
+               (reply 'ready)
+               (sleep (cadr cmd)))
+             (place-channel-get ch)
              (loop)]
             [(block) (block-forever)]
             [(spin) (let spin ([i 0]) (spin (+ i 1)))]
