@@ -203,6 +203,15 @@
     (for-each (lambda (p) (place-channel-put p 'stop)) ps)
     (check-equal "codes" (make-list 30 0) (map-in-order (lambda (p) (wait/timeout p 20)) ps))))
 
+(test "a place can start places of its own; they end with it"
+  (let ([p (agent-place)])
+    (check-equal "sub-place echo" '(deep 1) (place-channel-put/get p '(sub-echo (deep 1))))
+    (let ([sub-pid (place-channel-put/get p '(sub-agent))])
+      (check "sub-place alive" (process-alive? sub-pid))
+      (place-kill p)
+      (check (list 'sub-place-gone sub-pid) (wait-until (lambda () (not (process-alive? sub-pid))) 5)))
+    (check-equal "code" 1 (place-wait p))))
+
 (test "each place has a fresh instance of its library"
   (bump!) (bump!) (bump!)
   (let ([p (agent-place)])
@@ -326,6 +335,18 @@
   (let ([h (make)])
     (for-each (lambda (e) (hashtable-set! h (car e) (cdr e))) entries)
     h))
+
+(test "gensyms made in different places are different"
+  (let ([p (agent-place)] [q (agent-place)])
+    (let ([g1 (place-channel-put/get p '(make-gensym "same"))]
+          [g2 (place-channel-put/get q '(make-gensym "same"))]
+          [g3 (place-channel-put/get p '(make-gensym "same"))])
+      (check "gensyms" (and (gensym? g1) (gensym? g2) (gensym? g3)))
+      (check "distinct" (not (or (eq? g1 g2) (eq? g1 g3) (eq? g2 g3))))
+      (check "distinct from ours" (not (eq? g1 (gensym "same")))))
+    (place-channel-put p '(stop))
+    (place-channel-put q '(stop))
+    (check-equal "codes" '(0 0) (list (place-wait p) (place-wait q)))))
 
 (test "hashtables of each allowed kind arrive immutable, same kind and contents"
   (let ([p (agent-place)]
@@ -1033,6 +1054,15 @@
     (check "alive before" (process-alive? pid))
     (place-kill p)
     (check (list 'reaped pid) (not (file-exists? (format "/proc/~a" pid))))))
+
+(test "a place ended by a signal from outside: code 1"
+  (for-each
+    (lambda (sig)
+      (let* ([p (agent-place)] [pid (car (place-channel-put/get p '(pid)))])
+        (system (format "kill -~a ~a" sig pid))
+        (check-equal (list 'signal sig) 1 (wait/timeout p 10))
+        (place-kill p)))
+    '("USR1" "TERM" "KILL" "SEGV")))
 
 (test "place-kill of an ended place changes nothing; place-wait repeats"
   (let ([p (return-place)])

@@ -264,6 +264,20 @@
                (sleep (cadr cmd)))
              (place-channel-get ch)
              (loop)]
+            ;; (sub-echo v): a place of its own echoes v
+            [(sub-echo)
+             (let ([q (echo-place)])
+               (reply (place-channel-put/get q (cadr cmd)))
+               (place-channel-put q 'stop)
+               (place-wait q))
+             (loop)]
+            ;; (sub-agent): starts an agent place of its own, replies with its pid
+            [(sub-agent)
+             (let ([q (agent-place)])
+               (set! held (cons q held))
+               (reply (car (place-channel-put/get q '(pid)))))
+             (loop)]
+            [(make-gensym) (reply (gensym (cadr cmd))) (loop)]
             [(block) (block-forever)]
             [(spin) (let spin ([i 0]) (spin (+ i 1)))]
             [else (reply (list 'unknown-command cmd)) (loop)])))))
