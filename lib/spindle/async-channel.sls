@@ -6,7 +6,7 @@
           async-channel-put async-channel-put-evt
           ;; for mailboxes
           make-buffer-channel async-channel-peek-evt async-channel-push-front!
-          async-channel-push-back!)
+          async-channel-push-back! async-channel-take-all!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
           (spindle private evt-core) (spindle private sync))
 
@@ -168,6 +168,16 @@
         (queue-push! (async-channel-buffer ch) v)
         (settle! ch))
       (mutex-release (async-channel-lock ch))))
+
+  ;; Removes and returns every buffered value, oldest first; never blocks.
+  (define (async-channel-take-all! ch)
+    (with-interrupts-disabled
+      (mutex-acquire (async-channel-lock ch))
+      (let loop ([acc '()])
+        (let ([v (queue-pop! (async-channel-buffer ch) #f)])
+          (if v
+              (loop (cons v acc))
+              (begin (settle! ch) (mutex-release (async-channel-lock ch)) (reverse acc)))))))
 
   (define (async-channel-get ch) (check 'async-channel-get ch) (sync ch))
 

@@ -59,14 +59,23 @@
 
   (define (decode bv raw? fds) (decode-message bv raw? fds descriptor->endpoint))
 
-  (define (owner-fd o) (if (endpoint? o) (endpoint-fd o) (shared-vector-fd o)))
+  ;; an endpoint, a shared vector, or a raw descriptor
+  (define (owner-fd o)
+    (cond [(endpoint? o) (endpoint-fd o)] [(shared-vector? o) (shared-vector-fd o)] [else o]))
 
+  ;; An endpoint sent away stops being read here; what was read from it
+  ;; and not yet got travels with it (its descriptors are ours to close
+  ;; once sent).
   (define (put who pch v)
-    (let ([ep (channel-endpoint who pch)])
-      (let-values ([(bv owners raw?) (encode-message who v place-channel?
-                                                     (lambda (c) (channel-endpoint who c)))])
-        (for-each (lambda (o) (when (endpoint? o) (endpoint-hand-off! o))) owners)
-        (endpoint-send! ep bv raw? (map owner-fd owners) owners '()))))
+    (let ([ep (channel-endpoint who pch)] [handed-fds '()])
+      (let-values ([(bv owners raw?)
+                    (encode-message who v place-channel?
+                                    (lambda (c)
+                                      (let ([e (channel-endpoint who c)])
+                                        (let-values ([(unread fds) (endpoint-take-unread! e)])
+                                          (set! handed-fds (append fds handed-fds))
+                                          (values e unread fds)))))])
+        (endpoint-send! ep bv raw? (map owner-fd owners) owners handed-fds))))
 
   (define (place-channel-put pch v) (put 'place-channel-put pch v))
 
@@ -318,6 +327,10 @@
   ;; messages have left (a peer that is slow to read must not lose them,
   ;; and place-wait must not wait for that peer), then exits.
   (define (place-child-main fd report-fd module start cwd)
+    ;; A fork shares the template's gensym session key (gensyms made in two
+    ;; places would be eq? once sent) and its random state.
+    (#%$set-top-level-value! '$session-key #f)
+    (random-seed (+ 1 (mod (+ (* 7919 (own-pid)) (time-nanosecond (current-time))) 4294967000)))
     (let ()
       (define (finish code)
         (flush-output-port (current-output-port))

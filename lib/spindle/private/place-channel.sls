@@ -19,10 +19,10 @@
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-close! peer-ended-error? endpoint-record-type watch-descriptor!
-          wait-for-output! endpoint-hand-off!)
+          wait-for-output! endpoint-take-unread!)
   (import (chezscheme) (spindle private unix) (spindle private queue)
           (only (spindle async-channel) make-async-channel async-channel-get
-                async-channel-try-get async-channel-push-back!)
+                async-channel-try-get async-channel-push-back! async-channel-take-all!)
           (only (spindle thread) yield)
           (only (spindle private sync) wrap-evt guard-evt))
 
@@ -71,21 +71,50 @@
   (define reclaim (make-guardian))
   (define reclaim-lock (make-mutex))
 
+  ;; Live endpoints by socket inode (a weak pair each), so a channel that
+  ;; arrives again, or comes back, is the endpoint this process has.
+  (define by-inode (make-eqv-hashtable))     ; under reclaim-lock
+
   (define (track! ep)
-    (with-interrupts-disabled
-      (with-mutex reclaim-lock
-        (let loop ()
-          (let ([dead (reclaim)])
-            (when dead
-              (close-fd (endpoint-fd dead))
-              (free (endpoint-header dead))
-              (loop))))
-        (reclaim ep)))
+    (let ([ino (descriptor-inode (endpoint-fd ep))])
+      (with-interrupts-disabled
+        (with-mutex reclaim-lock
+          (let loop ()
+            (let ([dead (reclaim)])
+              (when dead
+                (let ([ino (car dead)] [e (cdr dead)])
+                  (let ([w (hashtable-ref by-inode ino #f)])
+                    (when (and w (or (eq? (car w) e) (bwp-object? (car w))))
+                      (hashtable-delete! by-inode ino)))
+                  (close-fd (endpoint-fd e))
+                  (free (endpoint-header e)))
+                (loop))))
+          (when ino (hashtable-set! by-inode ino (weak-cons ep '())))
+          (reclaim ep (cons ino ep)))))
     ep)
 
-  (define (descriptor->endpoint fd)
-    (set-nonblocking! fd)
-    (track! (make-endpoint fd)))
+  ;; The live endpoint of this socket, if this process has one.
+  (define (endpoint-of-inode ino)
+    (and ino
+         (with-interrupts-disabled
+           (with-mutex reclaim-lock
+             (let ([w (hashtable-ref by-inode ino #f)])
+               (and w (endpoint? (car w)) (not (endpoint-closed? (car w))) (car w)))))))
+
+  ;; unread, unread-fds: what the sender had read from this channel but not
+  ;; delivered (see endpoint-take-unread!); parsed before the socket.
+  (define descriptor->endpoint
+    (case-lambda
+      [(fd) (descriptor->endpoint fd #f '())]
+      [(fd unread unread-fds)
+       (let* ([known (endpoint-of-inode (descriptor-inode fd))]
+              [e (or known (begin (set-nonblocking! fd) (track! (make-endpoint fd))))])
+         (when known (close-fd fd))
+         (when unread
+           (with-endpoint-lock e
+             (let-values ([(frames end?) (read-frames! e '() (bytes-reader unread unread-fds))])
+               (for-each (lambda (f) (async-channel-push-back! (endpoint-inbox e) f)) frames))))
+         e)]))
 
   (define (make-endpoint-pair who)
     (let-values ([(a b) (make-socket-pair who)])
@@ -186,11 +215,70 @@
 
   ;; An endpoint sent to another place stops being read here (until a
   ;; thread here gets from it again), so the receiver gets what comes.
-  (define (endpoint-hand-off! e)
+  ;; Returns what this process has read from e but not handed to a getter
+  ;; (queued frames, and the start of a frame), as the bytes and
+  ;; descriptors that carried them; the receiver of e parses them first.
+  (define (endpoint-take-unread! e)
     (with-endpoint-lock e
       (when (endpoint-reading? e)
         (endpoint-reading?-set! e #f)
-        (update-interest! e))))
+        (update-interest! e))
+      (let* ([frames (filter pair? (async-channel-take-all! (endpoint-inbox e)))]
+             [partial (partial-frame-bytes e)]
+             [fds (append (apply append (map cddr frames)) (endpoint-fds e))])
+        (endpoint-fds-set! e '())
+        (if (and (null? frames) (not partial) (null? fds))
+            (values #f '())
+            (let-values ([(port get) (open-bytevector-output-port)])
+              (for-each
+                (lambda (f)
+                  (let ([h (make-bytevector header-size 0)])
+                    (bytevector-u64-native-set! h 0 (bytevector-length (car f)))
+                    (bytevector-u32-native-set! h 8 (length (cddr f)))
+                    (bytevector-u32-native-set! h 12 (if (cadr f) 1 0))
+                    (put-bytevector port h)
+                    (put-bytevector port (car f))))
+                frames)
+              (when partial (put-bytevector port partial))
+              (values (get) fds))))))
+
+  ;; With the lock held: the bytes of a frame read in part, or #f; the
+  ;; parser starts afresh.
+  (define (partial-frame-bytes e)
+    (let ([p (endpoint-payload e)] [hgot (endpoint-header-got e)])
+      (cond
+        [p
+         (let* ([got (endpoint-payload-got e)] [bv (make-bytevector (fx+ header-size got))]
+                [h (make-bytevector header-size)] [body (make-bytevector got)])
+           (memcpy-to-bytevector! h (endpoint-header e) header-size)
+           (memcpy-to-bytevector! body p got)
+           (bytevector-copy! h 0 bv 0 header-size)
+           (bytevector-copy! body 0 bv header-size got)
+           (free p)
+           (endpoint-payload-set! e #f)
+           (endpoint-header-got-set! e 0)
+           bv)]
+        [(fx> hgot 0)
+         (let ([bv (make-bytevector hgot)])
+           (memcpy-to-bytevector! bv (endpoint-header e) hgot)
+           (endpoint-header-got-set! e 0)
+           bv)]
+        [else #f])))
+
+  ;; A reader for read-frames! over a bytevector: all of fds come first.
+  (define (bytes-reader bv fds)
+    (let ([pos 0] [fds fds])
+      (lambda (addr len)
+        (let ([n (fxmin len (fx- (bytevector-length bv) pos))])
+          (if (fx= n 0)
+              (values 'again '())
+              (let ([chunk (if (and (fx= pos 0) (fx= n (bytevector-length bv))) bv
+                               (let ([c (make-bytevector n)]) (bytevector-copy! bv pos c 0 n) c))]
+                    [given fds])
+                (memcpy-from-bytevector! addr chunk n)
+                (set! pos (fx+ pos n))
+                (set! fds '())
+                (values n given)))))))
 
   ;; ---------------------------------------------------------------- sending
   ;; Sends the frame of payload bv with the descriptors of owners
@@ -292,7 +380,8 @@
                     (with-endpoint-lock e
                       (if (or (endpoint-closed? e) (endpoint-ended? e))
                           (values '() #f)
-                          (let-values ([(frames end?) (read-frames! e '())])
+                          (let-values ([(frames end?)
+                                        (read-frames! e '() (lambda (a n) (recv-chunk (endpoint-fd e) a n)))])
                             (unless hook
                               (for-each (lambda (f) (async-channel-push-back! (endpoint-inbox e) f)) frames)
                               (when end? (endpoint-reading?-set! e #f)
@@ -304,14 +393,15 @@
           (when end? (hook #f '()))))))
 
   ;; With the lock held: (values frames-in-order end-of-stream?).
-  (define (read-frames! e acc)
+  ;; read: (lambda (address length) ...) with recv-chunk's results.
+  (define (read-frames! e acc read)
     (let ([p (endpoint-payload e)])
       (let-values ([(r fds)
                     (if p
-                        (recv-chunk (endpoint-fd e) (+ p (endpoint-payload-got e))
-                                    (fx- (endpoint-payload-size e) (endpoint-payload-got e)))
-                        (recv-chunk (endpoint-fd e) (+ (endpoint-header e) (endpoint-header-got e))
-                                    (fx- header-size (endpoint-header-got e))))])
+                        (read (+ p (endpoint-payload-got e))
+                              (fx- (endpoint-payload-size e) (endpoint-payload-got e)))
+                        (read (+ (endpoint-header e) (endpoint-header-got e))
+                              (fx- header-size (endpoint-header-got e))))])
         (unless (null? fds) (endpoint-fds-set! e (append (endpoint-fds e) fds)))
         (cond
           [(eq? r 'again) (values (reverse acc) #f)]
@@ -322,16 +412,17 @@
            (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
            (read-frames! e (if (fx= (endpoint-payload-got e) (endpoint-payload-size e))
                                (cons (take-frame! e) acc)
-                               acc))]
+                               acc)
+                         read)]
           [else
            (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
            (if (fx< (endpoint-header-got e) header-size)
-               (read-frames! e acc)
+               (read-frames! e acc read)
                (let ([size (foreign-ref 'unsigned-64 (endpoint-header e) 0)])
                  (endpoint-payload-set! e (malloc (fxmax size 1)))
                  (endpoint-payload-size-set! e size)
                  (endpoint-payload-got-set! e 0)
-                 (read-frames! e (if (fx= size 0) (cons (take-frame! e) acc) acc))))]))))
+                 (read-frames! e (if (fx= size 0) (cons (take-frame! e) acc) acc) read)))]))))
 
   ;; With the lock held: the completed frame as (bytevector . fds).
   (define (take-frame! e)

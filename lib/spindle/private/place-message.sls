@@ -136,7 +136,13 @@
              (hashtable-set! memo v b)
              (set-box! b (conv (unbox v)))
              b)]
-          [(channel? v) (memoize v (make-wire-ref 'channel (owner-index! (channel->owner v)) #f #f))]
+          [(channel? v)
+           ;; channel->owner: the endpoint, what was read from it here but
+           ;; not delivered (bytes or #f), and the descriptors of those bytes
+           (let-values ([(ep unread unread-fds) (channel->owner v)])
+             (let ([i (owner-index! ep)])
+               (for-each owner-index! unread-fds)
+               (memoize v (make-wire-ref 'channel i unread (length unread-fds)))))]
           [(shared-vector? v)
            (memoize v (make-wire-ref 'shared (owner-index! v) (shared-vector-kind v)
                                      (shared-vector-length v)))]
@@ -177,7 +183,8 @@
         (values (get) owners #f))))
 
   ;; fds: the descriptors that came with the message, in order.
-  ;; fd->channel: makes a place channel endpoint of a received descriptor.
+  ;; fd->channel: makes a place channel endpoint of a received descriptor,
+  ;; the bytes its sender had read from it, and their descriptors.
   (define (decode-message bv raw? fds fd->channel)
     (if raw?
         (begin (#%$bytevector-set-immutable! bv) bv)
@@ -190,7 +197,11 @@
       (define (fd i) (vector-ref fds i))
       (define (resolve w)
         (case (wire-ref-kind w)
-          [(channel) (fd->channel (fd (wire-ref-a w)))]
+          [(channel)
+           (let ([i (wire-ref-a w)])
+             (fd->channel (fd i) (wire-ref-b w)
+                          (let loop ([k (wire-ref-c w)] [acc '()])
+                            (if (fx= k 0) acc (loop (fx- k 1) (cons (fd (fx+ i k)) acc))))))]
           [(shared) (descriptor->shared-vector (wire-ref-b w) (wire-ref-c w) (fd (wire-ref-a w)))]
           [(hashtable)
            (let ([h (make-kind-hashtable (wire-ref-a w))] [ks (wire-ref-b w)] [vs (wire-ref-c w)])

@@ -14,7 +14,8 @@
           make-memfd map-shared unmap
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
-          signal-number signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals)
+          signal-number signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals
+          descriptor-inode)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -60,6 +61,7 @@
   (define c-write (foreign-procedure "write" (int uptr size_t) ssize_t))
   (define c-pipe2 (foreign-procedure "pipe2" (uptr int) int))
   (define c-exit (foreign-procedure "_exit" (int) void))
+  (define c-fstat (foreign-procedure "fstat" (int uptr) int))
 
   (define (errno) (foreign-ref 'int (c-errno-location) 0))
   (define eagain 11)
@@ -354,6 +356,12 @@
     (let* ([buf (malloc 1)] [r (c-read fd buf 1)] [b (and (eqv? r 1) (foreign-ref 'unsigned-8 buf 0))])
       (free buf)
       b))
+
+  ;; The inode of what fd refers to: two descriptors of one socket share it.
+  (define (descriptor-inode fd)
+    (let* ([st (malloc 256)] [r (c-fstat fd st)] [ino (and (eqv? r 0) (foreign-ref 'unsigned-64 st 8))])
+      (free st)
+      ino))
 
   (define (signal-number kind)
     (case kind [(#f) 2] [(hang-up) 1] [(terminate) 15] [(kill) 9] [else #f])))
