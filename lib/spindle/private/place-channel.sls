@@ -75,29 +75,38 @@
   ;; arrives again, or comes back, is the endpoint this process has.
   (define by-inode (make-eqv-hashtable))     ; under reclaim-lock
 
+  ;; With reclaim-lock held: releases the endpoints found unreachable.  A
+  ;; dead endpoint can still be in a weak pair (the guardian keeps it), and
+  ;; its mutex is already gone: it leaves by-inode here, before any lookup.
+  (define (release-dead!)
+    (let loop ()
+      (let ([dead (reclaim)])
+        (when dead
+          (let ([ino (car dead)] [e (cdr dead)])
+            (let ([w (hashtable-ref by-inode ino #f)])
+              (when (and w (or (eq? (car w) e) (bwp-object? (car w))))
+                (hashtable-delete! by-inode ino)))
+            (close-fd (endpoint-fd e))
+            (free (endpoint-header e)))
+          (loop)))))
+
   (define (track! ep)
     (let ([ino (descriptor-inode (endpoint-fd ep))])
       (with-interrupts-disabled
         (with-mutex reclaim-lock
-          (let loop ()
-            (let ([dead (reclaim)])
-              (when dead
-                (let ([ino (car dead)] [e (cdr dead)])
-                  (let ([w (hashtable-ref by-inode ino #f)])
-                    (when (and w (or (eq? (car w) e) (bwp-object? (car w))))
-                      (hashtable-delete! by-inode ino)))
-                  (close-fd (endpoint-fd e))
-                  (free (endpoint-header e)))
-                (loop))))
+          (release-dead!)
           (when ino (hashtable-set! by-inode ino (weak-cons ep '())))
           (reclaim ep (cons ino ep)))))
     ep)
 
-  ;; The live endpoint of this socket, if this process has one.
+  ;; The live endpoint of this socket, if this process has one.  (No
+  ;; collection can run between release-dead! and the lookup: interrupts
+  ;; are disabled.)
   (define (endpoint-of-inode ino)
     (and ino
          (with-interrupts-disabled
            (with-mutex reclaim-lock
+             (release-dead!)
              (let ([w (hashtable-ref by-inode ino #f)])
                (and w (endpoint? (car w)) (not (endpoint-closed? (car w))) (car w)))))))
 
