@@ -836,17 +836,25 @@
     (check-equal "fl set" -2.25 (shared-flvector-ref fl 0))
     (check-equal "empty" '(0 0) (list (shared-fxvector-length (shared-fxvector)) (shared-flvector-length (make-shared-flvector 0))))))
 
+;; Calls each thunk; returns (index who (assertion? who-raised)) for every
+;; one that did not raise an &assertion naming its who.
+(define (wrong-raisers whos thunks indexes)
+  (let loop ([whos whos] [thunks thunks] [is indexes] [wrong '()])
+    (if (null? whos)
+        (reverse wrong)
+        (let* ([who (car whos)] [c (raised (car thunks))])
+          (loop (cdr whos) (cdr thunks) (cdr is)
+                (if ((assertion-from? who) c)
+                    wrong
+                    (cons (list (car is) who (if (condition? c)
+                                                 (list (assertion-violation? c) (and (who-condition? c) (condition-who c)))
+                                                 c))
+                          wrong)))))))
+
 (test "shared vectors: bad index or element raises &assertion naming the procedure, changes nothing"
   (let ([sb (make-shared-bytes 4 1)] [fx (make-shared-fxvector 4 1)] [fl (make-shared-flvector 4 1.0)])
-    (define wrong '())
-    (for-each
-      (lambda (who thunk i)
-        (let ([c (raised thunk)])
-          (unless ((assertion-from? who) c)
-            (set! wrong (cons (list i who (if (condition? c)
-                                              (list (assertion-violation? c) (and (who-condition? c) (condition-who c)))
-                                              c))
-                              wrong)))))
+    (define wrong
+      (wrong-raisers
       '(make-shared-bytes make-shared-bytes make-shared-bytes make-shared-bytes make-shared-bytes
         shared-bytes shared-bytes
         shared-bytes-ref shared-bytes-ref shared-bytes-ref shared-bytes-ref
@@ -899,8 +907,8 @@
         (lambda () (shared-flvector-set! fl 0 1))
         (lambda () (shared-flvector-set! fl 0 1/2))
         (lambda () (shared-flvector-length fx)))
-      (iota 40))
-    (check-equal "every call raised &assertion naming its procedure (index who (assertion? who-raised))" '() (reverse wrong))
+      (iota 40)))
+    (check-equal "every call raised &assertion naming its procedure (index who (assertion? who-raised))" '() wrong)
     (check-equal "bytes unchanged" (bytevector 1 1 1 1) (shared-bytes->bytevector sb))
     (check-equal "fx unchanged" '(1 1 1 1) (map (lambda (i) (shared-fxvector-ref fx i)) (iota 4)))
     (check-equal "fl unchanged" '(1.0 1.0 1.0 1.0) (map (lambda (i) (shared-flvector-ref fl i)) (iota 4)))))
@@ -1261,15 +1269,8 @@
 ;; ================================================================ bad input
 (test "bad arguments raise &assertion naming the procedure"
   (let ([p (echo-place)])
-    (define wrong '())
-    (for-each
-      (lambda (who thunk i)
-        (let ([c (raised thunk)])
-          (unless ((assertion-from? who) c)
-            (set! wrong (cons (list i who (if (condition? c)
-                                              (list (assertion-violation? c) (and (who-condition? c) (condition-who c)))
-                                              c))
-                              wrong)))))
+    (define wrong
+      (wrong-raisers
       '(place-wait place-kill place-break place-break place-break place-dead-evt
         place-channel-put place-channel-get place-channel-put/get)
       (list (lambda () (place-wait 42))
@@ -1281,8 +1282,8 @@
             (lambda () (place-channel-put 42 'x))
             (lambda () (place-channel-get (make-channel)))
             (lambda () (place-channel-put/get 42 'x)))
-      (iota 9))
-    (check-equal "every call raised &assertion naming its procedure (index who (assertion? who-raised))" '() (reverse wrong))
+      (iota 9)))
+    (check-equal "every call raised &assertion naming its procedure (index who (assertion? who-raised))" '() wrong)
     ;; an endpoint is a place channel but not a place
     (let-values ([(a b) (place-channel)])
       (check-raises "place-wait of an endpoint" (assertion-from? 'place-wait) (lambda () (place-wait a)))
