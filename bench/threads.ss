@@ -4,13 +4,18 @@
 ;;;   bin/spindle bench threads [--n 1,2,4,8] [--quick] [--no-peers] [OPTION ...]
 ;;;
 ;;; Runs six workloads (fib, strfib*, strfib, hash-nums, hash-digs, hash-dir)
-;;; N times over in six modes: sequential (N iterations in a row), coroutine
+;;; N times over in seven modes: sequential (N iterations in a row), coroutine
 ;;; (N coroutine threads), parallel (N threads #:pool 'own), pool (one pool of
-;;; N workers, N threads), futures (N futures, touched) and raw (N Chez
-;;; fork-threads: the in-process ceiling).  Each cell is the best of --runs
+;;; N workers, N threads), futures (N futures, touched), raw (N Chez
+;;; fork-threads: the in-process ceiling) and places (N places, one iteration
+;;; each; the places are started, and have sent their first message, before
+;;; the clock starts, as in Racket's peer).  Each cell is the best of --runs
 ;;; timings (by real time) and shows the speedup over the sequential cell of
 ;;; the same N, real ms, CPU ms of the whole process ((current-time
-;;; 'time-process)) and GC ms ((current-time 'time-collector-real)).
+;;; 'time-process)) and GC ms ((current-time 'time-collector-real)); for
+;;; places, plus the CPU and collector ms each place reports for its run.
+;;; The workloads are in bench/bench-workloads.sls, the places' start
+;;; procedure in bench/bench-places.sls.
 ;;; N defaults to 1,2,4,8 capped at (processor-count); --n is taken as given.
 ;;;
 ;;; Prints a readable table, then one line per cell, `threads.WORKLOAD.MODE.nN
@@ -52,8 +57,8 @@
 ;;;   digs-only hash-digs without the final hash
 ;;;   strhash   full-string-hash of one prebuilt 1M-char string, repeated (no allocation)
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
-        (rename (only (chezscheme) make-parameter) (make-parameter chez-make-parameter))
-        (spindle))
+        (spindle)
+        (bench-workloads))
 
 ;; ---------------------------------------------------------------- arguments
 (define args (command-line-arguments))
@@ -139,110 +144,11 @@
   (when b (collect-trip-bytes (positive-int "--collect-trip-bytes" b))))
 
 ;; ---------------------------------------------------------------- workloads
-(define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
-
-;; Every sum goes to a string and back.
-(define (strfib* n)
-  (if (< n 2)
-      n
-      (string->number (number->string (+ (strfib* (- n 1)) (strfib* (- n 2)))))))
-
-;; The same through a conversion path that reads a (Chez) parameter on each
-;; call and passes it on.
-(define current-radix (chez-make-parameter 10))
-(define (num->str x) (number->string x (current-radix)))
-(define (str->num s) (string->number s (current-radix)))
-(define (strfib n)
-  (if (< n 2)
-      n
-      (str->num (num->str (+ (strfib (- n 1)) (strfib (- n 2)))))))
-
-;; 10^k fixnum keys into a fresh equal?-based table, then read back; 3 rounds.
-(define hash-nums-rounds 3)
-(define (hash-nums k)
-  (let ([n (expt 10 k)])
-    (let round ([r 0] [acc 0])
-      (if (= r hash-nums-rounds)
-          acc
-          (let ([h (make-hashtable equal-hash equal?)])
-            (do ([i 0 (+ i 1)]) ((= i n)) (hashtable-set! h i (+ i r)))
-            (round (+ r 1)
-                   (let sum ([i 0] [s acc])
-                     (if (= i n) s (sum (+ i 1) (+ s (hashtable-ref h i 0)))))))))))
-
-;; Chez's string-hash (and equal-hash) look at only part of a long
-;; string (two 6M-char strings that differ at index 5000000 hash the
-;; same), where Racket's, Guile's and CPython's hash every character: hash
-;; every character here too, in Scheme.
-(define (full-string-hash s)
-  (let ([n (string-length s)])
-    (let loop ([i 0] [h 5381])
-      (if (fx= i n)
-          h
-          (loop (fx+ i 1)
-                (fxlogand (fx+ (fx* h 33) (char->integer (string-ref s i))) #xffffffffff))))))
-
-;; The decimal digits of 0 .. m-1 written to a string port, then hashed.
-(define (hash-digs m)
-  (let-values ([(p get) (open-string-output-port)])
-    (do ([i 0 (+ i 1)]) ((= i m)) (write i p))
-    (full-string-hash (get))))
-
-;; Every file under the trees (no dot entries, no results/ compiled/ or
-;; __pycache__ directories), read as UTF-8 text and hashed; `passes` times.
-(define skipped-dirs '("results" "compiled" "__pycache__"))
-(define utf-8 (make-transcoder (utf-8-codec) (eol-style none) (error-handling-mode replace)))
-(define (read-text path)
-  (call-with-port (open-file-input-port path (file-options) (buffer-mode block) utf-8)
-    get-string-all))
-(define (hash-tree dir acc)
-  (fold-left
-    (lambda (acc name)
-      (let ([p (string-append dir "/" name)])
-        (cond
-          [(string-prefix? "." name) acc]
-          [(file-directory? p #f) (if (member name skipped-dirs) acc (hash-tree p acc))]
-          [(file-regular? p #f)
-           (let ([s (read-text p)])
-             (if (eof-object? s) acc (fxlogand (+ acc (full-string-hash s)) #xffffffff)))]
-          [else acc])))
-    acc
-    (sort string<? (directory-list dir))))
-(define (hash-dir passes)
-  (let loop ([i 0] [acc 0])
-    (if (= i passes)
-        acc
-        (loop (+ i 1) (fold-left (lambda (acc d) (if (file-directory? d) (hash-tree d acc) acc)) acc dirs)))))
-
-;; ---- analysis workloads
-;; (the identity goes through a mutable vector so that the compiler cannot
-;; fold (car (cons x '())) away)
-(define identity-cell (vector (lambda (x) x)))
-(define (consfib n)
-  (if (< n 2) n (car ((vector-ref identity-cell 0) (cons (+ (consfib (- n 1)) (consfib (- n 2))) '())))))
-(define (n2sfib n)
-  (if (< n 2)
-      n
-      (let ([s (+ (n2sfib (- n 1)) (n2sfib (- n 2)))])
-        (if (string? (number->string s)) s 0))))
-(define (port->str x)
-  (let-values ([(p get) (open-string-output-port)]) (write x p) (get)))
-(define (portfib n)
-  (if (< n 2) n (string->number (port->str (+ (portfib (- n 1)) (portfib (- n 2)))))))
-(define spindle-radix (make-parameter 10))
-(define (strfib-sp n)
-  (if (< n 2)
-      n
-      (string->number (number->string (+ (strfib-sp (- n 1)) (strfib-sp (- n 2))) (spindle-radix))
-                      (spindle-radix))))
-(define (digs-only m)
-  (let-values ([(p get) (open-string-output-port)])
-    (do ([i 0 (+ i 1)]) ((= i m)) (write i p))
-    (string-length (get))))
-(define big-string (make-string 1000000 #\7))
-(define (strhash reps)
-  (let loop ([i 0] [acc 0])
-    (if (= i reps) acc (loop (+ i 1) (fxlogxor acc (full-string-hash big-string))))))
+;; The workloads live in bench/bench-workloads.sls, so that places (mode
+;; places, bench/bench-places.sls) and bench/places.ss run the same code:
+;; fib, strfib*, strfib, hash-nums, hash-digs, hash-dir (passes dirs), and
+;; the analysis workloads consfib, n2sfib, portfib, strfib-sp, digs-only,
+;; strhash.
 
 ;; name, procedure, full size, quick size, description, checked?
 (define-record-type workload
@@ -259,7 +165,7 @@
       (lambda (k) (format "10^~a number keys into an equal? hashtable and back, ~a rounds" k hash-nums-rounds)) #t #f)
     (make-workload "hash-digs" hash-digs 3000000 600000
       (lambda (k) (format "digits of 0..~a written to a string port, hashed" (- k 1))) #t #f)
-    (make-workload "hash-dir" hash-dir 200 40
+    (make-workload "hash-dir" (lambda (passes) (hash-dir passes dirs)) 200 40
       (lambda (k) (format "~a passes reading and hashing every file under ~a" k
                           (join ", " (map (lambda (d) (if (string-prefix? (string-append root "/") d)
                                                           (substring d (+ 1 (string-length root)) (string-length d))
@@ -302,7 +208,7 @@
         [else (workload-full w)]))
 
 ;; ---------------------------------------------------------------- modes
-(define all-modes '(sequential coroutine parallel pool futures raw))
+(define all-modes '(sequential coroutine parallel pool futures raw places))
 (define modes
   (let ([sel (option "--modes" #f)])
     (if sel
@@ -357,6 +263,43 @@
        (with-mutex m (let wait () (unless (= left 0) (condition-wait c m) (wait))))
        (vector->list res))]))
 
+;; ---------------------------------------------------------------- places
+;; Mode places: N places (dynamic-place '(bench-places) 'worker), started
+;; and waited for (their first message) before the clock, as in Racket's
+;; peer; the timed part sends each one #(WORKLOAD ARGS) and collects the
+;; results.  Each place reports its own CPU and collector ms for the run,
+;; summed into the cell's cpu and gc columns.
+(define place-cpu-ms 0.)                ; during the current measurement
+(define place-gc-ms 0.)
+(define place-startups '())             ; ((n . ms) ...)
+
+(define (workload-args w size)
+  (if (string=? (workload-name w) "hash-dir") (list size dirs) (list size)))
+
+(define (start-places n)
+  (let ([ps (map (lambda (i) (dynamic-place '(bench-places) 'worker)) (iota n))])
+    (for-each (lambda (p)
+                (let ([m (place-channel-get p)])
+                  (unless (eq? m 'ready) (error 'threads "unexpected first message from a place" m))))
+              ps)
+    ps))
+
+(define (stop-places ps)
+  (for-each (lambda (p) (place-channel-put p 'stop)) ps)
+  (for-each (lambda (p)
+              (let ([code (place-wait p)])
+                (unless (eqv? code 0) (error 'threads "a place ended with" code))))
+            ps))
+
+(define (run-places ps msg)
+  (for-each (lambda (p) (place-channel-put p msg)) ps)
+  (map (lambda (p)
+         (let ([r (place-channel-get p)])
+           (set! place-cpu-ms (+ place-cpu-ms (vector-ref r 1)))
+           (set! place-gc-ms (+ place-gc-ms (vector-ref r 2)))
+           (vector-ref r 0)))
+       ps))
+
 ;; ---------------------------------------------------------------- timing
 (define (tms t) (+ (* 1000. (time-second t)) (/ (time-nanosecond t) 1e6)))
 (define (now-ms) (tms (current-time 'time-monotonic)))
@@ -391,14 +334,27 @@
   (full-collect)
   (let ([trip (collect-trip-bytes)])
     (when no-gc? (collect-trip-bytes (expt 2 40)))
+    (set! place-cpu-ms 0.)
+    (set! place-gc-ms 0.)
     (let* ([n0 (collections)] [b0 (bytes-allocated)] [m0 (machine-busy-ms)]
            [g0 (gc-ms)] [c0 (cpu-ms)] [t0 (now-ms)]
            [v (thunk)]
            [t1 (now-ms)] [c1 (cpu-ms)] [g1 (gc-ms)] [m1 (machine-busy-ms)]
            [b1 (bytes-allocated)] [n1 (collections)])
       (when no-gc? (collect-trip-bytes trip))
-      (vector (- t1 t0) (- c1 c0) (- g1 g0) (- n1 n0) (- b1 b0) v
-              (and m0 m1 (max 0 (- m1 m0 (- c1 c0))))))))
+      ;; places: their CPU and collector time count as this cell's, not as others'
+      (vector (- t1 t0) (+ (- c1 c0) place-cpu-ms) (+ (- g1 g0) place-gc-ms) (- n1 n0) (- b1 b0) v
+              (and m0 m1 (max 0 (- m1 m0 (- c1 c0) place-cpu-ms)))))))
+
+;; Mode places: fresh places per measurement, started outside the clock.
+(define (measure-places n w size)
+  (let* ([t0 (now-ms)] [ps (start-places n)] [t1 (now-ms)])
+    (set! place-startups (cons (cons n (- t1 t0)) place-startups))
+    (guard (e [#t (for-each place-kill ps) (raise e)])
+      (let ([res (measure/quiet
+                   (lambda () (run-places ps (vector (workload-name w) (workload-args w size)))))])
+        (stop-places ps)
+        res))))
 
 ;; ---------------------------------------------------------------- results
 ;; impl: "spindle" or a peer name; mode: string.
@@ -460,7 +416,9 @@
           (do ([r 0 (+ r 1)]) ((= r runs))
             (for-each
               (lambda (m)
-                (let* ([res (measure/quiet (lambda () (run-mode m n work)))]
+                (let* ([res (if (eq? m 'places)
+                                (measure-places n w size)
+                                (measure/quiet (lambda () (run-mode m n work))))]
                        [vals (vector-ref res 5)])
                   (unless (and (= (length vals) n) (for-all (lambda (v) (equal? v expected)) vals))
                     (if (workload-checked? w)
@@ -700,7 +658,7 @@
                                                "-")
                                            11)))
                              workloads))))
-          (filter (lambda (m) (member m (map symbol->string modes))) '("parallel" "pool" "futures"))))
+          (filter (lambda (m) (member m (map symbol->string modes))) '("parallel" "pool" "futures" "places"))))
       (when verbose?
         (out "\nspindle per cell: collections, heap growth (bytes-allocated after - before), CPU ms other processes took meanwhile\n")
         (for-each
@@ -737,7 +695,8 @@
 ;; ---------------------------------------------------------------- SVG
 (define palette
   '(("spindle" . (("sequential" . "#7f7f7f") ("coroutine" . "#ff7f0e") ("parallel" . "#1f77b4")
-                  ("pool" . "#2ca02c") ("futures" . "#9467bd") ("raw" . "#000000")))
+                  ("pool" . "#2ca02c") ("futures" . "#9467bd") ("raw" . "#000000")
+                  ("places" . "#d62728")))
     ("racket" . (("sequential" . "#c7c7c7") ("coroutine" . "#ffbb78") ("futures" . "#c5b0d5")
                  ("places" . "#d62728")))
     ("guile" . (("sequential" . "#c7c7c7") ("threads" . "#17becf") ("futures" . "#e377c2")))
@@ -876,6 +835,14 @@
 (progress "N = ~a, modes ~a, workloads ~a" ns modes (map workload-name workloads))
 
 (for-each bench-workload workloads)
+(unless (null? place-startups)
+  (note! "spindle places cells exclude starting the places (until their first message): ~a"
+         (join ", " (map (lambda (n)
+                           (let ([ms (map cdr (filter (lambda (x) (= (car x) n)) place-startups))])
+                             (format "~a place(s) ~a-~a ms" n (exact (round (apply min ms))) (exact (round (apply max ms))))))
+                         (sort < (fold-left (lambda (acc x) (if (memv (car x) acc) acc (cons (car x) acc)))
+                                            '() place-startups)))))
+  (note! "spindle places cells: cpu and gc add up the places' own CPU and collector ms as they report them"))
 (when (> remeasured 0)
   (note! "~a spindle measurement(s) repeated because other processes took over a quarter of the machine; ~,1f s spent waiting for quiet"
          remeasured (/ waited-ms 1000.)))

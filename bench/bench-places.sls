@@ -1,0 +1,54 @@
+#!chezscheme
+;;; bench/bench-places.sls -- start procedures of the places that
+;;; bench/places.ss, bench/threads.ss (mode places) and bench/executors.ss
+;;; (the sum table) start with (dynamic-place '(bench-places) 'NAME).
+;;; Each one first sends 'ready, so that the creator can time a place's
+;;; start up to its first message, and returns (the place exits 0) on 'stop.
+(library (bench-places)
+  (export echo sink worker)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (only (spindle) place-channel-put place-channel-get)
+          (bench-workloads))
+
+  ;; Replies to every message with the message itself.
+  (define (echo ch)
+    (place-channel-put ch 'ready)
+    (let loop ()
+      (let ([m (place-channel-get ch)])
+        (unless (eq? m 'stop)
+          (place-channel-put ch m)
+          (loop)))))
+
+  ;; Counts the bytes of the bytevectors it receives; 'done: replies with the
+  ;; count (and starts again from 0).
+  (define (sink ch)
+    (place-channel-put ch 'ready)
+    (let loop ([bytes 0])
+      (let ([m (place-channel-get ch)])
+        (cond
+          [(bytevector? m) (loop (+ bytes (bytevector-length m)))]
+          [(eq? m 'done) (place-channel-put ch bytes) (loop 0)]
+          [(eq? m 'stop) (void)]
+          [else (loop bytes)]))))
+
+  (define (tms t) (+ (* 1000. (time-second t)) (/ (time-nanosecond t) 1e6)))
+
+  ;; #(NAME (ARG ...)): runs workload NAME of (bench-workloads) on the
+  ;; arguments and replies #(RESULT CPU-MS GC-MS), the CPU time of this
+  ;; process and its collector's real time during the run.  'ping: 'pong.
+  (define (worker ch)
+    (place-channel-put ch 'ready)
+    (let loop ()
+      (let ([m (place-channel-get ch)])
+        (cond
+          [(eq? m 'stop) (void)]
+          [(eq? m 'ping) (place-channel-put ch 'pong) (loop)]
+          [else
+           (let* ([proc (workload-procedure (vector-ref m 0))]
+                  [c0 (tms (current-time 'time-process))]
+                  [g0 (tms (current-time 'time-collector-real))]
+                  [v (apply proc (vector-ref m 1))]
+                  [g1 (tms (current-time 'time-collector-real))]
+                  [c1 (tms (current-time 'time-process))])
+             (place-channel-put ch (vector v (- c1 c0) (- g1 g0)))
+             (loop))])))))
