@@ -18,7 +18,7 @@
 (library (spindle private place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
-          endpoint-close! peer-ended-error? endpoint-record-type watch-descriptor!
+          peer-ended-error? endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
   (import (chezscheme) (spindle private unix) (spindle private queue)
           (only (spindle async-channel) make-async-channel async-channel-get
@@ -121,21 +121,13 @@
          (when known (close-fd fd))
          (when unread
            (with-endpoint-lock e
-             (let-values ([(frames end?) (read-frames! e '() (bytes-reader unread unread-fds))])
+             (let-values ([(frames end?) (read-frames! e '() (bytes-reader unread unread-fds) (greatest-fixnum))])
                (for-each (lambda (f) (async-channel-push-back! (endpoint-inbox e) f)) frames))))
          e)]))
 
   (define (make-endpoint-pair who)
     (let-values ([(a b) (make-socket-pair who)])
       (values (descriptor->endpoint a) (descriptor->endpoint b))))
-
-  ;; Closes the descriptor now (for endpoints this process must not keep).
-  (define (endpoint-close! ep)
-    (unregister! ep)
-    (with-endpoint-lock ep
-      (unless (endpoint-closed? ep)
-        (endpoint-closed?-set! ep #t)
-        (close-fd (endpoint-fd ep)))))
 
   ;; ---------------------------------------------------------------- poller
   (define poller-lock (make-mutex))
@@ -390,7 +382,7 @@
                       (if (or (endpoint-closed? e) (endpoint-ended? e))
                           (values '() #f)
                           (let-values ([(frames end?)
-                                        (read-frames! e '() (lambda (a n) (recv-chunk (endpoint-fd e) a n)))])
+                                        (read-frames! e '() (lambda (a n) (recv-chunk (endpoint-fd e) a n)) read-budget)])
                             (unless hook
                               (for-each (lambda (f) (async-channel-push-back! (endpoint-inbox e) f)) frames)
                               (when end? (endpoint-reading?-set! e #f)
@@ -402,8 +394,22 @@
           (when end? (hook #f '()))))))
 
   ;; With the lock held: (values frames-in-order end-of-stream?).
-  ;; read: (lambda (address length) ...) with recv-chunk's results.
-  (define (read-frames! e acc read)
+  ;; read: (lambda (address length) ...) with recv-chunk's results.  Stops
+  ;; after read-budget bytes even if more is there: epoll reports the rest
+  ;; again, after the other descriptors (a peer that never stops writing
+  ;; must not starve them).
+  (define read-budget (* 4 1024 1024))
+
+  (define (read-frames! e acc read budget)
+    (let loop ([acc acc] [budget budget])
+      (if (fx<= budget 0)
+          (values (reverse acc) #f)
+          (let-values ([(acc n end?) (read-step! e acc read)])
+            (if n (loop acc (fx- budget n)) (values (reverse acc) end?))))))
+
+  ;; One read: (values acc bytes-read-or-#f end-of-stream?); #f when the
+  ;; source has nothing now or has ended.
+  (define (read-step! e acc read)
     (let ([p (endpoint-payload e)])
       (let-values ([(r fds)
                     (if p
@@ -413,25 +419,25 @@
                               (fx- header-size (endpoint-header-got e))))])
         (unless (null? fds) (endpoint-fds-set! e (append (endpoint-fds e) fds)))
         (cond
-          [(eq? r 'again) (values (reverse acc) #f)]
+          [(eq? r 'again) (values acc #f #f)]
           [(or (eq? r 'closed) (eqv? r 0))
            (endpoint-ended?-set! e #t)
-           (values (reverse acc) #t)]
+           (values acc #f #t)]
           [p
            (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
-           (read-frames! e (if (fx= (endpoint-payload-got e) (endpoint-payload-size e))
-                               (cons (take-frame! e) acc)
-                               acc)
-                         read)]
+           (values (if (fx= (endpoint-payload-got e) (endpoint-payload-size e))
+                       (cons (take-frame! e) acc)
+                       acc)
+                   r #f)]
           [else
            (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
            (if (fx< (endpoint-header-got e) header-size)
-               (read-frames! e acc read)
+               (values acc r #f)
                (let ([size (foreign-ref 'unsigned-64 (endpoint-header e) 0)])
                  (endpoint-payload-set! e (malloc (fxmax size 1)))
                  (endpoint-payload-size-set! e size)
                  (endpoint-payload-got-set! e 0)
-                 (read-frames! e (if (fx= size 0) (cons (take-frame! e) acc) acc) read)))]))))
+                 (values (if (fx= size 0) (cons (take-frame! e) acc) acc) r #f)))]))))
 
   ;; With the lock held: the completed frame as (bytevector . fds).
   (define (take-frame! e)
