@@ -18,7 +18,7 @@
 (library (spindle private place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
-          peer-ended-error? endpoint-record-type watch-descriptor!
+          endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
   (import (chezscheme) (spindle private unix) (spindle private queue)
           (only (spindle async-channel) make-async-channel async-channel-get
