@@ -5,10 +5,27 @@
 ;;; Each one first sends 'ready, so that the creator can time a place's
 ;;; start up to its first message, and returns (the place exits 0) on 'stop.
 (library (bench-places)
-  (export echo sink worker)
+  (export echo sink worker start-workers stop-places)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
-          (only (spindle) place-channel-put place-channel-get)
+          (only (spindle) place-channel-put place-channel-get dynamic-place place-wait)
           (bench-workloads))
+
+  ;; In the creating program: n worker places, each past its 'ready.
+  (define (start-workers who n)
+    (let ([ps (map (lambda (i) (dynamic-place '(bench-places) 'worker)) (iota n))])
+      (for-each (lambda (p)
+                  (let ([m (place-channel-get p)])
+                    (unless (eq? m 'ready) (error who "unexpected first message from a place" m))))
+                ps)
+      ps))
+
+  ;; Stops the places and waits for them; each must end with 0.
+  (define (stop-places who ps)
+    (for-each (lambda (p) (place-channel-put p 'stop)) ps)
+    (for-each (lambda (p)
+                (let ([code (place-wait p)])
+                  (unless (eqv? code 0) (error who "a place ended with" code))))
+              ps))
 
   ;; Replies to every message with the message itself.
   (define (echo ch)

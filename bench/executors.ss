@@ -41,7 +41,8 @@
         (srfi :18)
         (only (spindle) thread thread-wait make-parallel-thread-pool processor-count
               srfi-18-thread-pool parameterize
-              dynamic-place place-channel-put place-channel-get place-wait place-kill))
+              place-channel-put place-channel-get place-kill)
+        (only (bench-places) start-workers stop-places))
 
 ;; ---------------------------------------------------------------- arguments
 (define args (command-line-arguments))
@@ -167,26 +168,18 @@
 ;; places (every one started here is waited for, or killed on an error)
 (define live-places '())
 (define (start-places w)
-  (let ([ps (map (lambda (k) (dynamic-place '(bench-places) 'worker)) (iota w))])
+  (let ([ps (start-workers 'executors w)])
     (set! live-places (append ps live-places))
-    (for-each (lambda (p)
-                (unless (eq? (place-channel-get p) 'ready)
-                  (errorf 'executors "unexpected first message from a place")))
-              ps)
     ps))
-(define (stop-places ps)
-  (for-each (lambda (p) (place-channel-put p 'stop)) ps)
-  (for-each (lambda (p)
-              (let ([code (place-wait p)])
-                (unless (eqv? code 0) (errorf 'executors "a place ended with ~s" code))))
-            ps)
+(define (stop-places* ps)
+  (stop-places 'executors ps)
   (set! live-places (filter (lambda (p) (not (memq p ps))) live-places)))
 (define (place-sums ps n w)
   (for-each (lambda (p r) (place-channel-put p (vector "range-sum" r))) ps (ranges n w))
   (fold-left (lambda (s p) (+ s (vector-ref (place-channel-get p) 0))) 0 ps))
 (define (run-sum-places n w)
   (let* ([ps (start-places w)] [s (place-sums ps n w)])
-    (stop-places ps)
+    (stop-places* ps)
     s))
 ;; best of k, places started before each timing
 (define (best-warm k n w check)
@@ -194,12 +187,12 @@
     (if (= i k)
         best
         (let* ([ps (start-places w)] [t0 (now-ms)] [v (place-sums ps n w)] [dt (- (now-ms) t0)])
-          (stop-places ps)
+          (stop-places* ps)
           (unless (equal? v check) (errorf 'executors "wrong result ~s, expected ~s" v check))
           (loop (+ i 1) (if (or (not best) (< dt best)) dt best))))))
 
 (define (bench-sum)
-  (stop-places (start-places 1))        ; the template process starts with the first place
+  (stop-places* (start-places 1))        ; the template process starts with the first place
   (for-each
     (lambda (n)
       (for-each

@@ -58,7 +58,8 @@
 ;;;   strhash   full-string-hash of one prebuilt 1M-char string, repeated (no allocation)
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
         (spindle)
-        (bench-workloads))
+        (bench-workloads)
+        (only (bench-places) start-workers stop-places))
 
 ;; ---------------------------------------------------------------- arguments
 (define args (command-line-arguments))
@@ -276,20 +277,7 @@
 (define (workload-args w size)
   (if (string=? (workload-name w) "hash-dir") (list size dirs) (list size)))
 
-(define (start-places n)
-  (let ([ps (map (lambda (i) (dynamic-place '(bench-places) 'worker)) (iota n))])
-    (for-each (lambda (p)
-                (let ([m (place-channel-get p)])
-                  (unless (eq? m 'ready) (error 'threads "unexpected first message from a place" m))))
-              ps)
-    ps))
-
-(define (stop-places ps)
-  (for-each (lambda (p) (place-channel-put p 'stop)) ps)
-  (for-each (lambda (p)
-              (let ([code (place-wait p)])
-                (unless (eqv? code 0) (error 'threads "a place ended with" code))))
-            ps))
+(define (start-places n) (start-workers 'threads n))
 
 (define (run-places ps msg)
   (for-each (lambda (p) (place-channel-put p msg)) ps)
@@ -353,7 +341,7 @@
     (guard (e [#t (for-each place-kill ps) (raise e)])
       (let ([res (measure/quiet
                    (lambda () (run-places ps (vector (workload-name w) (workload-args w size)))))])
-        (stop-places ps)
+        (stop-places 'threads ps)
         res))))
 
 ;; ---------------------------------------------------------------- results
