@@ -35,10 +35,9 @@
             inbox                    ; async channel of (bytevector . fds) or 'closed
             (mutable reading?)
             (mutable writing?)       ; EPOLLOUT armed
-            (mutable closed?)        ; the descriptor is closed here
             (mutable ended?)         ; end of stream read: every peer end is closed
             (mutable hook)           ; #f, or called by the poller with each frame
-            ;; read state, touched only by the poller thread
+            ;; read state, used under the lock by the poller or a getter
             header                   ; foreign 16 bytes
             (mutable header-got)
             (mutable payload)        ; foreign buffer or #f
@@ -48,7 +47,7 @@
     (protocol
       (lambda (new)
         (lambda (fd)
-          (new fd (make-mutex) (make-queue) (make-async-channel) #f #f #f #f #f
+          (new fd (make-mutex) (make-queue) (make-async-channel) #f #f #f #f
                (malloc header-size) 0 #f 0 0 '()))))
     (nongenerative spindle-place-endpoint-v1) (sealed #t))
 
@@ -108,7 +107,7 @@
            (with-mutex reclaim-lock
              (release-dead!)
              (let ([w (hashtable-ref by-inode ino #f)])
-               (and w (endpoint? (car w)) (not (endpoint-closed? (car w))) (car w)))))))
+               (and w (endpoint? (car w)) (car w)))))))
 
   ;; unread, unread-fds: what the sender had read from this channel but not
   ;; delivered (see endpoint-take-unread!); parsed before the socket.
@@ -210,7 +209,7 @@
     (unless (endpoint-reading? e)
       (register! e)
       (with-endpoint-lock e
-        (unless (or (endpoint-reading? e) (endpoint-closed? e))
+        (unless (endpoint-reading? e)
           (endpoint-reading?-set! e #t)
           (update-interest! e)))))
 
@@ -298,12 +297,10 @@
       (memcpy-from-bytevector! (+ buf header-size) bv n)
       (let ([p (make-pending buf size 0 owners owner-fds close-after)])
         (with-endpoint-lock e
-          (cond
-            [(endpoint-closed? e) (discard! p)]
-            [(queue-empty? (endpoint-out e))
-             (queue-push! (endpoint-out e) p)
-             (drain! e)]
-            [else (queue-push! (endpoint-out e) p)])))))
+          ;; a non-empty queue is already being drained (EPOLLOUT armed)
+          (let ([idle? (queue-empty? (endpoint-out e))])
+            (queue-push! (endpoint-out e) p)
+            (when idle? (drain! e)))))))
 
   (define (discard! p)
     (for-each close-fd (pending-close-after p))
@@ -379,7 +376,7 @@
     (let ([hook (endpoint-hook e)])
       (let-values ([(frames end?)
                     (with-endpoint-lock e
-                      (if (or (endpoint-closed? e) (endpoint-ended? e))
+                      (if (endpoint-ended? e)
                           (values '() #f)
                           (let-values ([(frames end?)
                                         (read-frames! e '() (lambda (a n) (recv-chunk (endpoint-fd e) a n)) read-budget)])
