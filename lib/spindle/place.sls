@@ -354,7 +354,7 @@
             (let loop ()
               (let ([signo (read-signal signals)])
                 (when signo
-                  (break-thread main (case signo [(1) 'hang-up] [(15) 'terminate] [else #f]))
+                  (break-thread main (signal-break-kind signo))
                   (loop))))))
         (finish
           (call/cc

@@ -14,7 +14,7 @@
           make-memfd map-shared unmap
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
-          signal-number signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals
+          signal-number signal-break-kind signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals
           descriptor-inode)
   (import (chezscheme))
 
@@ -364,4 +364,8 @@
       ino))
 
   (define (signal-number kind)
-    (case kind [(#f) 2] [(hang-up) 1] [(terminate) 15] [(kill) 9] [else #f])))
+    (case kind [(#f) 2] [(hang-up) 1] [(terminate) 15] [(kill) 9] [else #f]))
+
+  ;; The break kind of one of place-signals.
+  (define (signal-break-kind signo)
+    (case signo [(1) 'hang-up] [(15) 'terminate] [else #f])))
