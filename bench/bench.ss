@@ -3,7 +3,8 @@
 ;;; Prints one line per figure: SUITE.NAME VALUE UNIT.  Suites: micro, scale.
 ;;; Each spindle figure sits beside the raw Chez primitive it builds on
 ;;; (raw.*) and, with --peers, Racket 8.7's figures from the same run.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
+        (only (spindle private unix) shell-command))
 
 (define args (command-line-arguments))
 (define quick? (member "--quick" args))
@@ -186,8 +187,8 @@
 ;; ---------------------------------------------------------------- peers
 (define (run-peers)
   (when peers?
-    (if (zero? (system "command -v racket >/dev/null 2>&1"))
-        (system (format "racket ~a/peers/racket-micro.rkt~a 2>/dev/null"
+    (if (zero? (shell-command "command -v racket >/dev/null 2>&1"))
+        (shell-command (format "racket ~a/peers/racket-micro.rkt~a 2>/dev/null"
                         (path-parent (car (command-line))) (if quick? " --quick" "")))
         (printf "# racket not found: peer figures skipped\n"))))
 

@@ -42,7 +42,8 @@
         (only (spindle) thread thread-wait make-parallel-thread-pool processor-count
               srfi-18-thread-pool parameterize
               place-channel-put place-channel-get place-kill)
-        (only (bench-places) start-workers stop-places))
+        (only (bench-places) start-workers stop-places)
+        (only (spindle private unix) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
 (define args (command-line-arguments))
@@ -216,7 +217,7 @@
     (let loop ([i (- (string-length p) 1)])
       (cond [(< i 0) "."] [(char=? (string-ref p i) #\/) (substring p 0 i)]
             [else (loop (- i 1))]))))
-(define (have? exe) (zero? (system (format "command -v ~a >/dev/null 2>&1" exe))))
+(define (have? exe) (zero? (shell-command (format "command -v ~a >/dev/null 2>&1" exe))))
 (define notes '())
 (define (note! s) (set! notes (append notes (list s))))
 (define (run-peer name exe cmd)

@@ -39,7 +39,8 @@
 ;;; lines, and the run ends with `places.ratio-NAME` (spindle / racket) and a
 ;;; table with the targets.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
-        (only (bench-workloads) strfib))
+        (only (bench-workloads) strfib)
+        (only (spindle private unix) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
 (define args (command-line-arguments))
@@ -319,7 +320,7 @@
 (define (run-racket)
   (cond
     [(not peers?) (void)]
-    [(not (zero? (system "command -v racket >/dev/null 2>&1"))) (note "racket not found: peer figures skipped")]
+    [(not (zero? (shell-command "command -v racket >/dev/null 2>&1"))) (note "racket not found: peer figures skipped")]
     [else
      (let-values ([(to from err pid)
                    (open-process-ports

@@ -59,7 +59,8 @@
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
         (spindle)
         (bench-workloads)
-        (only (bench-places) start-workers stop-places))
+        (only (bench-places) start-workers stop-places)
+        (only (spindle private unix) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
 (define args (command-line-arguments))
@@ -460,7 +461,7 @@
   (let ([adj (assoc (workload-name w) (cadddr spec))])
     (+ (size-of w) (if adj (cdr adj) 0))))
 
-(define (have? exe) (zero? (system (format "command -v ~a >/dev/null 2>&1" exe))))
+(define (have? exe) (zero? (shell-command (format "command -v ~a >/dev/null 2>&1" exe))))
 
 (define (shell-quote s) (string-append "'" s "'"))
 
@@ -501,7 +502,7 @@
                            (shell-quote (join "," dirs))
                            tmp)])
          (progress "running ~a" name)
-         (let ([rc (system cmd)])
+         (let ([rc (shell-command cmd)])
            (unless (zero? rc) (note! "~a exited with status ~a (partial results kept)" name rc)))
          (when (file-exists? tmp)
            (call-with-input-file tmp

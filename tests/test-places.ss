@@ -3,7 +3,7 @@
 ;;; shared vectors, ends (crash, exit, kill, break), dynamic-place, errors,
 ;;; non-blocking puts, a many-place stress test and process clean-up.
 ;;; Place bodies live in tests/places/kinds.sls (place forms need a library).
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (only (spindle private unix) shell-command)
         (places records)
         ;; the place constructors are wrapped below, so that every place is tracked
         (except (places kinds) echo-place agent-place crash-place crash-after-get-place raise-place
@@ -123,7 +123,7 @@
 ;; Runs a shell command; returns (exit-status . output lines).
 (define (shell cmd tag)
   (let* ([out (temp-file tag)]
-         [rc (system (format "~a > ~a 2>&1" cmd out))]
+         [rc (shell-command (format "~a > ~a 2>&1" cmd out))]
          [text (read-file out)])
     (delete-file out)
     (cons rc (if (and text (not (eof-object? text)))
@@ -1067,7 +1067,7 @@
   (for-each
     (lambda (sig)
       (let* ([p (agent-place)] [pid (car (place-channel-put/get p '(pid)))])
-        (system (format "kill -~a ~a" sig pid))
+        (shell-command (format "kill -~a ~a" sig pid))
         (check-equal (list 'signal sig) 1 (wait/timeout p 10))
         (place-kill p)))
     '("USR1" "TERM" "KILL" "SEGV")))
@@ -1390,13 +1390,13 @@
 
 (test "places die when the program that made them is killed with SIGKILL"
   (let ([out (temp-file "orphan-hold")])
-    (system (format "~a --libdirs ~a --program tests/places/orphan-main.ss hold > ~a 2>&1 & echo $! > ~a.pid"
+    (shell-command (format "~a --libdirs ~a --program tests/places/orphan-main.ss hold > ~a 2>&1 & echo $! > ~a.pid"
                     scheme-exe libdirs-arg out out))
     (let ([line (wait-until (lambda () (line-starting "pids " (file-lines out))) 20)]
           [prog (let ([ls (file-lines (string-append out ".pid"))]) (and (pair? ls) (string->number (car ls))))])
       (check (list 'started line prog) (and line prog))
       (when prog
-        (let ([rc (system (format "kill -9 ~a" prog))])
+        (let ([rc (shell-command (format "kill -9 ~a" prog))])
           (check (list 'program-killed prog 'kill-status rc (read-file (format "/proc/~a/stat" prog)))
                  (wait-until (lambda () (not (process-alive? prog))) 5))))
       (when line

@@ -4,7 +4,7 @@
 ;;; message is received exactly once and that nothing deadlocks (the
 ;;; harness watchdog bounds each test).
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
-        (spindle) (harness))
+        (spindle) (harness) (only (spindle private unix) shell-command))
 
 ;; ---------------------------------------------------------------- setup
 (define pool-a (make-parallel-thread-pool 2))
@@ -626,5 +626,28 @@
       (check-equal "per semaphore" (list (* 2 m) (* 2 m) (* 2 m)) per)
       (check "all semaphores empty"
              (for-all (lambda (s) (not (semaphore-try-wait? s))) (vector->list sems))))))
+
+;; Chez's own `system` runs garbage when another thread collects meanwhile
+;; (the command string moves); the tests and benchmarks use shell-command.
+(test "shell-command passes its command intact while parallel threads collect"
+  (let* ([stop (box #f)]
+         [churners (map (lambda (pool)
+                          (thread (lambda ()
+                                    (let loop ([keep '()] [i 0])
+                                      (unless (unbox stop)
+                                        (loop (if (fx= i 500) '() (cons (make-vector 20 i) keep))
+                                              (if (fx= i 500) 0 (fx+ i 1))))))
+                                  #:pool pool))
+                        (list pool-a pool-b))]
+         [tail (make-string 3000 #\x)]
+         [codes (let loop ([i 0] [acc '()])
+                  (if (= i 200)
+                      acc
+                      (loop (+ i 1) (cons (shell-command (format "exit ~a # ~a" (mod i 7) tail)) acc))))])
+    (set-box! stop #t)
+    (for-each thread-wait churners)
+    (check-equal "exit codes" (reverse (map (lambda (i) (mod i 7)) (iota 200))) codes)
+    (check-equal "a signal is minus its number" -9 (shell-command "kill -9 $$"))
+    (check-raises "not a string" (assertion-from? 'shell-command) (lambda () (shell-command 'ls)))))
 
 (done)

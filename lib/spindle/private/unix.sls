@@ -15,7 +15,7 @@
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
           signal-number signal-break-kind signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals
-          descriptor-inode)
+          descriptor-inode shell-command)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -62,6 +62,7 @@
   (define c-pipe2 (foreign-procedure "pipe2" (uptr int) int))
   (define c-exit (foreign-procedure "_exit" (int) void))
   (define c-fstat (foreign-procedure "fstat" (int uptr) int))
+  (define c-system (foreign-procedure __collect_safe "system" (uptr) int))
 
   (define (errno) (foreign-ref 'int (c-errno-location) 0))
   (define eagain 11)
@@ -368,4 +369,21 @@
 
   ;; The break kind of one of place-signals.
   (define (signal-break-kind signo)
-    (case signo [(1) 'hang-up] [(15) 'terminate] [else #f])))
+    (case signo [(1) 'hang-up] [(15) 'terminate] [else #f]))
+
+  ;; Chez 9.5.8's own `system` lets other threads collect while libc still
+  ;; reads the command from the Scheme heap: the string can move, and the
+  ;; shell then runs garbage (exit 2 or 127; seen in CI).  This passes a copy
+  ;; in C memory.  Returns the exit code, or minus the signal that ended it.
+  (define (shell-command cmd)
+    (unless (string? cmd) (assertion-violation 'shell-command "not a string" cmd))
+    (let* ([bv (string->utf8 cmd)] [n (bytevector-length bv)] [p (malloc (+ n 1))])
+      (c-memcpy-from p bv n)
+      (foreign-set! 'unsigned-8 p n 0)
+      (let ([status (c-system p)])
+        (free p)
+        (cond
+          [(= status -1) -1]
+          [(fxzero? (fxand status #x7f)) (fxand (fxsrl status 8) #xff)]
+          [else (fx- 0 (fxand status #x7f))]))))
+)
