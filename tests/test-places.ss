@@ -682,6 +682,76 @@
       (place-channel-put a 'after)
       (check-equal "next get has it" 'after (sync/timeout 2 b)))))
 
+(test "parked getters still get messages while other threads' gets succeed"
+  ;; gets that succeed while spinning may turn the poller's interest off,
+  ;; but not while another getter is parked: every getter must end
+  (let-values ([(a b) (place-channel)])
+    (let ([pool (make-parallel-thread-pool 2)])
+      (do ([round 0 (+ round 1)]) ((= round 20))
+        (let* ([getters (map (lambda (i)
+                               (when (odd? i) (sleep 0.0005))
+                               (thread (lambda () (place-channel-get b)) (if (even? i) pool #f) 'results))
+                             (iota 6))])
+          (do ([i 0 (+ i 1)]) ((= i 6))
+            (place-channel-put a (+ (* 10 round) i))
+            (if (even? (+ i round)) (yield) (sleep 0.0003)))
+          (check (list 'every-getter-ended round)
+                 (for-all (lambda (g) (sync/timeout 5 (thread-dead-evt g))) getters))
+          (check-equal "each once" (map (lambda (i) (+ (* 10 round) i)) (iota 6))
+                       (list-sort < (map thread-wait getters))))))))
+
+(test "getters killed while they spin do not leave later getters deaf"
+  (let-values ([(a b) (place-channel)])
+    (do ([i 0 (+ i 1)]) ((= i 30))
+      (let ([t (thread (lambda () (place-channel-get b)))])
+        (do ([k 0 (+ k 1)]) ((= k (mod i 5))) (yield))
+        (kill-thread t)))
+    (let ([t (thread (lambda () (place-channel-get b)) #f 'results)])
+      (sleep 0.1)
+      (place-channel-put a 'after)
+      (check "a parked getter wakes" (sync/timeout 5 (thread-dead-evt t)))
+      (check-equal "and has it" 'after (thread-wait t)))
+    (place-channel-put a 'evt)
+    (check-equal "a sync has the next" 'evt (sync/timeout 5 b))))
+
+(test "messages around the 4 KB read area, empty ones and fasl ones, back to back: whole and in order"
+  (let* ([sizes '(0 1 15 16 17 100 4064 4079 4080 4081 4095 4096 4097 8192 100000 0 3)]
+         [msgs (apply append
+                      (map (lambda (n)
+                             (let ([bv (make-bytevector n)])
+                               (do ([i 0 (+ i 1)]) ((= i n)) (bytevector-u8-set! bv i (mod (+ i n) 251)))
+                               (list bv (list n (make-string (mod n 300) #\s)) n)))
+                           sizes))])
+    (let-values ([(a b) (place-channel)])
+      (for-each (lambda (m) (place-channel-put a m)) msgs)
+      (check-equal "local" msgs (map-in-order (lambda (m) (place-channel-get b)) msgs)))
+    (let ([p (echo-place)])
+      (for-each (lambda (m) (place-channel-put p m)) msgs)
+      (check-equal "through a place and back" msgs (map-in-order (lambda (m) (place-channel-get p)) msgs))
+      (place-kill p))))
+
+(test "stress: plain getters and sync getters on two pools share one endpoint; each message once"
+  (let-values ([(a b) (place-channel)])
+    (let* ([pool (make-parallel-thread-pool 2)]
+           [n 4000]
+           [getter (lambda (use-sync?)
+                     (lambda ()
+                       (let loop ([acc '()])
+                         (let ([m (if use-sync? (sync b) (place-channel-get b))])
+                           (if (eq? m 'stop) acc (loop (cons m acc)))))))]
+           [getters (map (lambda (i) (thread (getter (odd? i)) (if (< i 2) #f pool) 'results)) (iota 4))]
+           [producers (map (lambda (k)
+                             (thread (lambda ()
+                                       (do ([i k (+ i 2)]) ((>= i n))
+                                         (place-channel-put a i)
+                                         (when (zero? (mod i 97)) (sleep 0.001))))
+                                     (if (even? k) #f pool)))
+                           '(0 1))])
+      (for-each thread-wait producers)
+      (for-each (lambda (g) (place-channel-put a 'stop)) getters)
+      (let ([got (apply append (map thread-wait getters))])
+        (check-equal "all, once" (iota n) (list-sort < got))))))
+
 (test "puts never block: 10 MB into a local channel nobody reads yet"
   (let-values ([(a b) (place-channel)])
     (let ([ms (elapsed-ms (lambda () (do ([i 0 (+ i 1)]) ((= i 10)) (place-channel-put a (make-bytevector 1000000 i)))))])

@@ -38,17 +38,24 @@
             (mutable ended?)         ; end of stream read: every peer end is closed
             (mutable hook)           ; #f, or called by the poller with each frame
             ;; read state, used under the lock by the poller or a getter
-            header                   ; foreign 16 bytes
+            header                   ; foreign read-area bytes: frame headers (see read-step!)
             (mutable header-got)
             (mutable payload)        ; foreign buffer or #f
             (mutable payload-size)
             (mutable payload-got)
-            (mutable fds))           ; descriptors received and not yet framed
+            (mutable fds)            ; descriptors received and not yet framed
+            ;; epoll read interest: off while `quiet?` (getters read the
+            ;; socket themselves); a getter about to park, or any evt use,
+            ;; turns it on again.  See endpoint-get.
+            (mutable quiet?)
+            (mutable parked)         ; getters parked on the inbox (may overcount)
+            (mutable evt-used?)
+            (mutable interest))      ; the epoll mask now registered
     (protocol
       (lambda (new)
         (lambda (fd)
           (new fd (make-mutex) (make-queue) (make-async-channel) #f #f #f #f
-               (malloc header-size) 0 #f 0 0 '()))))
+               (malloc read-area) 0 #f 0 0 '() #f 0 #f 0))))
     (nongenerative spindle-place-endpoint-v1) (sealed #t))
 
   ;; A pending frame: foreign buffer, its size, bytes sent, descriptor
@@ -178,9 +185,11 @@
 
   ;; With the endpoint lock held: the epoll interest that matches its state.
   (define (update-interest! e)
-    (let ([mask (fxior (if (endpoint-reading? e) epoll-in 0)
+    (let ([mask (fxior (if (and (endpoint-reading? e) (not (endpoint-quiet? e))) epoll-in 0)
                        (if (endpoint-writing? e) epoll-out 0))])
-      (epoll-modify! poller-epoll (endpoint-fd e) mask)))
+      (unless (fx= mask (endpoint-interest e))
+        (endpoint-interest-set! e mask)
+        (epoll-modify! poller-epoll (endpoint-fd e) mask))))
 
   (define (register! e)
     (ensure-poller!)
@@ -188,6 +197,7 @@
       (with-mutex poller-lock
         (unless (hashtable-contains? poller-table (endpoint-fd e))
           (hashtable-set! poller-table (endpoint-fd e) e)
+          (endpoint-interest-set! e 0)
           (epoll-add! poller-epoll (endpoint-fd e) 0)))))
 
   ;; Calls (on-readable) in the poller whenever fd is readable.
@@ -405,49 +415,80 @@
             (if n (loop acc (fx- budget n)) (values (reverse acc) end?))))))
 
   ;; One read: (values acc bytes-read-or-#f end-of-stream?); #f when the
-  ;; source has nothing now or has ended.
+  ;; source has nothing now, has ended, or gave less than asked (it is
+  ;; drained for now: stopping there saves the read that would fail).
+  ;; Between frames, a read asks for up to read-area bytes into the header
+  ;; area, and every frame complete there is taken at once (a small message
+  ;; costs one read).  A frame that does not fit goes on into a payload
+  ;; buffer of its size, its header kept at the start of the area; what is
+  ;; left of a header (under 16 bytes) moves to the start.
+  (define read-area 4096)
+
   (define (read-step! e acc read)
-    (let ([p (endpoint-payload e)])
-      (let-values ([(r fds)
-                    (if p
-                        (read (+ p (endpoint-payload-got e))
-                              (fx- (endpoint-payload-size e) (endpoint-payload-got e)))
-                        (read (+ (endpoint-header e) (endpoint-header-got e))
-                              (fx- header-size (endpoint-header-got e))))])
+    (let* ([p (endpoint-payload e)]
+           [want (if p
+                     (fx- (endpoint-payload-size e) (endpoint-payload-got e))
+                     (fx- read-area (endpoint-header-got e)))])
+      (let-values ([(r fds) (if p
+                                (read (+ p (endpoint-payload-got e)) want)
+                                (read (+ (endpoint-header e) (endpoint-header-got e)) want))])
         (unless (null? fds) (endpoint-fds-set! e (append (endpoint-fds e) fds)))
         (cond
           [(eq? r 'again) (values acc #f #f)]
           [(or (eq? r 'closed) (eqv? r 0))
            (endpoint-ended?-set! e #t)
            (values acc #f #t)]
-          [p
-           (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
-           (values (if (fx= (endpoint-payload-got e) (endpoint-payload-size e))
-                       (cons (take-frame! e) acc)
-                       acc)
-                   r #f)]
           [else
-           (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
-           (if (fx< (endpoint-header-got e) header-size)
-               (values acc r #f)
-               (let ([size (foreign-ref 'unsigned-64 (endpoint-header e) 0)])
-                 (endpoint-payload-set! e (malloc (fxmax size 1)))
-                 (endpoint-payload-size-set! e size)
-                 (endpoint-payload-got-set! e 0)
-                 (values (if (fx= size 0) (cons (take-frame! e) acc) acc) r #f)))]))))
+           (let ([acc (if p
+                          (begin
+                            (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
+                            (if (fx= (endpoint-payload-got e) (endpoint-payload-size e))
+                                (cons (take-payload-frame! e) acc)
+                                acc))
+                          (begin
+                            (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
+                            (parse-area! e acc)))])
+             (values acc (and (fx= r want) r) #f))]))))
 
-  ;; With the lock held: the completed frame as (bytevector . fds).
-  (define (take-frame! e)
-    (let* ([size (endpoint-payload-size e)]
-           [bv (make-bytevector size)]
-           [nfds (foreign-ref 'unsigned-32 (endpoint-header e) 8)])
-      (memcpy-to-bytevector! bv (endpoint-payload e) size)
+  ;; With the lock held: takes the frames complete in the header area.
+  (define (parse-area! e acc)
+    (let ([area (endpoint-header e)] [got (endpoint-header-got e)])
+      (let loop ([pos 0] [acc acc])
+        (let ([avail (fx- got pos)])
+          (if (fx< avail header-size)
+              (begin
+                (unless (fx= pos 0) (memmove! area (+ area pos) avail))
+                (endpoint-header-got-set! e avail)
+                acc)
+              (let ([size (foreign-ref 'unsigned-64 area pos)] [body (fx- avail header-size)])
+                (if (fx<= size body)
+                    (let ([bv (make-bytevector size)])
+                      (memcpy-to-bytevector! bv (+ area pos header-size) size)
+                      (loop (fx+ pos header-size size) (cons (frame bv e (+ area pos)) acc)))
+                    (let ([buf (malloc size)])
+                      (memmove! buf (+ area pos header-size) body)
+                      (unless (fx= pos 0) (memmove! area (+ area pos) header-size))
+                      (endpoint-header-got-set! e header-size)
+                      (endpoint-payload-set! e buf)
+                      (endpoint-payload-size-set! e size)
+                      (endpoint-payload-got-set! e body)
+                      acc))))))))
+
+  ;; With the lock held: the frame whose payload buffer is complete.
+  (define (take-payload-frame! e)
+    (let ([bv (make-bytevector (endpoint-payload-size e))])
+      (memcpy-to-bytevector! bv (endpoint-payload e) (endpoint-payload-size e))
       (free (endpoint-payload e))
       (endpoint-payload-set! e #f)
       (endpoint-header-got-set! e 0)
-      (let-values ([(mine rest) (split (endpoint-fds e) nfds)])
-        (endpoint-fds-set! e rest)
-        (cons bv (cons (fx= 1 (foreign-ref 'unsigned-32 (endpoint-header e) 12)) mine)))))
+      (frame bv e (endpoint-header e))))
+
+  ;; A delivered frame: (bytevector raw? . fds), its descriptors taken from
+  ;; those received so far (they ride on the frame's first bytes).
+  (define (frame bv e header)
+    (let-values ([(mine rest) (split (endpoint-fds e) (foreign-ref 'unsigned-32 header 8))])
+      (endpoint-fds-set! e rest)
+      (cons bv (cons (fx= 1 (foreign-ref 'unsigned-32 header 12)) mine))))
 
   (define (split l n)
     (if (or (fx= n 0) (null? l))
@@ -475,22 +516,47 @@
   ;; A getter that finds nothing reads the socket itself for a while
   ;; (yielding to other threads between tries) before it parks: a reply to
   ;; a message just sent usually arrives within that time, and then no
-  ;; thread has to be woken.
+  ;; thread has to be woken.  While getters read for themselves the poller
+  ;; is not told of arrivals (`quiet?`: its wake-ups, one per message, took
+  ;; a third of a round trip).  Whoever would wait for the poller turns
+  ;; the interest back on first, under the lock: a getter before it parks
+  ;; (counted in `parked`, so no later spinner turns it off under it), and
+  ;; any evt use of the endpoint, for good.  A thread killed while it spins
+  ;; leaves the endpoint quiet, which every later waiter undoes.
   (define spin-tries 40)
 
   (define (endpoint-get e decode)
     (start-reading! e)
     (let ([inbox (endpoint-inbox e)])
       (open-item e
-                 (let spin ([i 0])
-                   (or (async-channel-try-get inbox)
-                       (if (fx< i spin-tries)
-                           (begin (pull! e) (or (async-channel-try-get inbox) (begin (yield) (spin (fx+ i 1)))))
-                           (async-channel-get inbox))))
+                 (or (async-channel-try-get inbox)
+                     (begin
+                       (with-endpoint-lock e
+                         (when (and (fx= 0 (endpoint-parked e)) (not (endpoint-evt-used? e)))
+                           (endpoint-quiet?-set! e #t)
+                           (update-interest! e)))
+                       (let spin ([i 0])
+                         (pull! e)
+                         (or (async-channel-try-get inbox)
+                             (if (fx< i spin-tries)
+                                 (begin (yield) (spin (fx+ i 1)))
+                                 (begin
+                                   (with-endpoint-lock e
+                                     (endpoint-parked-set! e (fx+ (endpoint-parked e) 1))
+                                     (endpoint-quiet?-set! e #f)
+                                     (update-interest! e))
+                                   (let ([item (async-channel-get inbox)])
+                                     (with-endpoint-lock e
+                                       (endpoint-parked-set! e (fx- (endpoint-parked e) 1)))
+                                     item)))))))
                  decode)))
 
   (define (endpoint-evt e decode)
     (guard-evt
       (lambda ()
         (start-reading! e)
+        (with-endpoint-lock e
+          (endpoint-evt-used?-set! e #t)
+          (endpoint-quiet?-set! e #f)
+          (update-interest! e))
         (wrap-evt (endpoint-inbox e) (lambda (item) (open-item e item decode)))))))

@@ -6,7 +6,7 @@
 ;;; errno is read right after the failing call, before anything else can
 ;;; allocate, with interrupts disabled (a collection could overwrite it).
 (library (spindle private unix)
-  (export malloc free memcpy-to-bytevector! memcpy-from-bytevector!
+  (export malloc free memcpy-to-bytevector! memcpy-from-bytevector! memmove!
           close-fd make-socket-pair set-nonblocking!
           send-frame-chunk recv-chunk max-fds-per-message
           make-epoll epoll-add! epoll-modify! epoll-remove! epoll-wait-events
@@ -24,6 +24,7 @@
   (define free (foreign-procedure "free" (uptr) void))
   (define c-memcpy-to (foreign-procedure "memcpy" (u8* uptr size_t) uptr))
   (define c-memcpy-from (foreign-procedure "memcpy" (uptr u8* size_t) uptr))
+  (define c-memmove (foreign-procedure "memmove" (uptr uptr size_t) uptr))
   (define c-close (foreign-procedure "close" (int) int))
   (define c-socketpair (foreign-procedure "socketpair" (int int int uptr) int))
   (define c-fcntl (foreign-procedure "fcntl" (int int int) int))
@@ -69,6 +70,7 @@
   (define eintr 4)
 
   (define (memcpy-to-bytevector! bv addr n) (c-memcpy-to bv addr n) (void))
+  (define (memmove! to from n) (c-memmove to from n) (void))
   (define (memcpy-from-bytevector! addr bv n) (c-memcpy-from addr bv n) (void))
 
   (define (close-fd fd) (c-close fd) (void))
