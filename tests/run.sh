@@ -5,10 +5,12 @@ cd "$(dirname "$0")/.."
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(tests/test-*.ss)
 limit=${SPINDLE_TEST_LIMIT:-240}
+# lib/ with its compiled objects (built once per change of lib/; see bin/spindle)
+libdirs=$(bin/spindle libdirs)
 passed=0; failed=0
 for f in "${files[@]}"; do
   out=$(mktemp)
-  timeout -k 5 "$limit" scheme --libdirs lib:tests --program "$f" >"$out" 2>&1
+  timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests" --program "$f" >"$out" 2>&1
   rc=$?
   p=$(grep -c '^ok ' "$out"); x=$(grep -c '^FAIL ' "$out")
   passed=$((passed + p)); failed=$((failed + x))

@@ -115,7 +115,8 @@
 ;; ---- sub-programs
 (define scheme-exe "scheme")
 (define libdirs-arg
-  (let ([ds (map car (library-directories))])
+  (let ([ds (map (lambda (d) (if (string=? (car d) (cdr d)) (car d) (string-append (car d) "::" (cdr d))))
+                 (library-directories))])
     (fold-left (lambda (acc d) (string-append acc ":" d)) (car ds) (cdr ds))))
 
 (define (temp-file tag) (format "/tmp/spindle-test-places-~a-~a" (my-pid) tag))

@@ -112,6 +112,12 @@
         dir
         (string-append (current-directory) "/" dir)))
 
+  ;; A (source . object) pair of library-directories as --libdirs spells it.
+  (define (libdir-argument d)
+    (if (string=? (car d) (cdr d))
+        (absolute (car d))
+        (string-append (absolute (car d)) "::" (absolute (cdr d)))))
+
   (define (join-paths dirs)
     (if (null? dirs) ""
         (fold-left (lambda (acc d) (string-append acc ":" d)) (car dirs) (cdr dirs))))
@@ -122,7 +128,7 @@
       (let-values ([(mine theirs) (make-socket-pair who)])
         (spawn-process who exe
                        (list exe "--libdirs"
-                             (join-paths (map (lambda (d) (absolute (car d))) (library-directories)))
+                             (join-paths (map libdir-argument (library-directories)))
                              "--optimize-level" (number->string (optimize-level))
                              "--program" zygote)
                        theirs)

@@ -208,6 +208,18 @@
   ;; thread (the main thread's own cannot run elsewhere).  A place sets
   ;; one that ends the process from any thread, and workers take it.
   (define worker-exit-handler #f)
+
+  ;; Chez 9.5.8 flushes no port at exit while other OS threads live (pool
+  ;; workers, futures): so `exit` in the importing (main) thread flushes
+  ;; the current and console ports first.  A program that just ends still
+  ;; loses a last line that has no newline (the console flushes at each).
+  (define main-exit-flushes
+    (let ([chez-exit (exit-handler)])
+      (exit-handler (lambda args
+                      (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
+                                (list (current-output-port) (console-output-port) (console-error-port)))
+                      (apply chez-exit args)))
+      #t))
   (define (set-worker-exit-handler! h) (set! worker-exit-handler h))
 
   (define (start-worker! p)

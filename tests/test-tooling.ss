@@ -1,0 +1,94 @@
+#!chezscheme
+;;; bin/spindle's compiled-object cache: built once per state of lib/, in a
+;;; directory named after the sources, never half-built, and optional.
+;;; Each test works on a copy of bin/ and lib/ and a cache of its own.
+(import (chezscheme) (harness) (only (spindle private unix) shell-command))
+
+(test-limit 120)
+
+(define work (format "/tmp/spindle-test-tooling-~a" (random 1000000000)))
+
+(define (sh fmt . args)
+  (shell-command (string-append "set -e; " (apply format fmt args))))
+
+(define (read-lines file)
+  (if (file-exists? file)
+      (call-with-input-file file
+        (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))
+      '()))
+
+(define (first-line file) (let ([ls (read-lines file)]) (and (pair? ls) (car ls))))
+
+(define (string-prefix? prefix s)
+  (let ([k (string-length prefix)])
+    (and (>= (string-length s) k) (string=? (substring s 0 k) prefix))))
+
+;; The entries of dir (names), sorted.
+(define (entries dir)
+  (sh "ls -A ~a > ~a/ls.out" dir work)
+  (list-sort string<? (read-lines (string-append work "/ls.out"))))
+
+(test "a copy of bin/ and lib/ to work on"
+  (check-equal "copied" 0 (sh "rm -rf ~a && mkdir -p ~a && cp -r bin lib ~a/" work work work)))
+
+(test "libdirs builds the cache once and then reuses it"
+  (let ([cache (string-append work "/cache1")])
+    (check-equal "first" 0 (sh "SPINDLE_CACHE=~a ~a/bin/spindle libdirs > ~a/out1" cache work work))
+    (check-equal "second" 0 (sh "SPINDLE_CACHE=~a ~a/bin/spindle libdirs > ~a/out2" cache work work))
+    (let ([a (first-line (string-append work "/out1"))] [b (first-line (string-append work "/out2"))])
+      (check-equal "same path twice" a b)
+      (check (list 'names-the-cache a) (and a (string-prefix? (format "~a/lib::~a/" work cache) a)))
+      (check-equal "one directory, nothing half-built" 1 (length (entries cache)))
+      (check "objects of spindle and of the other libraries"
+             (for-all file-exists?
+                      (map (lambda (f) (format "~a/~a/~a" cache (car (entries cache)) f))
+                           '("spindle.so" "spindle/place.so" "spindle/private/scheduler.so"
+                             "srfi/:18.so" "util/concurrent.so")))))))
+
+(test "a changed source gets a new directory, and programs run on it"
+  (let ([cache (string-append work "/cache2")])
+    (sh "SPINDLE_CACHE=~a ~a/bin/spindle libdirs > ~a/before" cache work work)
+    (sh "sleep 0.01; touch ~a/lib/spindle/thread.sls" work)
+    (sh "SPINDLE_CACHE=~a ~a/bin/spindle libdirs > ~a/after" cache work work)
+    (check "another directory"
+           (not (equal? (first-line (string-append work "/before")) (first-line (string-append work "/after")))))
+    (check-equal "both kept" 2 (length (entries cache)))
+    (call-with-output-file (string-append work "/prog.ss")
+      (lambda (p)
+        (write '(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)) p)
+        (write '(display (touch (future (lambda () (* 6 7))))) p)
+        (write '(newline) p)))
+    (check-equal "the program ran" 0
+                 (sh "scheme --libdirs \"$(cat ~a/after)\" --program ~a/prog.ss > ~a/prog.out 2>&1" work work work))
+    (check-equal "and printed" '("42") (read-lines (string-append work "/prog.out")))))
+
+(test "SPINDLE_CACHE=off, or a cache that cannot be written: lib/ alone"
+  (sh "SPINDLE_CACHE=off ~a/bin/spindle libdirs > ~a/off" work work)
+  (check-equal "off" (string-append work "/lib") (first-line (string-append work "/off")))
+  (check-equal "unwritable: still works" 0
+               (sh "SPINDLE_CACHE=/proc/spindle-cannot-write ~a/bin/spindle libdirs > ~a/bad" work work))
+  (check-equal "unwritable" (string-append work "/lib") (first-line (string-append work "/bad"))))
+
+(test "concurrent first runs agree and leave one directory"
+  (let ([cache (string-append work "/cache3")])
+    (check-equal "all ran" 0
+                 (sh "for i in 1 2 3 4; do SPINDLE_CACHE=~a ~a/bin/spindle libdirs > ~a/c$i & done; wait" cache work work))
+    (let ([outs (map (lambda (i) (first-line (format "~a/c~a" work i))) '(1 2 3 4))])
+      (check (list 'same outs) (and (car outs) (for-all (lambda (o) (equal? o (car outs))) outs)))
+      (check (list 'uses-the-cache (car outs)) (and (car outs) (string-prefix? (format "~a/lib::" work) (car outs)))))
+    (check-equal "one directory" 1 (length (entries cache)))))
+
+(test "exit flushes the output ports while pool workers live (Chez alone would not)"
+  (call-with-output-file (string-append work "/exit.ss")
+    (lambda (p)
+      (write '(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)) p)
+      (write '(display (touch (future (lambda () (* 6 7))))) p)
+      (write '(display "+" (console-error-port)) p)
+      (write '(exit 3) p)))
+  (check-equal "exit code" 3
+               (sh "scheme --libdirs ~a/lib --program ~a/exit.ss > ~a/exit.out 2> ~a/exit.err || exit $?" work work work work))
+  (check-equal "stdout" '("42") (read-lines (string-append work "/exit.out")))
+  (check-equal "stderr" '("+") (read-lines (string-append work "/exit.err"))))
+
+(sh "rm -rf ~a" work)
+(done)
