@@ -2,11 +2,11 @@
 ;;; bin/spindle's compiled-object cache: built once per state of lib/, in a
 ;;; directory named after the sources, never half-built, and optional.
 ;;; Each test works on a copy of bin/ and lib/ and a cache of its own.
-(import (chezscheme) (harness) (only (spindle private unix) shell-command))
+(import (chezscheme) (harness) (only (spindle private unix) shell-command own-pid))
 
 (test-limit 120)
 
-(define work (format "/tmp/spindle-test-tooling-~a" (random 1000000000)))
+(define work (format "/tmp/spindle-test-tooling-~a" (own-pid)))
 
 (define (sh fmt . args)
   (shell-command (string-append "set -e; " (apply format fmt args))))
