@@ -363,16 +363,18 @@
   ;; queued output are always in the poller's table (want-writable!).
   ;; (A frame being written is off the queue for a moment, under the
   ;; endpoint's lock: each queue is looked at under its lock.)
+  ;; The poller does the writing; this only looks, less and less often (a
+  ;; place whose reader never reads waits here until the program ends).
   (define (wait-for-output! sleep)
-    (let loop ()
+    (let loop ([pause 0.001])
       (when (exists (lambda (e)
                       (and (endpoint? e)
                            (with-endpoint-lock e (not (queue-empty? (endpoint-out e))))))
                     (with-interrupts-disabled
                       (with-mutex poller-lock
                         (vector->list (hashtable-values poller-table)))))
-        (sleep 0.002)
-        (loop))))
+        (sleep pause)
+        (loop (flmin 0.05 (fl* 2. pause))))))
 
   ;; ---------------------------------------------------------------- receiving
   ;; Reads what the socket has and delivers the complete frames.  Called by
