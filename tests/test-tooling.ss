@@ -78,6 +78,19 @@
       (check (list 'uses-the-cache (car outs)) (and (car outs) (string-prefix? (format "~a/lib::" work) (car outs)))))
     (check-equal "one directory" 1 (length (entries cache)))))
 
+(test "a program that just ends flushes its output while pool workers live (Chez alone would not)"
+  (call-with-output-file (string-append work "/end.ss")
+    (lambda (p)
+      (write '(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)) p)
+      (write '(define pool (make-parallel-thread-pool 2)) p)
+      (write '(thread (lambda () (let loop () (sleep 1) (loop))) pool) p)
+      (write '(display (touch (future (lambda () (* 6 7))))) p)
+      (write '(display "+" (console-error-port)) p)))
+  (check-equal "exit code" 0
+               (sh "scheme --libdirs ~a/lib --program ~a/end.ss > ~a/end.out 2> ~a/end.err" work work work work))
+  (check-equal "stdout" '("42") (read-lines (string-append work "/end.out")))
+  (check-equal "stderr" '("+") (read-lines (string-append work "/end.err"))))
+
 (test "exit flushes the output ports while pool workers live (Chez alone would not)"
   (call-with-output-file (string-append work "/exit.ss")
     (lambda (p)

@@ -208,6 +208,7 @@
   ;; thread (the main thread's own cannot run elsewhere).  A place sets
   ;; one that ends the process from any thread, and workers take it.
   (define worker-exit-handler #f)
+  (define (set-worker-exit-handler! h) (set! worker-exit-handler h))
 
   ;; Compiled libraries load into the youngest generation, and a program's
   ;; first collections would copy them again, generation by generation,
@@ -219,17 +220,21 @@
     (guard (c [#t #f]) (collect (collect-maximum-generation)) #t))
 
   ;; Chez 9.5.8 flushes no port at exit while other OS threads live (pool
-  ;; workers, futures): so `exit` in the importing (main) thread flushes
-  ;; the current and console ports first.  A program that just ends still
-  ;; loses a last line that has no newline (the console flushes at each).
-  (define main-exit-flushes
-    (let ([chez-exit (exit-handler)])
-      (exit-handler (lambda args
-                      (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
-                                (list (current-output-port) (console-output-port) (console-error-port)))
-                      (apply chez-exit args)))
-      #t))
-  (define (set-worker-exit-handler! h) (set! worker-exit-handler h))
+  ;; workers, futures): a program that printed a last line without a
+  ;; newline lost it, whether it called `exit` or simply ended.  A C exit
+  ;; hook flushes the current and console ports.  It runs in the exiting
+  ;; thread with the heap still in place (checked: it can allocate and
+  ;; collect), also when Chez has flushed them itself.  Places end with
+  ;; _exit and flush on their own.
+  (define flush-at-exit
+    (let ([hook (foreign-callable
+                  (lambda (arg)
+                    (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
+                              (list (current-output-port) (console-output-port) (console-error-port))))
+                  (uptr) void)])
+      (lock-object hook)
+      ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
+      hook))
 
   (define (start-worker! p)
     (fork-thread
