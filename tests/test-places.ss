@@ -1106,6 +1106,19 @@
                                           (= (bytevector-u8-ref m 999999) i)))
             (loop (+ i 1)))))))
 
+(test "place-kill ends a place whose value is known but whose messages wait for a reader"
+  ;; the messages go to a channel end that nothing here reads
+  (let-values ([(mine theirs) (place-channel)])
+   (let* ([p (agent-place)] [pid (car (place-channel-put/get p '(pid)))])
+    (check-equal "flooded" 'flooded (place-channel-put/get p (list 'flood-on theirs 20 1000000)))
+    (place-channel-put p '(stop))
+    (check-equal "code" 0 (wait/timeout p 20))
+    (check "the process stays for its reader" (process-alive? pid))
+    (let ([ms (elapsed-ms (lambda () (place-kill p)))])
+      (check (list 'kill-returns-promptly ms) (< ms 5000)))
+    (check (list 'reaped pid) (not (file-exists? (format "/proc/~a" pid))))
+    (check-equal "the value stays" 0 (place-wait p)))))
+
 (test "messages put just before a place calls exit are all delivered"
   (let ([p (agent-place)])
     (place-channel-put p '(flood-and-exit 10 1000000 4))

@@ -37,8 +37,9 @@
   (define-record-type (place-record make-place place?)
     (fields (immutable endpoint place-endpoint) (immutable id place-id)
             (mutable pid place-pid place-pid-set!) (mutable code place-code place-code-set!)
-            (immutable dead place-dead))
-    (protocol (lambda (new) (lambda (ep id) (new ep id #f #f (make-latch (lambda (l) l))))))
+            (immutable dead place-dead)         ; fires with the completion value
+            (immutable reaped place-reaped))    ; fires when the process is gone
+    (protocol (lambda (new) (lambda (ep id) (new ep id #f #f (make-latch (lambda (l) l)) (make-latch (lambda (l) l))))))
     (nongenerative spindle-place-v1) (sealed #t))
 
   (define (place-enabled?) #t)
@@ -143,24 +144,34 @@
         (let ([msg (fasl-read (open-bytevector-input-port bv))])
           (case (vector-ref msg 0)
             [(spawned)
-             (let ([p (with-interrupts-disabled
-                        (with-mutex launcher-lock (hashtable-ref live-places (vector-ref msg 1) #f)))])
+             (let ([p (live-place (vector-ref msg 1))])
                (when p (place-pid-set! p (vector-ref msg 2))))]
-            [(exited) (place-ended! (vector-ref msg 1) (vector-ref msg 2))]))
+            [(exited) (place-ended! (vector-ref msg 1) (vector-ref msg 2))]
+            [(reaped) (place-reaped! (vector-ref msg 1))]))
         ;; the template is gone: so are its places
-        (for-each (lambda (id) (place-ended! id 1))
+        (for-each (lambda (id) (place-ended! id 1) (place-reaped! id))
                   (with-interrupts-disabled
                     (with-mutex launcher-lock (vector->list (hashtable-keys live-places)))))))
 
+  ;; A place stays in live-places until its process is reaped: one whose
+  ;; value is known may still be sending its queued messages.
+  (define (live-place id)
+    (with-interrupts-disabled
+      (with-mutex launcher-lock (hashtable-ref live-places id #f))))
+
   (define (place-ended! id code)
+    (let ([p (live-place id)])
+      (when (and p (not (place-code p)))
+        (place-code-set! p code)
+        (latch-fire! (place-dead p)))))
+
+  (define (place-reaped! id)
     (let ([p (with-interrupts-disabled
                (with-mutex launcher-lock
                  (let ([p (hashtable-ref live-places id #f)])
                    (hashtable-delete! live-places id)
                    p)))])
-      (when p
-        (place-code-set! p code)
-        (latch-fire! (place-dead p)))))
+      (when p (latch-fire! (place-reaped p)))))
 
   (define (to-launcher! who msg fds)
     (let-values ([(port get) (open-bytevector-output-port)])
@@ -308,12 +319,17 @@
     (sync (place-dead p))
     (place-code p))
 
+  ;; Also ends a place whose value is known but whose process still waits
+  ;; for a slow reader of its queued messages (they are dropped); the
+  ;; value stays.
   (define (place-kill p)
     (check-place 'place-kill p)
-    (unless (place-code p)
+    (when (live-place? p)
       (to-launcher! 'place-kill (vector 'signal (place-id p) 9) '())
-      (sync (place-dead p)))
+      (sync (place-reaped p)))
     (void))
+
+  (define (live-place? p) (eq? p (live-place (place-id p))))
 
   (define place-break
     (case-lambda

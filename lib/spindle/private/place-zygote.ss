@@ -5,7 +5,7 @@
 ;;; to the creating process (blocking).  Requests, as fasl frames:
 ;;;   #(spawn id module start cwd libdirs exts optimize-level) + 1 descriptor
 ;;;   #(signal id signo)
-;;; Reports: #(spawned id pid), #(exited id code).
+;;; Reports: #(spawned id pid), #(exited id code), #(reaped id) (after exited).
 ;;; A place writes its completion value (one byte) on a pipe of its own as
 ;;; soon as it has one, and may live on while its queued messages drain:
 ;;; `exited` goes out at the first of that byte and the process's end.
@@ -99,7 +99,8 @@
          (place-child-main fd report-out module start cwd)]
         [(fx< pid 0)
          (close-fd fd) (close-fd report-in) (close-fd report-out)
-         (report! (vector 'exited id 1))]
+         (report! (vector 'exited id 1))
+         (report! (vector 'reaped id))]
         [else
          (close-fd fd) (close-fd report-out)
          (set! children (cons (vector id pid (pidfd-open pid) report-in #f) children))
@@ -122,7 +123,8 @@
     (close-fd (vector-ref c 2))
     (when (vector-ref c 3) (close-fd (vector-ref c 3)))
     (set! children (remq c children))
-    (report-exit! c code)))
+    (report-exit! c code)
+    (report! (vector 'reaped (vector-ref c 0)))))
 
 (let loop ()
   (let ([ready (poll-readable
