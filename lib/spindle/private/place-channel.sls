@@ -20,7 +20,7 @@
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
-  (import (chezscheme) (spindle private unix) (spindle private queue)
+  (import (chezscheme) (spindle private unix) (spindle private queue) (spindle private buffer-pool)
           (only (spindle async-channel) make-async-channel async-channel-get
                 async-channel-try-get async-channel-push-back! async-channel-take-all!)
           (only (spindle thread) yield)
@@ -264,7 +264,7 @@
            (memcpy-to-bytevector! body p got)
            (bytevector-copy! h 0 bv 0 header-size)
            (bytevector-copy! body 0 bv header-size got)
-           (free p)
+           (buffer-free p (endpoint-payload-size e))
            (endpoint-payload-set! e #f)
            (endpoint-header-got-set! e 0)
            bv)]
@@ -296,9 +296,9 @@
   (define (endpoint-send! e bv raw? owner-fds owners close-after)
     (let* ([n (bytevector-length bv)]
            [size (fx+ header-size n)]
-           [buf (malloc size)])
+           [buf (buffer-alloc size)])
       (when (fx> (length owner-fds) (fx* max-fds-per-message header-size))
-        (free buf)
+        (buffer-free buf size)
         (assertion-violation 'place-channel-put "too many channels and shared vectors in one message"
                              (length owner-fds)))
       (foreign-set! 'unsigned-64 buf 0 n)
@@ -314,7 +314,7 @@
 
   (define (discard! p)
     (for-each close-fd (pending-close-after p))
-    (free (pending-buffer p)))
+    (buffer-free (pending-buffer p) (pending-size p)))
 
   ;; With the endpoint lock held: writes queued frames until the socket is
   ;; full, then arms EPOLLOUT.  A vanished peer drops everything queued.
@@ -346,7 +346,7 @@
                      (pending-close-after-set! p '())))
                  (pending-sent-set! p (fx+ (pending-sent p) r))
                  (if (fx= (pending-sent p) (pending-size p))
-                     (begin (free (pending-buffer p)) (loop))
+                     (begin (buffer-free (pending-buffer p) (pending-size p)) (loop))
                      (begin (queue-push-front! q p) (loop)))])))
           (when (and (queue-empty? q) (endpoint-writing? e)) (want-writable! e #f))))))
 
@@ -467,7 +467,7 @@
                     (let ([bv (make-bytevector size)])
                       (memcpy-to-bytevector! bv (+ area pos header-size) size)
                       (loop (fx+ pos header-size size) (cons (frame bv e (+ area pos)) acc)))
-                    (let ([buf (malloc size)])
+                    (let ([buf (buffer-alloc size)])
                       (memmove! buf (+ area pos header-size) body)
                       (unless (fx= pos 0) (memmove! area (+ area pos) header-size))
                       (endpoint-header-got-set! e header-size)
@@ -480,7 +480,7 @@
   (define (take-payload-frame! e)
     (let ([bv (make-bytevector (endpoint-payload-size e))])
       (memcpy-to-bytevector! bv (endpoint-payload e) (endpoint-payload-size e))
-      (free (endpoint-payload e))
+      (buffer-free (endpoint-payload e) (endpoint-payload-size e))
       (endpoint-payload-set! e #f)
       (endpoint-header-got-set! e 0)
       (frame bv e (endpoint-header e))))
