@@ -4,6 +4,7 @@
 ;;; non-blocking puts, a many-place stress test and process clean-up.
 ;;; Place bodies live in tests/places/kinds.sls (place forms need a library).
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (only (spindle private unix) shell-command)
+        (spindle private buffer-pool)
         (places records)
         ;; the place constructors are wrapped below, so that every place is tracked
         (except (places kinds) echo-place agent-place crash-place crash-after-get-place raise-place
@@ -730,6 +731,19 @@
       (for-each (lambda (m) (place-channel-put p m)) msgs)
       (check-equal "through a place and back" msgs (map-in-order (lambda (m) (place-channel-get p)) msgs))
       (place-kill p))))
+
+(test "frame buffers: a large one freed is the next one given in its size class"
+  ;; (the pool is LIFO; other traffic may have filled it, so only that holds)
+  (let* ([a (buffer-alloc 100000)] [_ (buffer-free a 100000)] [b (buffer-alloc 131072)])
+    (check "same class (128 KB), same buffer" (= a b))
+    (foreign-set! 'unsigned-8 b 131071 7)            ; the whole class is usable
+    (buffer-free b 131072))
+  (let ([bs (map (lambda (i) (buffer-alloc (* 4 1048576))) (iota 8))])
+    (for-each (lambda (b) (foreign-set! 'unsigned-8 b (- (* 4 1048576) 1) 1)) bs)
+    (for-each (lambda (b) (buffer-free b (* 4 1048576))) bs))
+  (let ([small (buffer-alloc 1000)])
+    (foreign-set! 'unsigned-8 small 999 1)
+    (buffer-free small 1000)))
 
 (test "stress: plain getters and sync getters on two pools share one endpoint; each message once"
   (let-values ([(a b) (place-channel)])
