@@ -230,16 +230,19 @@
   (define (unmap addr size) (c-munmap addr (max size 1)) (void))
 
   ;; ---------------------------------------------------------------- processes
+  ;; A NUL-terminated UTF-8 copy of str in C memory; free it.
+  (define (c-string str)
+    (let* ([bv (string->utf8 str)] [n (bytevector-length bv)] [s (malloc (+ n 1))])
+      (memcpy-from-bytevector! s bv n)
+      (foreign-set! 'unsigned-8 s n 0)
+      s))
+
   (define (c-strings lst)
     (let ([v (malloc (* 8 (+ 1 (length lst))))])
       (let loop ([l lst] [i 0] [owned '()])
         (if (null? l)
             (begin (foreign-set! 'uptr v (* 8 i) 0) (values v owned))
-            (let* ([bv (string->utf8 (car l))]
-                   [n (bytevector-length bv)]
-                   [s (malloc (+ n 1))])
-              (memcpy-from-bytevector! s bv n)
-              (foreign-set! 'unsigned-8 s n 0)
+            (let ([s (c-string (car l))])
               (foreign-set! 'uptr v (* 8 i) s)
               (loop (cdr l) (+ i 1) (cons s owned)))))))
 
@@ -379,9 +382,7 @@
   ;; in C memory.  Returns the exit code, or minus the signal that ended it.
   (define (shell-command cmd)
     (unless (string? cmd) (assertion-violation 'shell-command "not a string" cmd))
-    (let* ([bv (string->utf8 cmd)] [n (bytevector-length bv)] [p (malloc (+ n 1))])
-      (c-memcpy-from p bv n)
-      (foreign-set! 'unsigned-8 p n 0)
+    (let ([p (c-string cmd)])
       (let ([status (c-system p)])
         (free p)
         (cond
