@@ -43,7 +43,15 @@
     shared-flvector-ref shared-flvector-set!
     ;; (spindle fork-join)
     fork-join CG? CG-id CG-np CGfor CGfor/stride CGBarrier CGpipeline CG-n0-only
-    CG-B CGid CGnp)
+    CG-B CGid CGnp
+    ;; (spindle tcp), (spindle unix-socket), (spindle port), (spindle blocking)
+    tcp-listen tcp-accept tcp-accept-evt tcp-accept-ready? tcp-connect
+    tcp-close tcp-abandon-port tcp-addresses tcp-listener? tcp-port?
+    unix-socket-available? unix-socket-path? unix-socket-listen unix-socket-listener?
+    unix-socket-accept unix-socket-accept-evt unix-socket-close-listener unix-socket-connect
+    read-bytes-evt read-bytes-avail!-evt read-line-evt read-bytes-line-evt
+    write-bytes-evt eof-evt port-ready-evt
+    call-blocking)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
@@ -51,4 +59,6 @@
           (except (spindle event) box-cas! vector-cas!)
           (except (spindle future) processor-count)
           (except (spindle place) processor-count start-lifted-place place-child-main)
-          (except (spindle fork-join) lift-places)))
+          (except (spindle fork-join) lift-places)
+          (spindle tcp) (spindle unix-socket) (spindle port)
+          (except (spindle blocking) blocking-helper-count)))

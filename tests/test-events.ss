@@ -26,7 +26,7 @@
           (poll-guard-evt (lambda (p) always-evt)) (replace-evt always-evt values)
           (current-thread) (thread-receive-evt) (thread-dead-evt (current-thread))))
   (for-each (lambda (v) (check (format "not evt? ~s" v) (not (evt? v))))
-    (list 5 'x "s" (lambda () 1) '() (make-parallel-thread-pool 1)))
+    (list 5 (quote x) "s" (lambda () 1) (quote ()) (make-parallel-thread-pool 1)))
   (check-equal "always-evt result is itself" always-evt (sync always-evt))
   (check "never-evt" (not (sync/timeout 0 never-evt)))
   (check "no evts" (not (sync/timeout 0)))

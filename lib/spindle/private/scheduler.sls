@@ -35,6 +35,8 @@
     check-requests! set-interrupt-hook!
     ;; timers
     monotonic-ms add-timer! cancel-timer!
+    ;; the I/O poller
+    set-io-hooks! poll-io-now! with-spin-lock
     ;; misc
     processor-count
     &break break-condition?
@@ -100,21 +102,30 @@
 
   ;; Idle workers sleep on wakeup, an OS semaphore; posted counts the posts
   ;; not yet taken by a sleeper, so wakers post only while idle > posted.
+  ;; One idle worker of the process may sleep in the I/O poller instead
+  ;; (see io-wait!): its pool then has poll-sleeper? set, and a waker with
+  ;; no semaphore sleeper to post kicks the poller (once: poll-kicked?).
   (define-record-type pool
     (fields size main? lock wakeup run-queue
             (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
-            (mutable timers) (mutable timer-count) (mutable posted))
+            (mutable timers) (mutable timer-count) (mutable posted)
+            (mutable poll-sleeper?) (mutable poll-kicked?))
     (protocol
       (lambda (new)
         (lambda (size main?)
           (new size main? (box #f) (make-os-semaphore) (make-queue)
-               0 0 0 #f (make-vector 16 #f) 0 0))))
-    (nongenerative spindle-pool-v2))
+               0 0 0 #f (make-vector 16 #f) 0 0 #f #f))))
+    (nongenerative spindle-pool-v3))
 
+  ;; switches-left counts down the switches until the worker next looks at
+  ;; the I/O poller: threads that yield to each other reset the timer, so
+  ;; without it they could keep ready descriptors waiting for ever.
   (define-record-type worker
-    (fields pool tid (mutable base) (mutable base-winders) (mutable current))
-    (protocol (lambda (new) (lambda (pool) (new pool (get-thread-id) #f '() #f))))
-    (nongenerative spindle-worker-v1) (sealed #t))
+    (fields pool tid (mutable base) (mutable base-winders) (mutable current) (mutable switches-left))
+    (protocol (lambda (new) (lambda (pool) (new pool (get-thread-id) #f '() #f poll-interval))))
+    (nongenerative spindle-worker-v2) (sealed #t))
+
+  (define poll-interval 61)
 
   ;; park: 'running, 'parked or 'notified (a wake-up that came before the park).
   (define-record-type gthread
@@ -176,15 +187,52 @@
       (enable-interrupts)
       w))
 
+  ;; ---------------------------------------------------------------- I/O poller
+  ;; (spindle private poller) installs its hooks when the first descriptor
+  ;; is watched; until then workers sleep on their semaphores only.
+  ;; (io-wait! ms): waits in epoll_wait at most ms milliseconds (a flonum;
+  ;; #f = no limit, 0. = just look) with the collector released, and returns
+  ;; what it found.  (io-dispatch! found): wakes the threads waiting for it
+  ;; (of any pool).  (io-kick!): makes a waiting io-wait! return.
+  (define io-wait! #f)
+  (define io-dispatch! #f)
+  (define io-kick! #f)
+  (define (set-io-hooks! wait dispatch kick)
+    (set! io-kick! kick)
+    (set! io-dispatch! dispatch)
+    (set! io-wait! wait))
+
+  ;; At most one worker of the process waits in epoll_wait at a time: the
+  ;; one that set this box from #f to #t.  The others sleep on their pool's
+  ;; semaphore; busy workers look at the poller on each timer tick, and
+  ;; every worker looks before it goes idle, so ready descriptors are seen
+  ;; within a time slice even while the waiter's pool is busy.
+  (define poll-role (box #f))
+
+  ;; With interrupts disabled and no lock held: dispatch what the poller has
+  ;; now, unless another worker is already waiting in it.  #t if it found
+  ;; anything.
+  (define (poll-io-now!)
+    (and io-wait!
+         (box-cas! poll-role #f #t)
+         (let ([found (io-wait! 0.)])
+           (set-box! poll-role #f)
+           (io-dispatch! found))))
+
   ;; ---------------------------------------------------------------- pools
   ;; With the pool lock held: wake one sleeping worker / all of them.
   (define (wake-one! p)
-    (when (fx> (pool-idle p) (pool-posted p))
-      (pool-posted-set! p (fx+ (pool-posted p) 1))
-      (os-semaphore-post! (pool-wakeup p))))
+    (cond
+      [(fx> (pool-idle p) (pool-posted p))
+       (pool-posted-set! p (fx+ (pool-posted p) 1))
+       (os-semaphore-post! (pool-wakeup p))]
+      [(and (pool-poll-sleeper? p) (not (pool-poll-kicked? p)))
+       (pool-poll-kicked?-set! p #t)
+       (io-kick!)]))
 
   (define (wake-all! p)
-    (let loop () (when (fx> (pool-idle p) (pool-posted p)) (wake-one! p) (loop))))
+    (let loop () (when (fx> (pool-idle p) (pool-posted p)) (wake-one! p) (loop)))
+    (wake-one! p))
 
   (define (pool-close! p)
     (with-interrupts-disabled
@@ -198,7 +246,7 @@
       (spin-lock! (pool-lock p))
       (queue-push! (pool-run-queue p) t)
       (cond
-        [(fx> (pool-idle p) 0) (wake-one! p)]
+        [(or (fx> (pool-idle p) 0) (pool-poll-sleeper? p)) (wake-one! p)]
         [(and (not (pool-main? p)) (fx< (pool-workers p) (pool-size p)))
          (pool-workers-set! p (fx+ (pool-workers p) 1))
          (start-worker! p)])
@@ -385,12 +433,30 @@
              ;; threads stay fast; without the lock, and with interrupts
              ;; enabled so that a collection need not wait for the spinner
              ;; (the timer is off here: nothing else can switch us).
+             ;; Ready descriptors come first.
              (spin-unlock! lock)
-             (enable-interrupts)
-             (let spin ([i 0])
-               (when (and (fx< i spin-iterations) (queue-empty? rq)) (spin (fx+ i 1))))
-             (disable-interrupts)
-             (loop (fx+ spins 1))]
+             (if (poll-io-now!)
+                 (loop spins)
+                 (begin
+                   (enable-interrupts)
+                   (let spin ([i 0])
+                     (when (and (fx< i spin-iterations) (queue-empty? rq)) (spin (fx+ i 1))))
+                   (disable-interrupts)
+                   (loop (fx+ spins 1))))]
+            [(and io-wait! (box-cas! poll-role #f #t))
+             ;; Sleep in the poller, until a descriptor is ready, the next
+             ;; timer of this pool is due, or a waker kicks it.
+             (pool-poll-sleeper?-set! p #t)
+             (let ([dl (next-deadline p)])
+               (spin-unlock! lock)
+               (let ([found (io-wait! (and dl (flmax 0. (fl- dl (monotonic-ms)))))])
+                 (spin-lock! lock)
+                 (pool-poll-sleeper?-set! p #f)
+                 (pool-poll-kicked?-set! p #f)
+                 (spin-unlock! lock)
+                 (set-box! poll-role #f)
+                 (io-dispatch! found)))
+             (loop 1)]
             [else
              ;; Sleep without the lock, deactivated (see (spindle private
              ;; ffi)): a condition-wait here, interrupts being disabled,
@@ -408,10 +474,17 @@
                  (spin-unlock! lock)))
              (loop 1)])))))
 
+  (define (count-switch! w)
+    (let ([n (fx- (worker-switches-left w) 1)])
+      (if (fx= n 0)
+          (begin (worker-switches-left-set! w poll-interval) (poll-io-now!))
+          (worker-switches-left-set! w n))))
+
   ;; Never returns (except through the base, to exit the worker).
   (define (schedule-next w)
     (set-timer 0)
     (worker-current-set! w #f)
+    (count-switch! w)
     (let ([t (next-runnable w)])
       (cond
         [(not t) (invoke-base! w 'exit)]
@@ -504,7 +577,7 @@
     (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
       (fire-due-timers! p)
       (if (queue-empty? (pool-run-queue p))
-          (set-timer quantum-ticks)
+          (begin (count-switch! w) (set-timer quantum-ticks))
           (call/cc
             (lambda (k)
               (save-context! t k)
@@ -516,7 +589,9 @@
   (define (on-timer)
     (let ([w (worker-param)])
       (if (and w (fx= (worker-tid w) (get-thread-id)) (worker-current w))
-          (yield!)
+          (begin
+            (when io-wait! (with-interrupts-disabled (poll-io-now!)))
+            (yield!))
           (set-timer 0))))
 
   ;; ---------------------------------------------------------------- requests

@@ -11,7 +11,7 @@
     choice-evt wrap-evt handle-evt handle-evt? guard-evt nack-guard-evt
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
-    register-evt-record-type! thread-dead-latch-proc-set!)
+    register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
           (spindle private evt-core))
 
@@ -106,6 +106,11 @@
   (define thread-dead-latch-proc #f)
   (define (thread-dead-latch-proc-set! p) (set! thread-dead-latch-proc p))
 
+  ;; Ports are evts (ready when a read or write would not block); the I/O
+  ;; layer supplies (port -> evt).  Until it is loaded, every port is ready.
+  (define port-evt-proc (lambda (p) (wrap-evt always-evt (lambda (_) p))))
+  (define (port-evt-proc-set! p) (set! port-evt-proc p))
+
   (define registered-types '())   ; alist rtd -> spec, guarded by registry-lock
   (define registry-lock (make-mutex))
 
@@ -137,7 +142,7 @@
 
   (define (evt? v)
     (or (prim-evt? v) (choice? v) (wrapper? v) (guarded? v) (replacer? v)
-        (gthread? v)
+        (gthread? v) (port? v)
         (and (pair? registered-types) (registered-spec v) #t)))
 
   ;; ---------------------------------------------------------------- flatten
@@ -167,6 +172,7 @@
        (flatten (replacer-inner e) (cons (cons 'replace e) context) poll? nacks acc)]
       [(gthread? e)
        (flatten (wrap-evt (thread-dead-latch-proc e) (lambda (l) e)) context poll? nacks acc)]
+      [(port? e) (flatten (port-evt-proc e) context poll? nacks acc)]
       [(registered-spec e)
        => (lambda (spec)
             (if (procedure? spec)

@@ -1,0 +1,253 @@
+#!chezscheme
+;;; The I/O poller: one epoll instance per process, and an eventfd that
+;;; wakes it.  No thread of its own: an idle worker sleeps in it (see
+;;; poll-role in the scheduler), busy workers look at it on every timer
+;;; tick, and its events wake the threads that wait for a descriptor.
+;;;
+;;; A watched descriptor is registered once, edge-triggered for both
+;;; directions, and has a record with two readiness counters per
+;;; direction: seq, bumped by the poller at each edge, and idle, the seq
+;;; that a reader (or writer) saw before its call failed with EAGAIN.  The
+;;; direction may be ready iff seq /= idle, so an edge that comes between
+;;; the failed call and the wait is never lost:
+;;;
+;;;   (let ([seq (fd-seq rec 'read)])          ; before the call
+;;;     ... read(2) gives EAGAIN ...
+;;;     (fd-idle! rec 'read seq)
+;;;     (sync (fd-ready-evt rec 'read v)))      ; ready at once if an edge came
+;;;
+;;; Closing the record makes both directions ready for good.
+(library (spindle private poller)
+  (export fd-watch fd-watched? fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
+          fd-record-fd fd-record-closed?
+          watch-level! unwatch-level!)
+  (import (chezscheme) (spindle private scheduler) (spindle private evt-core)
+          (spindle private queue) (spindle private posix-io)
+          (only (spindle private sync) sync))
+
+  (define-record-type fd-record
+    (fields fd lock                          ; spin lock (box)
+            (mutable read-seq) (mutable read-idle) readers
+            (mutable write-seq) (mutable write-idle) writers
+            (mutable closed?)
+            edges?)                          ; #f: epoll refused it (a regular file), always ready
+    (protocol
+      (lambda (new)
+        (lambda (fd edges?)
+          (new fd (box #f) 1 0 (make-queue) 1 0 (make-queue) #f edges?))))
+    (nongenerative spindle-fd-record-v1) (sealed #t))
+
+  ;; ---------------------------------------------------------------- the poller
+  (define epoll-fd #f)
+  (define wake-fd #f)
+  (define event-buffer-size 256)
+  (define event-buffer #f)              ; used by the poll-role holder only
+
+  ;; fd -> fd-record or a procedure (level-triggered watch), under table-lock.
+  (define table (make-eqv-hashtable))
+  (define table-lock (box #f))
+  (define start-lock (make-mutex))
+
+  (define (ensure-poller!)
+    (unless epoll-fd
+      (with-interrupts-disabled
+        (with-mutex start-lock
+          (unless epoll-fd
+            (let ([ep ((foreign-procedure "epoll_create1" (int) int) #x80000)]
+                  [wfd (make-eventfd)])
+              (when (fx< ep 0) (error 'poller "epoll_create1 failed"))
+              (set! event-buffer (foreign-alloc (fx* 12 event-buffer-size)))
+              (set! wake-fd wfd)
+              (epoll-watch-level! ep wfd)
+              (set! epoll-fd ep)
+              (set-io-hooks! io-wait! io-dispatch! (lambda () (eventfd-signal! wake-fd)))))))))
+
+  (define (io-wait! ms) (epoll-wait/timeout epoll-fd event-buffer event-buffer-size ms))
+
+  ;; Called with interrupts disabled.  #t if anything besides a kick came.
+  (define (io-dispatch! found)
+    (let loop ([found found] [any? #f])
+      (if (null? found)
+          any?
+          (let ([fd (caar found)] [mask (cdar found)])
+            (if (fx= fd wake-fd)
+                (begin (eventfd-drain! wake-fd) (loop (cdr found) any?))
+                (let ([x (with-spin-lock table-lock (hashtable-ref table fd #f))])
+                  (cond
+                    [(fd-record? x) (edge! x mask)]
+                    [(procedure? x) (x)])
+                  (loop (cdr found) #t)))))))
+
+  ;; EPOLLIN, EPOLLOUT, EPOLLERR|EPOLLHUP, EPOLLRDHUP
+  (define (edge! rec mask)
+    (let ([err? (fxlogtest mask (fxior 8 #x10))])
+      (with-spin-lock (fd-record-lock rec)
+        (when (or err? (fxlogtest mask (fxior 1 #x2000)))
+          (fd-record-read-seq-set! rec (fx+ 1 (fd-record-read-seq rec)))
+          (wake-all-waiters! (fd-record-readers rec)))
+        (when (or err? (fxlogtest mask 4))
+          (fd-record-write-seq-set! rec (fx+ 1 (fd-record-write-seq rec)))
+          (wake-all-waiters! (fd-record-writers rec))))))
+
+  ;; With the record's lock held.  A waiter whose value is an operation
+  ;; (see fd-operation-evt) tries it and stays queued if it would block.
+  (define (wake-all-waiters! q)
+    (let loop ([keep '()])
+      (let ([w (queue-pop! q #f)])
+        (cond
+          [(not w) (for-each (lambda (w) (queue-push! q w)) (reverse keep))]
+          [(operation? (waiter-value w))
+           (loop (if (try-operation! (waiter-value w) (waiter-syncer w) (waiter-branch w) #t) keep (cons w keep)))]
+          [else
+           (commit-partner! (waiter-syncer w) (waiter-branch w) (list (waiter-value w)))
+           (loop keep)]))))
+
+  ;; ---------------------------------------------------------------- watching
+  ;; The record of fd (non-blocking), watched for both directions from now
+  ;; on.  A descriptor epoll refuses (a regular file) gets a record that is
+  ;; always ready.
+  ;; The record is in the table before epoll knows fd: another worker may
+  ;; poll at once, and an edge whose record it cannot find is lost.
+  (define (fd-watch fd)
+    (ensure-poller!)
+    (let ([rec (make-fd-record fd #t)])
+      (with-interrupts-disabled
+        (with-spin-lock table-lock (hashtable-set! table fd rec)))
+      (if (fx>= (epoll-watch-edges! epoll-fd fd) 0)
+          rec
+          (begin
+            (with-interrupts-disabled
+              (with-spin-lock table-lock (hashtable-delete! table fd)))
+            (make-fd-record fd #f)))))
+
+  (define (fd-watched? rec) (fd-record-edges? rec))
+
+  ;; Stops watching and makes both directions ready for good (waiters wake
+  ;; and find the record closed).  Call it before closing the descriptor.
+  (define (fd-unwatch! rec)
+    (with-interrupts-disabled
+      (when (fd-record-edges? rec)
+        (with-spin-lock table-lock
+          (when (eq? (hashtable-ref table (fd-record-fd rec) #f) rec)
+            (hashtable-delete! table (fd-record-fd rec))))
+        (epoll-unwatch! epoll-fd (fd-record-fd rec)))
+      (with-spin-lock (fd-record-lock rec)
+        (fd-record-closed?-set! rec #t)
+        (wake-all-waiters! (fd-record-readers rec))
+        (wake-all-waiters! (fd-record-writers rec)))))
+
+  ;; Wakes the waiters of one direction as an edge would (a port of it
+  ;; was closed here: they look again and find it closed).
+  (define (fd-wake! rec dir)
+    (with-interrupts-disabled
+      (with-spin-lock (fd-record-lock rec)
+        (if (eq? dir 'read)
+            (begin (fd-record-read-seq-set! rec (fx+ 1 (fd-record-read-seq rec)))
+                   (wake-all-waiters! (fd-record-readers rec)))
+            (begin (fd-record-write-seq-set! rec (fx+ 1 (fd-record-write-seq rec)))
+                   (wake-all-waiters! (fd-record-writers rec)))))))
+
+  ;; Calls (on-readable) in whichever worker polls, with interrupts
+  ;; disabled, each time fd is readable (level-triggered).
+  (define (watch-level! fd on-readable)
+    (ensure-poller!)
+    (with-interrupts-disabled
+      (with-spin-lock table-lock (hashtable-set! table fd on-readable)))
+    (epoll-watch-level! epoll-fd fd))
+
+  (define (unwatch-level! fd)
+    (with-interrupts-disabled
+      (with-spin-lock table-lock (hashtable-delete! table fd)))
+    (epoll-unwatch! epoll-fd fd))
+
+  ;; ---------------------------------------------------------------- readiness
+  (define (fd-seq rec dir)
+    (if (eq? dir 'read) (fd-record-read-seq rec) (fd-record-write-seq rec)))
+
+  ;; A call made after seq was read failed with EAGAIN.
+  (define (fd-idle! rec dir seq)
+    (with-interrupts-disabled
+      (with-spin-lock (fd-record-lock rec)
+        (if (eq? dir 'read)
+            (fd-record-read-idle-set! rec seq)
+            (fd-record-write-idle-set! rec seq)))))
+
+  ;; An evt ready (with value v) when the direction may be ready or the
+  ;; record is closed.
+  (define-record-type fd-ready
+    (parent prim-evt)
+    (fields rec dir value)
+    (protocol (lambda (new) (lambda (rec dir v) ((new fd-ready-attempt fd-ready-cancel) rec dir v))))
+    (nongenerative spindle-fd-ready-evt-v1) (sealed #t))
+
+  (define (fd-ready-evt rec dir v) (make-fd-ready rec dir v))
+
+  (define (ready? rec dir)
+    (or (fd-record-closed? rec)
+        (not (fd-record-edges? rec))
+        (if (eq? dir 'read)
+            (not (fx= (fd-record-read-seq rec) (fd-record-read-idle rec)))
+            (not (fx= (fd-record-write-seq rec) (fd-record-write-idle rec))))))
+
+  ;; Called with interrupts disabled (evt-core).
+  (define (fd-ready-attempt e s branch register?)
+    (let ([rec (fd-ready-rec e)])
+      (with-spin-lock (fd-record-lock rec)
+        (cond
+          [(ready? rec (fd-ready-dir e)) (commit-one! s branch (list (fd-ready-value e)))]
+          [register?
+           (queue-push! (if (eq? (fd-ready-dir e) 'read) (fd-record-readers rec) (fd-record-writers rec))
+                        (make-waiter s branch (fd-ready-value e)))]
+          [else #f]))))
+
+  (define (fd-ready-cancel e node)
+    (let ([rec (fd-ready-rec e)])
+      (with-interrupts-disabled
+        (with-spin-lock (fd-record-lock rec)
+          (queue-remove! (if (eq? (fd-ready-dir e) 'read) (fd-record-readers rec) (fd-record-writers rec))
+                         node)))))
+
+  ;; An evt that performs an operation on the descriptor when it is chosen:
+  ;; (try) makes one non-blocking attempt (an accept, say) and returns the
+  ;; evt's result list, or #f if it would block.  It is called with the
+  ;; syncer claimed and the record's lock held, so the operation happens
+  ;; only in the sync that commits, and no edge can pass between a failed
+  ;; try and the waiter's registration.  After the record is closed, (try)
+  ;; must not block either (it should raise or return a result).
+  (define-record-type operation
+    (parent prim-evt)
+    (fields rec dir try)
+    (protocol (lambda (new) (lambda (rec dir try) ((new operation-attempt operation-cancel) rec dir try))))
+    (nongenerative spindle-fd-operation-evt-v1) (sealed #t))
+
+  (define (fd-operation-evt rec dir try) (make-operation rec dir try))
+
+  ;; #t if the syncer is done (committed here or elsewhere).  An exception
+  ;; from try is the result: the committed sync raises it.
+  (define (try-operation! op s branch partner?)
+    (or (not (claim! s))
+        (let ([r (guard (c [#t (list (lambda () (raise c)))]) ((operation-try op)))])
+          (if r
+              (begin
+                (finish! s branch r)
+                (when partner? (let ([t (syncer-thread s)]) (when t (unpark! t))))
+                #t)
+              (begin (unclaim! s) #f)))))
+
+  (define (operation-queue op)
+    (if (eq? (operation-dir op) 'read) (fd-record-readers (operation-rec op)) (fd-record-writers (operation-rec op))))
+
+  (define (operation-attempt op s branch register?)
+    (with-spin-lock (fd-record-lock (operation-rec op))
+      (cond
+        [(try-operation! op s branch #f) #t]
+        [register? (queue-push! (operation-queue op) (make-waiter s branch op))]
+        [else #f])))
+
+  (define (operation-cancel op node)
+    (with-interrupts-disabled
+      (with-spin-lock (fd-record-lock (operation-rec op))
+        (queue-remove! (operation-queue op) node))))
+
+  ;; Parks the current thread until the direction may be ready.
+  (define (fd-wait! rec dir) (sync (make-fd-ready rec dir #t)) (void)))

@@ -1,0 +1,136 @@
+#!chezscheme
+;;; Stream sockets for (spindle tcp) and (spindle unix-socket): listeners,
+;;; accepting, connecting, all parking the calling thread instead of
+;;; blocking its OS thread.
+(library (spindle private socket)
+  (export make-listener listener? listener-kind listener-handle listener-name
+          listener-accept listener-accept-evt listener-accept-ready? listener-close!
+          socket-connect socket-listen socket-port-handle check-socket-port)
+  (import (chezscheme) (spindle private posix-io) (spindle private fd-port)
+          (spindle private poller)
+          (only (spindle private sync) sync wrap-evt alarm-evt current-inexact-milliseconds))
+
+  ;; kind: 'tcp or 'unix; path: the socket file of a unix listener (or #f).
+  (define-record-type listener
+    (fields kind handle name path)
+    (nongenerative spindle-listener-v1) (sealed #t))
+
+  (define (closed-listener who l)
+    (raise (condition (make-error) (make-who-condition who)
+                      (make-message-condition "listener is closed") (make-irritants-condition (list l)))))
+
+  ;; Binds and listens: a listener, or raises (who names the caller).
+  ;; configure: (lambda (fd)) before bind (socket options).
+  (define (socket-listen who kind addr backlog configure name path)
+    (let ([fd (make-nonblocking-socket (address-family addr))])
+      (when (fx< fd 0) (raise-os-error who fd "cannot make a socket"))
+      (configure fd)
+      (let ([r (sys-bind fd addr)])
+        (when (fx< r 0)
+          (sys-close fd)
+          (raise-os-error who r (string-append "cannot listen on " name))))
+      (let ([r (sys-listen fd backlog)])
+        (when (fx< r 0)
+          (sys-close fd)
+          (raise-os-error who r (string-append "cannot listen on " name))))
+      (make-listener kind (open-handle fd name 'socket) name path)))
+
+  ;; One non-blocking accept: a list (in out), #f if none is waiting, or a
+  ;; list holding a thunk that raises the error.
+  (define (try-accept l configure)
+    (let ([r (handle-call (listener-handle l) sys-accept)])
+      (cond
+        [(not r) (list (lambda () (closed-listener 'accept l)))]
+        [(fx>= r 0)
+         (configure r)
+         (let-values ([(in out) (make-fd-ports r (listener-name l) 'socket #t #t)])
+           (list in out))]
+        [(fx= r (fx- 0 errno-again)) #f]
+        [else (list (lambda () (raise-os-error 'accept r "cannot accept a connection" l)))])))
+
+  (define (accept-result who)
+    (lambda vals
+      (if (procedure? (car vals))
+          ((car vals))
+          (apply values vals))))
+
+  ;; The evt is ready when a connection is waiting; choosing it accepts
+  ;; the connection (never otherwise).  Result: (list in out).
+  (define (listener-accept-evt l configure)
+    (wrap-evt (fd-operation-evt (handle-rec (listener-handle l)) 'read (lambda () (try-accept l configure)))
+              (lambda vals (call-with-values (lambda () (apply (accept-result 'accept) vals)) list))))
+
+  (define (listener-accept who l configure)
+    (when (handle-closed? (listener-handle l)) (closed-listener who l))
+    (apply values (sync (listener-accept-evt l configure))))
+
+  ;; #t if an accept would not block (a connection is waiting).
+  (define (listener-accept-ready? l)
+    (let ([rec (handle-rec (listener-handle l))])
+      (and (not (handle-closed? (listener-handle l)))
+           (let ([fd (handle-fd (listener-handle l))])
+             (let ([pfd (make-bytevector 8 0)])
+               (bytevector-s32-native-set! pfd 0 fd)
+               (bytevector-s16-native-set! pfd 4 1)          ; POLLIN
+               (and (eqv? 1 ((foreign-procedure "poll" (u8* unsigned-long int) int) pfd 1 0))
+                    (fxlogtest (bytevector-s16-native-ref pfd 6) 1)))))))
+
+  (define (listener-close! l)
+    (close-handle! (listener-handle l))
+    (let ([path (listener-path l)])
+      (when path (guard (c [#t (void)]) (delete-file path)))))
+
+  ;; Connects to each address in turn (parking while a connection is under
+  ;; way): (values in out), or raises the last error.  A unix socket's
+  ;; connect fails with EAGAIN while its listener's backlog is full (a TCP
+  ;; one completes later instead): it is tried again after a pause, 1 ms
+  ;; doubling to 50 ms, for up to 10 s.
+  (define (socket-connect who addrs name configure)
+    (let loop ([addrs addrs] [last-error -111] [pause 1.] [waited 0.])
+      (if (null? addrs)
+          (raise-os-error who last-error (string-append "cannot connect to " name))
+          (let ([r (connect-once who (car addrs) name configure)])
+            (cond
+              [(pair? r) (values (car r) (cdr r))]
+              [(and (fx= r (fx- 0 errno-again)) (fx= (address-family (car addrs)) af-unix) (fl< waited 10000.))
+               (sync (alarm-evt (fl+ (current-inexact-milliseconds) pause)))
+               (loop addrs r (flmin 50. (fl* 2. pause)) (fl+ waited pause))]
+              [else (loop (cdr addrs) r 1. 0.)])))))
+
+  ;; (in . out), or -errno.
+  (define (connect-once who addr name configure)
+    (let ([fd (make-nonblocking-socket (address-family addr))])
+      (if (fx< fd 0)
+          (raise-os-error who fd "cannot make a socket")
+          (let ([r (sys-connect fd addr)])
+            (if (or (fx= r 0) (fx= r (fx- 0 errno-inprogress))
+                    (and (fx= r (fx- 0 errno-again)) (not (fx= (address-family addr) af-unix))))
+                (begin
+                  (configure fd)
+                  (let-values ([(in out) (make-fd-ports fd name 'socket #t #t)])
+                    (if (fx= r 0)
+                        (cons in out)
+                        (let ([h (fd-port-handle out)])
+                          ;; writable once the connection is made or has failed; an
+                          ;; edge before the port was watched is reported when it was
+                          ;; added, and bumped seq past 1
+                          (fd-idle! (handle-rec h) 'write 1)
+                          (sync (fd-ready-evt (handle-rec h) 'write #t))
+                          (let ([e (or (handle-call h socket-error) 9)])
+                            (if (fx= e 0)
+                                (cons in out)
+                                (begin (close-port in) (close-port out) (fx- 0 e))))))))
+                (begin (sys-close fd) r))))))
+
+  (define (socket-port-handle p) (and (port? p) (fd-port-handle p)))
+
+  (define (check-socket-port who p)
+    (let ([h (socket-port-handle p)])
+      (unless (and h (eq? (handle-kind h) 'socket))
+        (assertion-violation who "expected a socket port" p))
+      h))
+
+  (record-writer (record-type-descriptor listener)
+    (lambda (l port wr)
+      (display "#<" port) (display (listener-kind l) port) (display "-listener " port)
+      (display (listener-name l) port) (display ">" port))))

@@ -1,0 +1,141 @@
+#!chezscheme
+;;; TCP with Racket's names and argument order (racket/tcp).  Ports are
+;;; Chez binary ports (textual through transcoded-port) whose reads and
+;;; writes park the calling thread while the socket is not ready; name
+;;; lookups run on a helper OS thread (call-blocking).  Accepted and
+;;; connected sockets have TCP_NODELAY set.
+(library (spindle tcp)
+  (export tcp-listen tcp-accept tcp-accept-evt tcp-accept-ready? tcp-connect
+          tcp-close tcp-abandon-port tcp-addresses tcp-listener? tcp-port?)
+  (import (chezscheme) (spindle private posix-io) (spindle private fd-port)
+          (spindle private socket) (spindle blocking))
+
+  (define (tcp-listener? v) (and (listener? v) (eq? (listener-kind v) 'tcp)))
+
+  (define (tcp-port? v)
+    (let ([h (socket-port-handle v)])
+      (and h (eq? (handle-kind h) 'socket) (not (unix-name? (handle-name h))))))
+
+  ;; Unix-socket ports are named "unix:PATH".
+  (define (unix-name? name)
+    (and (fx>= (string-length name) 5) (string=? (substring name 0 5) "unix:")))
+
+  (define (check-port-number who n zero-ok?)
+    (unless (and (fixnum? n) (fx<= (if zero-ok? 0 1) n 65535))
+      (assertion-violation who (if zero-ok? "expected a port number in 0 .. 65535"
+                                   "expected a port number in 1 .. 65535")
+                           n)))
+
+  (define (check-host who h)
+    (unless (string? h) (assertion-violation who "expected a host name string" h)))
+
+  ;; Addresses of host (numeric, localhost, or looked up on a helper OS
+  ;; thread), with the port.
+  (define (resolve who host port)
+    (let ([numeric (parse-address host)])
+      (map (lambda (fa)
+             (if (fx= (car fa) af-inet)
+                 (make-inet-address (cdr fa) port)
+                 (make-inet6-address (cdr fa) port)))
+           (cond
+             [numeric (list numeric)]
+             [(string-ci=? host "localhost")
+              (list (cons af-inet (bytevector 127 0 0 1))
+                    (cons af-inet6 (let ([b (make-bytevector 16 0)]) (bytevector-u8-set! b 15 1) b)))]
+             [else
+              (let ([r (call-blocking lookup-host host)])
+                (if (string? r)
+                    (raise (condition (make-error) (make-who-condition who)
+                                      (make-message-condition (string-append "host not found: " r))
+                                      (make-irritants-condition (list host))))
+                    r))]))))
+
+  (define (no-delay! fd) (sys-set-socket-option! fd 'no-delay #t))
+
+  ;; (tcp-listen port [max-allow-wait 4] [reuse? #f] [hostname #f]):
+  ;; hostname #f listens on every interface, IPv6 and IPv4 alike.
+  (define tcp-listen
+    (case-lambda
+      [(port) (tcp-listen port 4 #f #f)]
+      [(port backlog) (tcp-listen port backlog #f #f)]
+      [(port backlog reuse?) (tcp-listen port backlog reuse? #f)]
+      [(port backlog reuse? host)
+       (check-port-number 'tcp-listen port #t)
+       (unless (and (fixnum? backlog) (fx>= backlog 1))
+         (assertion-violation 'tcp-listen "expected a positive backlog" backlog))
+       (when host (check-host 'tcp-listen host))
+       (let* ([addrs (if host
+                         (resolve 'tcp-listen host port)
+                         (list (make-inet6-address (make-bytevector 16 0) port)
+                               (make-inet-address (make-bytevector 4 0) port)))]
+              [name (string-append (or host "*") ":" (number->string port))])
+         (let try ([addrs addrs])
+           (let ([any6? (and (not host) (fx= (address-family (car addrs)) af-inet6))])
+             (guard (c [(and (pair? (cdr addrs)) (error? c) (not (i/o-error? c))) (try (cdr addrs))])
+               (socket-listen 'tcp-listen 'tcp (car addrs) backlog
+                              (lambda (fd)
+                                (when reuse? (sys-set-socket-option! fd 'reuse-address #t))
+                                (when any6? (sys-set-socket-option! fd 'v6-only #f)))
+                              name #f)))))]))
+
+  (define (check-listener who l)
+    (unless (tcp-listener? l) (assertion-violation who "expected a TCP listener" l)))
+
+  ;; (tcp-accept listener) -> (values in out)
+  (define (tcp-accept l)
+    (check-listener 'tcp-accept l)
+    (listener-accept 'tcp-accept l no-delay!))
+
+  ;; Ready when a connection is waiting; result (list in out).
+  (define (tcp-accept-evt l)
+    (check-listener 'tcp-accept-evt l)
+    (listener-accept-evt l no-delay!))
+
+  (define (tcp-accept-ready? l)
+    (check-listener 'tcp-accept-ready? l)
+    (listener-accept-ready? l))
+
+  (define (tcp-close l)
+    (check-listener 'tcp-close l)
+    (listener-close! l))
+
+  ;; (tcp-connect host port [local-host #f] [local-port #f]) -> (values in out)
+  (define tcp-connect
+    (case-lambda
+      [(host port) (tcp-connect host port #f #f)]
+      [(host port local-host) (tcp-connect host port local-host #f)]
+      [(host port local-host local-port)
+       (check-host 'tcp-connect host)
+       (check-port-number 'tcp-connect port #f)
+       (when (or local-host local-port)
+         (assertion-violation 'tcp-connect "a local host or port is not supported" local-host local-port))
+       (socket-connect 'tcp-connect (resolve 'tcp-connect host port)
+                       (string-append host ":" (number->string port)) no-delay!)]))
+
+  ;; Closes the port without ending the connection's direction (no FIN for
+  ;; an output port); the socket closes when its other port is closed too.
+  (define (tcp-abandon-port p)
+    (unless (tcp-port? p) (assertion-violation 'tcp-abandon-port "expected a TCP port" p))
+    (abandon-port! p))
+
+  ;; (tcp-addresses port-or-listener [port-numbers? #f]) ->
+  ;; (values local-host peer-host), or with port numbers
+  ;; (values local-host local-port peer-host peer-port).
+  (define tcp-addresses
+    (case-lambda
+      [(x) (tcp-addresses x #f)]
+      [(x port-numbers?)
+       (let ([h (cond
+                  [(tcp-listener? x) (listener-handle x)]
+                  [(tcp-port? x) (socket-port-handle x)]
+                  [else (assertion-violation 'tcp-addresses "expected a TCP port or listener" x)])])
+         (let ([local (handle-call h socket-local-address)]
+               [peer (if (listener? x) #f (handle-call h socket-peer-address))])
+           (unless local
+             (raise (condition (make-error) (make-who-condition 'tcp-addresses)
+                               (make-message-condition "the socket is closed") (make-irritants-condition (list x)))))
+           (let ([peer-host (if peer (address->string peer) (if (fx= (address-family local) af-inet6) "::" "0.0.0.0"))]
+                 [peer-port (if peer (address-port peer) 0)])
+             (if port-numbers?
+                 (values (address->string local) (address-port local) peer-host peer-port)
+                 (values (address->string local) peer-host)))))])))
