@@ -4,14 +4,7 @@
 ;;; --port 0 (the default) picks a free port; the first line printed is
 ;;; "listening on PORT".  --pool K runs the connection threads on a
 ;;; parallel thread pool of K OS workers instead of the main pool.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
-
-(define (option name default)
-  (let loop ([args (cdr (command-line))])
-    (cond
-      [(or (null? args) (null? (cdr args))) default]
-      [(string=? (car args) name) (string->number (cadr args))]
-      [else (loop (cdr args))])))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (options))
 
 (define pool (let ([k (option "--pool" #f)]) (and k (make-parallel-thread-pool k))))
 (define listener (tcp-listen (option "--port" 0) 1024 #t "127.0.0.1"))

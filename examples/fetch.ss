@@ -4,14 +4,7 @@
 ;;; waits overlap, so 20 workers take about 1/20 of the time of one.
 ;;;   bin/spindle run examples/fetch.ss [--workers W] [--requests R] URL
 ;;; Prints each worker's count, then "elapsed SECONDS".
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
-
-(define (option name default)
-  (let loop ([args (cdr (command-line))])
-    (cond
-      [(or (null? args) (null? (cdr args))) default]
-      [(string=? (car args) name) (string->number (cadr args))]
-      [else (loop (cdr args))])))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (options))
 
 (define url (let ([args (cdr (command-line))]) (if (null? args) "http://127.0.0.1:8080/" (list-ref args (- (length args) 1)))))
 

@@ -10,14 +10,7 @@
 ;;; Content-Length (the body is read and dropped) and Connection
 ;;; (keep-alive is HTTP/1.1's default; HTTP/1.0 closes unless asked), and
 ;;; answers 400 to what it cannot parse.  / answers "Hello, world!".
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
-
-(define (option name default)
-  (let loop ([args (cdr (command-line))])
-    (cond
-      [(or (null? args) (null? (cdr args))) default]
-      [(string=? (car args) name) (string->number (cadr args))]
-      [else (loop (cdr args))])))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (options))
 
 ;; ---------------------------------------------------------------- reading
 ;; A connection's input: a buffer holding bytes [start, end).
