@@ -41,12 +41,8 @@
                                   (lambda (_) (buffered-evt p enough? finish)))]
                     [else (wrap-evt always-evt (lambda (_) (finish p)))])))))))
 
-  (define (buffered-count p) (fx- (binary-port-input-size p) (binary-port-input-index p)))
-
-  (define (buffered-has? p byte)
-    (let ([buf (binary-port-input-buffer p)] [end (binary-port-input-size p)])
-      (let loop ([i (binary-port-input-index p)])
-        (and (fx< i end) (or (fx= (bytevector-u8-ref buf i) byte) (loop (fx+ i 1)))))))
+  (define (buffered-count p) (if (fd-port? p) (port-buffered-count p) 0))
+  (define (buffered-has? p byte) (port-buffered-has? p byte))
 
   ;; Result: up to k bytes (fewer only at end of file), or eof.
   (define (read-bytes-evt k p)

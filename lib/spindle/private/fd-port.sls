@@ -3,6 +3,17 @@
 ;;; reads and writes park the calling thread, not its OS thread, when the
 ;;; descriptor is not ready.
 ;;;
+;;; Each read and each write call of the port runs under its direction's
+;;; lock, held across a park, so a flushed buffer goes out contiguous and
+;;; each read call takes bytes no other call takes.  Input is buffered in
+;;; the handle, under the input lock; Chez's own input buffer is one byte
+;;; (lookahead-u8 needs one), so readers on several OS threads never share
+;;; a Chez buffer.  Output keeps Chez's buffer (Chez 9.5.8's custom ports
+;;; mishandle put-u8 with a buffer under two bytes), which is not safe to
+;;; fill from several OS threads at once.  The lock belongs to a thread,
+;;; and a dead owner's lock is taken over, so a thread killed while it
+;;; waits inside a read or write blocks nobody.
+;;;
 ;;; A handle owns the descriptor.  Its `users` box counts the system calls
 ;;; in flight (times 2) plus a closing bit: the descriptor is closed by
 ;;; whoever leaves it closing with no call in flight, so a call never runs
@@ -13,9 +24,11 @@
   (export make-fd-ports open-handle abandon-port! fd-port? fd-port-handle fd-port-input-ready-evt fd-port-output-ready-evt
           handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call handle-wait-read! handle-wait-write!
-          port-input-buffered? port-fill! raise-os-error reclaim-unreachable-handles!)
+          port-buffered-count port-buffered-has? port-fill! raise-os-error reclaim-unreachable-handles!)
   (import (chezscheme) (spindle private poller) (spindle private posix-io)
-          (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set!))
+          (only (spindle private scheduler) current-gthread gthread-dead?)
+          (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set! sync/timeout)
+          (only (spindle semaphore) make-semaphore semaphore-post))
 
   (define-record-type handle
     (fields fd rec name kind            ; kind: socket or pipe
@@ -23,11 +36,14 @@
             (mutable open-ports)        ; ports still open (under interrupts disabled)
             (mutable on-close)          ; thunks run once the descriptor is closed
             (mutable abandoned?)        ; the output port closes without a FIN
-            (mutable in-closed?) (mutable out-closed?))
+            (mutable in-closed?) (mutable out-closed?)
+            in-lock out-lock            ; port-locks, see above
+            (mutable in-buf) (mutable in-start) (mutable in-end))  ; bytes read, not yet taken
     (protocol
       (lambda (new)
         (lambda (fd name kind open-ports)
-          (new fd (fd-watch fd) name kind (box 0) open-ports '() #f #f #f))))
+          (new fd (fd-watch fd) name kind (box 0) open-ports '() #f #f #f
+               (make-port-lock) (make-port-lock) #f 0 0))))
     (nongenerative spindle-fd-handle-v1) (sealed #t))
 
   (define (handle-closed? h) (fxodd? (unbox (handle-users h))))
@@ -47,6 +63,40 @@
         (if (box-cas! (handle-users h) n (fx- n 2))
             (when (fx= n 3) (really-close! h))
             (loop)))))
+
+  ;; ---------------------------------------------------------------- port locks
+  ;; A box holding the owning thread (or #f), a count of waiters and a
+  ;; semaphore they wait on.  Waiters look again every 50 ms, so a lock
+  ;; whose owner died (killed while parked in a read) is taken over.
+  (define-record-type port-lock
+    (fields owner (mutable waiters) turn)
+    (protocol (lambda (new) (lambda () (new (box #f) 0 (make-semaphore 0)))))
+    (nongenerative spindle-port-lock-v1) (sealed #t))
+
+  (define (port-lock! l)
+    (let ([me (current-gthread)] [b (port-lock-owner l)])
+      (let loop ()
+        (let ([owner (unbox b)])
+          (unless (or (and (not owner) (box-cas! b #f me))
+                      (and owner (gthread-dead? owner) (box-cas! b owner me)))
+            (with-interrupts-disabled (port-lock-waiters-set! l (fx+ (port-lock-waiters l) 1)))
+            (sync/timeout 0.05 (port-lock-turn l))
+            (with-interrupts-disabled (port-lock-waiters-set! l (fx- (port-lock-waiters l) 1)))
+            (loop))))))
+
+  (define (port-unlock! l)
+    (set-box! (port-lock-owner l) #f)
+    (when (fx> (port-lock-waiters l) 0) (semaphore-post (port-lock-turn l))))
+
+  ;; #t if the lock was free and is now the caller's.
+  (define (port-try-lock! l) (box-cas! (port-lock-owner l) #f (current-gthread)))
+
+  (define-syntax with-port-lock
+    (syntax-rules ()
+      [(_ l e ...) (let ([lock l])
+                     (port-lock! lock)
+                     (call-with-values (lambda () e ...)
+                       (lambda vals (port-unlock! lock) (apply values vals))))]))
 
   ;; Marks the handle closing (waiters wake and find it closed); the
   ;; descriptor closes now or when the last call in flight ends.
@@ -99,17 +149,65 @@
     (raise (condition (make-i/o-error) (make-who-condition who)
                       (make-message-condition "port is closed") (make-irritants-condition (list (handle-name h))))))
 
+  (define in-buffer-size 16384)
+  (define output-buffer-size 16384)
+
+  ;; With the input lock held: the buffered count.
+  (define (buffered h) (fx- (handle-in-end h) (handle-in-start h)))
+
+  ;; With the input lock held: moves up to n buffered bytes into bv.
+  (define (take-buffered! h bv start n)
+    (let ([k (fxmin n (buffered h))])
+      (bytevector-copy! (handle-in-buf h) (handle-in-start h) bv start k)
+      (handle-in-start-set! h (fx+ (handle-in-start h) k))
+      k))
+
+  ;; With the input lock held: one non-blocking read into the buffer (after
+  ;; what it holds): a count, 0 at end of file, -EAGAIN, -errno, or #f when
+  ;; the handle is closed.
+  (define (fill-buffer! h)
+    (unless (handle-in-buf h) (handle-in-buf-set! h (make-bytevector in-buffer-size)))
+    (when (fx= (handle-in-start h) (handle-in-end h))
+      (handle-in-start-set! h 0) (handle-in-end-set! h 0))
+    (let* ([buf (handle-in-buf h)] [end (handle-in-end h)])
+      (when (and (fx= end (bytevector-length buf)) (fx> (handle-in-start h) 0))
+        (bytevector-copy! buf (handle-in-start h) buf 0 (buffered h))
+        (handle-in-end-set! h (buffered h))
+        (handle-in-start-set! h 0))
+      (let* ([end (handle-in-end h)]
+             [r (handle-call h (lambda (fd) (sys-read fd buf end (fx- (bytevector-length buf) end))))])
+        (when (and r (fx> r 0)) (handle-in-end-set! h (fx+ end r)))
+        r)))
+
   ;; At least one byte, or 0 at end of file; parks while none is there.
+  ;; Large reads go straight into bv.
   (define (read-some! h bv start n)
-    (let loop ()
-      (let* ([seq (fd-seq (handle-rec h) 'read)]
-             [r (handle-call h (lambda (fd) (sys-read fd bv start n)))])
-        (cond
-          [(or (not r) (handle-in-closed? h)) (closed-error 'read h)]
-          [(fx>= r 0) r]
-          [(fx= r (fx- 0 errno-again)) (handle-wait-read! h seq) (loop)]
-          ;; a reset peer reads as an error, as in Racket
-          [else (raise-os-error 'read r 'read (handle-name h))]))))
+    (with-port-lock (handle-in-lock h)
+      (let loop ()
+        (if (fx> (buffered h) 0)
+            (take-buffered! h bv start n)
+            (let* ([seq (fd-seq (handle-rec h) 'read)]
+                   [direct? (fx>= n 4096)]
+                   [r (if direct?
+                          (handle-call h (lambda (fd) (sys-read fd bv start n)))
+                          (fill-buffer! h))])
+              (cond
+                [(or (not r) (handle-in-closed? h)) (closed-error 'read h)]
+                [(fx= r 0) 0]
+                [(fx> r 0) (if direct? r (take-buffered! h bv start n))]
+                [(fx= r (fx- 0 errno-again)) (handle-wait-read! h seq) (loop)]
+                ;; a reset peer reads as an error, as in Racket
+                [else (raise-os-error 'read r 'read (handle-name h))]))))))
+
+  ;; Writes all n bytes (the output lock keeps them contiguous); parks
+  ;; while the descriptor is full.
+  (define (write-all! h bv start n)
+    (with-port-lock (handle-out-lock h)
+      (let loop ([start start] [left n])
+        (if (fx= left 0)
+            n
+            (let ([k (write-some! h bv start left)])
+              (loop (fx+ start k) (fx- left k)))))))
 
   ;; Writes at least one byte; parks while the descriptor is full.
   (define (write-some! h bv start n)
@@ -142,8 +240,6 @@
     (with-interrupts-disabled (with-mutex ports-lock (hashtable-ref ports p #f))))
   (define (fd-port? p) (and (port? p) (fd-port-entry p) #t))
   (define (fd-port-handle p) (let ([e (fd-port-entry p)]) (and e (car e))))
-
-  (define buffer-size 16384)
 
   ;; A handle for a descriptor that has no ports (a listening socket),
   ;; closed with close-handle! or when unreachable.
@@ -180,13 +276,14 @@
                       (lambda () (port-closed! h void #f))))]
            [out (and out?
                      (make-custom-binary-output-port name
-                       (lambda (bv start n) (write-some! h bv start n))
+                       (lambda (bv start n) (write-all! h bv start n))
                        #f #f
                        (lambda () (port-closed! h shut-write #t))))])
+      ;; Chez's buffers are kept out of the way (see the top of the file)
       (when in
-        (set-binary-port-input-buffer! in (make-bytevector buffer-size))
+        (set-binary-port-input-buffer! in (make-bytevector 1))
         (set-binary-port-input-size! in 0))
-      (when out (set-binary-port-output-buffer! out (make-bytevector buffer-size)))
+      (when out (set-binary-port-output-buffer! out (make-bytevector output-buffer-size)))
       (with-interrupts-disabled
         (with-mutex ports-lock
           (when in (hashtable-set! ports in (cons h 'in)))
@@ -201,31 +298,44 @@
       (when (and e (eq? (cdr e) 'out)) (handle-abandoned?-set! (car e) #t))
       (close-port p)))
 
-  (define (port-input-buffered? p)
+  (define (chez-buffered? p)
     (fx< (binary-port-input-index p) (binary-port-input-size p)))
 
-  ;; Reads what the descriptor has now into the end of p's buffer, without
-  ;; blocking: 'data, 'again (nothing now: the direction is marked idle, so
-  ;; its ready evt waits for the next edge), 'full, or 'end (end of file,
-  ;; an error or a closed port: a read returns at once).
+  ;; Bytes that p can give without a system call.
+  (define (port-buffered-count p)
+    (let ([h (fd-port-handle p)])
+      (fx+ (if (chez-buffered? p) 1 0) (buffered h))))
+
+  ;; #t if byte is among them.
+  (define (port-buffered-has? p byte)
+    (let* ([h (fd-port-handle p)] [buf (handle-in-buf h)])
+      (or (and (chez-buffered? p)
+               (fx= byte (bytevector-u8-ref (binary-port-input-buffer p) (binary-port-input-index p))))
+          (and buf
+               (let loop ([i (handle-in-start h)])
+                 (and (fx< i (handle-in-end h))
+                      (or (fx= (bytevector-u8-ref buf i) byte) (loop (fx+ i 1)))))))))
+
+  ;; Reads what the descriptor has now into p's buffer, without blocking:
+  ;; 'data, 'again (nothing now: the direction is marked idle, so its
+  ;; ready evt waits for the next edge; also while another thread holds
+  ;; the input lock), 'full, or 'end (end of file, an error or a closed
+  ;; port: a read returns at once).
   (define (port-fill! p)
     (let ([h (fd-port-handle p)])
-      (if (or (port-closed? p) (handle-closed? h))
-          'end
-          (let* ([buf (binary-port-input-buffer p)] [i (binary-port-input-index p)]
-                 [n (binary-port-input-size p)])
-            (when (and (fx> i 0) (fx< i n))           ; move what is left to the start
-              (bytevector-copy! buf i buf 0 (fx- n i)))
-            (let ([n (fx- n i)])
-              (set-binary-port-input-size! p n)
-              (if (fx= n (bytevector-length buf))
-                  'full
-                  (let* ([seq (fd-seq (handle-rec h) 'read)]
-                         [r (handle-call h (lambda (fd) (sys-read fd buf n (fx- (bytevector-length buf) n))))])
-                    (cond
-                      [(and r (fx> r 0)) (set-binary-port-input-size! p (fx+ n r)) 'data]
-                      [(and r (fx= r (fx- 0 errno-again))) (fd-idle! (handle-rec h) 'read seq) 'again]
-                      [else 'end]))))))))
+      (cond
+        [(or (port-closed? p) (handle-closed? h) (handle-in-closed? h)) 'end]
+        [(not (port-try-lock! (handle-in-lock h))) 'again]
+        [else
+         (let ([r (if (and (handle-in-buf h) (fx= (buffered h) (bytevector-length (handle-in-buf h))))
+                      'full
+                      (let* ([seq (fd-seq (handle-rec h) 'read)] [r (fill-buffer! h)])
+                        (cond
+                          [(and r (fx> r 0)) 'data]
+                          [(and r (fx= r (fx- 0 errno-again))) (fd-idle! (handle-rec h) 'read seq) 'again]
+                          [else 'end])))])
+           (port-unlock! (handle-in-lock h))
+           r)])))
 
   ;; Ready (with result v) when a read from p would not block: bytes are
   ;; buffered, or the descriptor has bytes or end of file (checked by
@@ -233,7 +343,7 @@
   (define (fd-port-input-ready-evt p v)
     (guard-evt
       (lambda ()
-        (if (and (not (port-closed? p)) (port-input-buffered? p))
+        (if (and (not (port-closed? p)) (fx> (port-buffered-count p) 0))
             (wrap-evt always-evt (lambda (_) v))
             (if (eq? (port-fill! p) 'again)
                 (fd-ready-evt (handle-rec (fd-port-handle p)) 'read v)
