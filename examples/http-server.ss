@@ -119,13 +119,13 @@
 
 ;; ---------------------------------------------------------------- answering
 (define (respond out status body keep-alive? head?)
-  (let ([body (string->utf8 body)])
-    (put-bytevector out
-      (string->utf8
-        (string-append "HTTP/1.1 " status "\r\nServer: spindle\r\nContent-Type: text/plain\r\nContent-Length: "
-                       (number->string (bytevector-length body))
-                       (if keep-alive? "\r\n\r\n" "\r\nConnection: close\r\n\r\n"))))
-    (unless head? (put-bytevector out body))))
+  ;; one put: spindle's socket ports write each put call in one go
+  (put-bytevector out
+    (string->utf8
+      (string-append "HTTP/1.1 " status "\r\nServer: spindle\r\nContent-Type: text/plain\r\nContent-Length: "
+                     (number->string (bytevector-length (string->utf8 body)))
+                     (if keep-alive? "\r\n\r\n" "\r\nConnection: close\r\n\r\n")
+                     (if head? "" body)))))
 
 (define (route method target)
   (cond

@@ -273,6 +273,63 @@
     (kill-thread acceptor)
     (tcp-close l)))
 
+(test "threads on several pools writing one port: no torn or lost writes"
+  (let* ([l (tcp-listen 0 4 #t "127.0.0.1")] [port (listener-port l)])
+    (let-values ([(in out) (tcp-connect "127.0.0.1" port)] [(sin sout) (tcp-accept l)])
+      (let* ([pools (list #f (make-parallel-thread-pool 2) (make-parallel-thread-pool 1))]
+             [writers (map (lambda (w)
+                             (thread (lambda ()
+                                       (do ([i 0 (+ i 1)]) ((= i 2000))
+                                         ;; a record of 40 bytes: writer, index, padding
+                                         (put-bytevector out (string->utf8 (format "~a ~5,'0d ~a\n" w i (make-string 30 #\x)))))
+                                       (flush-output-port out))
+                                     (list-ref pools (mod w 3))))
+                           (iota 6))]
+             [reader (thread (lambda ()
+                               (let ([tin (transcoded-port sin (native-transcoder))])
+                                 (let loop ([acc '()] [n 0])
+                                   (if (= n (* 6 2000))
+                                       acc
+                                       (loop (cons (get-line tin) acc) (+ n 1))))))
+                             #f 'results)])
+        (for-each thread-wait writers)
+        (let ([lines (thread-wait reader)])
+          (check-equal "every line whole" '() (filter (lambda (line) (not (= (string-length line) 38))) lines))
+          (check-equal "each writer's lines once, in order" (make-list 6 (iota 2000))
+            (map (lambda (w)
+                   (map (lambda (line) (string->number (substring line 2 7)))
+                        (reverse (filter (lambda (line) (char=? (string-ref line 0) (integer->char (+ 48 w)))) lines))))
+                 (iota 6)))))
+      (for-each close-port (list in out sin sout)))
+    (tcp-close l)))
+
+(test "readers on several pools share one port: every byte read once"
+  (let* ([l (tcp-listen 0 4 #t "127.0.0.1")] [port (listener-port l)] [total 200000])
+    (let-values ([(in out) (tcp-connect "127.0.0.1" port)] [(sin sout) (tcp-accept l)])
+      (let* ([pools (list #f (make-parallel-thread-pool 2))]
+             [readers (map (lambda (r)
+                             (thread (lambda ()
+                                       (let loop ([sum 0] [count 0])
+                                         ;; bulk reads: single bytes go through Chez's
+                                         ;; one-byte buffer (see fd-port.sls)
+                                         (let ([b (get-bytevector-some in)])
+                                           (cond
+                                             [(eof-object? b) (cons sum count)]
+                                             [(fixnum? b) (loop (+ sum b) (+ count 1))]
+                                             [else (loop (fold-left + sum (bytevector->u8-list b)) (+ count (bytevector-length b)))]))))
+                                     (list-ref pools (mod r 2)) 'results))
+                           (iota 4))])
+        (let ([data (make-bytevector total)])
+          (do ([i 0 (+ i 1)]) ((= i total)) (bytevector-u8-set! data i (mod i 251)))
+          (put-bytevector sout data)
+          (flush-output-port sout)
+          (close-port sout)
+          (let ([results (map thread-wait readers)])
+            (check-equal "byte count" total (apply + (map cdr results)))
+            (check-equal "byte sum" (fold-left + 0 (bytevector->u8-list data)) (apply + (map car results))))))
+      (for-each close-port (list in out sin)))
+    (tcp-close l)))
+
 (test "call-blocking of libc sleep does not stop other threads"
   (let* ([c-sleep (foreign-procedure __collect_safe "sleep" (unsigned) unsigned)]
          [count 0]

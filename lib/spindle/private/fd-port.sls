@@ -3,16 +3,23 @@
 ;;; reads and writes park the calling thread, not its OS thread, when the
 ;;; descriptor is not ready.
 ;;;
-;;; Each read and each write call of the port runs under its direction's
-;;; lock, held across a park, so a flushed buffer goes out contiguous and
-;;; each read call takes bytes no other call takes.  Input is buffered in
-;;; the handle, under the input lock; Chez's own input buffer is one byte
-;;; (lookahead-u8 needs one), so readers on several OS threads never share
-;;; a Chez buffer.  Output keeps Chez's buffer (Chez 9.5.8's custom ports
-;;; mishandle put-u8 with a buffer under two bytes), which is not safe to
-;;; fill from several OS threads at once.  The lock belongs to a thread,
-;;; and a dead owner's lock is taken over, so a thread killed while it
-;;; waits inside a read or write blocks nobody.
+;;; The ports are safe to share between threads, coroutine or parallel.
+;;; Each read and each write call runs under its direction's lock, held
+;;; across a park, so a put call's bytes go out contiguous and each read
+;;; call takes bytes no other call takes.  Chez's own buffers are kept
+;;; almost empty, so threads on several OS threads never share one: input
+;;; is buffered in the handle, under the input lock, behind a one-byte Chez
+;;; buffer (lookahead-u8 needs one); output is written through: each put
+;;; call of more than output-buffer-size bytes is one write(2) (build a
+;;; bytevector, or use a transcoded port, whose buffer is flushed in one
+;;; call).  Chez 9.5.8's custom ports mishandle put-u8 with an output
+;;; buffer under three bytes, so a few single bytes are held by Chez until
+;;; the next flush or put.  Likewise a byte that get-u8 or lookahead-u8
+;;; brought into Chez's input buffer can be seen by a read on another OS
+;;; thread at the same instant: threads on several OS threads that share
+;;; one input port should read it in bulk (get-bytevector-some, -n).  The lock belongs to a thread, and a dead
+;;; owner's lock is taken over, so a thread killed while it waits inside a
+;;; read or write blocks nobody.
 ;;;
 ;;; A handle owns the descriptor.  Its `users` box counts the system calls
 ;;; in flight (times 2) plus a closing bit: the descriptor is closed by
@@ -150,7 +157,7 @@
                       (make-message-condition "port is closed") (make-irritants-condition (list (handle-name h))))))
 
   (define in-buffer-size 16384)
-  (define output-buffer-size 16384)
+  (define output-buffer-size 3)
 
   ;; With the input lock held: the buffered count.
   (define (buffered h) (fx- (handle-in-end h) (handle-in-start h)))
