@@ -28,9 +28,9 @@
           (spindle private place-message) (spindle private shared-vector)
           (spindle private keywords)
           (only (spindle private evt-core) make-latch latch-fire!)
-          (only (spindle private scheduler) set-worker-exit-handler!)
+          (only (spindle private scheduler) set-worker-exit-handler! request-break!)
           (only (spindle private sync) sync register-evt-record-type! wrap-evt)
-          (only (spindle thread) processor-count current-thread break-thread sleep))
+          (only (spindle thread) processor-count current-thread sleep))
 
   ;; ---------------------------------------------------------------- places
   ;; A place is its creator's end of the initial channel, plus its state.
@@ -370,13 +370,16 @@
       (let ([ep (descriptor->endpoint fd)] [main (current-thread)]
             [signals (signals->descriptor place-signals)])
         ;; place-break's signals arrive through the poller, since the place's
-        ;; threads may all be asleep outside Scheme
+        ;; threads may all be asleep outside Scheme.  The handler may run on
+        ;; main's own worker, in a timer tick: the break is requested, and
+        ;; main takes it when that tick switches (break-thread would raise
+        ;; it in the handler).
         (watch-descriptor! signals
           (lambda ()
             (let loop ()
               (let ([signo (read-signal signals)])
                 (when signo
-                  (break-thread main (signal-break-kind signo))
+                  (request-break! main (signal-break-kind signo))
                   (loop))))))
         (finish
           (call/cc

@@ -13,14 +13,16 @@
 ;;; is never read locally (say, one end of a fresh place-channel, sent
 ;;; away) leaves its bytes to the place that reads it.
 ;;;
-;;; The poller is one OS thread per process, in epoll_wait with the
-;;; collector released.
+;;; The process's I/O poller (spindle private poller) watches the sockets:
+;;; a worker with nothing to run sleeps in it, busy workers look at it on
+;;; each timer tick.
 (library (spindle private place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
   (import (chezscheme) (spindle private unix) (spindle private queue) (spindle private buffer-pool)
+          (only (spindle private poller) watch-level! change-level! unwatch-level!)
           (only (spindle async-channel) make-async-channel async-channel-get
                 async-channel-try-get async-channel-push-back! async-channel-take-all!)
           (only (spindle thread) yield)
@@ -136,52 +138,20 @@
       (values (descriptor->endpoint a) (descriptor->endpoint b))))
 
   ;; ---------------------------------------------------------------- poller
-  (define poller-lock (make-mutex))
-  (define poller-epoll #f)
-  (define poller-table (make-eqv-hashtable))   ; fd -> endpoint, under poller-lock
+  ;; Endpoints are watched by the process's I/O poller (spindle private
+  ;; poller), level-triggered: its handler runs in whichever worker polls,
+  ;; with interrupts disabled.  registered: fd -> endpoint, under
+  ;; registered-lock, for wait-for-output!.
+  (define registered (make-eqv-hashtable))
+  (define registered-lock (make-mutex))
 
-  (define (ensure-poller!)
-    (with-interrupts-disabled
-      (with-mutex poller-lock
-        (unless poller-epoll
-          (set! poller-epoll (make-epoll))
-          (let ([ep poller-epoll])
-            (fork-thread (lambda () (poller-loop ep))))))))
-
-  ;; Each batch of events is handled with interrupts disabled, so the
-  ;; poller never enters a collection while it holds a lock; it lets the
-  ;; collector run while it waits in epoll_wait.
-  (define (poller-loop ep)
-    (let ([buf (malloc (* 12 64))])
-      (let loop ()
-        (for-each/interrupts-disabled
-          (lambda (ev)
-            (let ([e (with-interrupts-disabled
-                       (with-mutex poller-lock (hashtable-ref poller-table (car ev) #f)))])
-              (if (procedure? e)
-                  (e)
-              (when e
-                (let ([mask (cdr ev)])
-                  (when (fxlogtest mask epoll-out) (flush! e))
-                  (cond
-                    [(endpoint-reading? e)
-                     (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (pull! e))]
-                    ;; a write-only registration whose peer is gone
-                    [(fxlogtest mask epoll-hangup-mask) (flush! e) (unregister! e)]))))))
-          (epoll-wait-events ep buf -1))
-        (loop))))
-
-  ;; A failure in one event is reported and does not stop the poller.
-  (define (for-each/interrupts-disabled proc events)
-    (with-interrupts-disabled
-      (for-each
-        (lambda (ev)
-          (guard (c [#t (let ([err (console-error-port)])
-                          (display "spindle place poller: " err)
-                          (if (condition? c) (display-condition c err) (write c err))
-                          (newline err))])
-            (proc ev)))
-        events)))
+  (define (endpoint-event! e mask)
+    (when (fxlogtest mask epoll-out) (flush! e))
+    (cond
+      [(endpoint-reading? e)
+       (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (pull! e))]
+      ;; a write-only registration whose peer is gone
+      [(fxlogtest mask epoll-hangup-mask) (flush! e) (unregister! e)]))
 
   ;; With the endpoint lock held: the epoll interest that matches its state.
   (define (update-interest! e)
@@ -189,31 +159,26 @@
                        (if (endpoint-writing? e) epoll-out 0))])
       (unless (fx= mask (endpoint-interest e))
         (endpoint-interest-set! e mask)
-        (epoll-modify! poller-epoll (endpoint-fd e) mask))))
+        (change-level! (endpoint-fd e) mask))))
 
   (define (register! e)
-    (ensure-poller!)
     (with-interrupts-disabled
-      (with-mutex poller-lock
-        (unless (hashtable-contains? poller-table (endpoint-fd e))
-          (hashtable-set! poller-table (endpoint-fd e) e)
+      (with-mutex registered-lock
+        (unless (hashtable-contains? registered (endpoint-fd e))
+          (hashtable-set! registered (endpoint-fd e) e)
           (endpoint-interest-set! e 0)
-          (epoll-add! poller-epoll (endpoint-fd e) 0)))))
+          (watch-level! (endpoint-fd e) 0 (lambda (mask) (endpoint-event! e mask)))))))
 
-  ;; Calls (on-readable) in the poller whenever fd is readable.
+  ;; Calls (on-readable) in a polling worker whenever fd is readable.
   (define (watch-descriptor! fd on-readable)
-    (ensure-poller!)
-    (with-interrupts-disabled
-      (with-mutex poller-lock
-        (hashtable-set! poller-table fd on-readable)
-        (epoll-add! poller-epoll fd epoll-in))))
+    (watch-level! fd epoll-in (lambda (mask) (on-readable))))
 
   (define (unregister! e)
     (with-interrupts-disabled
-      (with-mutex poller-lock
-        (when (eq? (hashtable-ref poller-table (endpoint-fd e) #f) e)
-          (hashtable-delete! poller-table (endpoint-fd e))
-          (epoll-remove! poller-epoll (endpoint-fd e))))))
+      (with-mutex registered-lock
+        (when (eq? (hashtable-ref registered (endpoint-fd e) #f) e)
+          (hashtable-delete! registered (endpoint-fd e))
+          (unwatch-level! (endpoint-fd e))))))
 
   (define (start-reading! e)
     (unless (endpoint-reading? e)
@@ -360,19 +325,19 @@
 
   ;; Returns once no endpoint has queued output (sent, or dropped because
   ;; the peer is gone); a place calls it before it exits.  Endpoints with
-  ;; queued output are always in the poller's table (want-writable!).
+  ;; queued output are always registered (want-writable!).
   ;; (A frame being written is off the queue for a moment, under the
   ;; endpoint's lock: each queue is looked at under its lock.)
-  ;; The poller does the writing; this only looks, less and less often (a
-  ;; place whose reader never reads waits here until the program ends).
+  ;; The poller does the writing while this sleeps; this only looks, less
+  ;; and less often (a place whose reader never reads waits here until the
+  ;; program ends).
   (define (wait-for-output! sleep)
     (let loop ([pause 0.001])
       (when (exists (lambda (e)
-                      (and (endpoint? e)
-                           (with-endpoint-lock e (not (queue-empty? (endpoint-out e))))))
+                      (with-endpoint-lock e (not (queue-empty? (endpoint-out e)))))
                     (with-interrupts-disabled
-                      (with-mutex poller-lock
-                        (vector->list (hashtable-values poller-table)))))
+                      (with-mutex registered-lock
+                        (vector->list (hashtable-values registered)))))
         (sleep pause)
         (loop (flmin 0.05 (fl* 2. pause))))))
 

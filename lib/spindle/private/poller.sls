@@ -1,6 +1,8 @@
 #!chezscheme
 ;;; The I/O poller: one epoll instance per process, and an eventfd that
-;;; wakes it.  No thread of its own: an idle worker sleeps in it (see
+;;; wakes it.  Socket and pipe ports wait on it through edge-triggered
+;;; records (below); place channels and signal descriptors through
+;;; level-triggered handlers (watch-level!).  No thread of its own: an idle worker sleeps in it (see
 ;;; poll-role in the scheduler), busy workers look at it on every timer
 ;;; tick, and its events wake the threads that wait for a descriptor.
 ;;;
@@ -20,7 +22,7 @@
 (library (spindle private poller)
   (export fd-watch fd-watched? fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
           fd-record-fd fd-record-closed?
-          watch-level! unwatch-level!)
+          watch-level! change-level! unwatch-level!)
   (import (chezscheme) (spindle private scheduler) (spindle private evt-core)
           (spindle private queue) (spindle private posix-io)
           (only (spindle private sync) sync))
@@ -58,7 +60,7 @@
               (when (fx< ep 0) (error 'poller "epoll_create1 failed"))
               (set! event-buffer (foreign-alloc (fx* 12 event-buffer-size)))
               (set! wake-fd wfd)
-              (epoll-watch-level! ep wfd)
+              (epoll-watch-level! ep wfd 1)
               (set! epoll-fd ep)
               (set-io-hooks! io-wait! io-dispatch! (lambda () (eventfd-signal! wake-fd)))))))))
 
@@ -75,8 +77,16 @@
                 (let ([x (with-spin-lock table-lock (hashtable-ref table fd #f))])
                   (cond
                     [(fd-record? x) (edge! x mask)]
-                    [(procedure? x) (x)])
+                    [(procedure? x) (call-handler x mask)])
                   (loop (cdr found) #t)))))))
+
+  ;; A failure in one handler is reported and stops nothing.
+  (define (call-handler handler mask)
+    (guard (c [#t (let ([err (console-error-port)])
+                    (display "spindle poller: " err)
+                    (if (condition? c) (display-condition c err) (write c err))
+                    (newline err))])
+      (handler mask)))
 
   ;; EPOLLIN, EPOLLOUT, EPOLLERR|EPOLLHUP, EPOLLRDHUP
   (define (edge! rec mask)
@@ -147,13 +157,17 @@
             (begin (fd-record-write-seq-set! rec (fx+ 1 (fd-record-write-seq rec)))
                    (wake-all-waiters! (fd-record-writers rec)))))))
 
-  ;; Calls (on-readable) in whichever worker polls, with interrupts
-  ;; disabled, each time fd is readable (level-triggered).
-  (define (watch-level! fd on-readable)
+  ;; Calls (handler mask) in whichever worker polls, with interrupts
+  ;; disabled, as long as fd is ready for mask (level-triggered: EPOLLIN 1,
+  ;; EPOLLOUT 4; errors and hang-ups come whatever the mask).  The handler
+  ;; must not block.
+  (define (watch-level! fd mask handler)
     (ensure-poller!)
     (with-interrupts-disabled
-      (with-spin-lock table-lock (hashtable-set! table fd on-readable)))
-    (epoll-watch-level! epoll-fd fd))
+      (with-spin-lock table-lock (hashtable-set! table fd handler)))
+    (epoll-watch-level! epoll-fd fd mask))
+
+  (define (change-level! fd mask) (epoll-change-level! epoll-fd fd mask))
 
   (define (unwatch-level! fd)
     (with-interrupts-disabled

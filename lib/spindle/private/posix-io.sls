@@ -18,7 +18,7 @@
           address-family address->string address-port unix-path-max
           af-inet af-inet6 af-unix
           make-eventfd eventfd-signal! eventfd-drain!
-          epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level!
+          epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level!
           make-nonblocking-pipe set-descriptor-blocking! lookup-host)
   (import (chezscheme))
 
@@ -286,7 +286,10 @@
   ;; they become ready.  -errno if fd cannot be watched (a regular file:
   ;; -EPERM).
   (define (epoll-watch-edges! ep fd) (epoll-ctl! ep 1 fd (fxior 1 4 #x2000 #x80000000)))
-  (define (epoll-watch-level! ep fd) (epoll-ctl! ep 1 fd 1))
+  ;; Level-triggered, for mask (EPOLLIN 1, EPOLLOUT 4; errors and hang-ups
+  ;; are always reported).
+  (define (epoll-watch-level! ep fd mask) (epoll-ctl! ep 1 fd mask))
+  (define (epoll-change-level! ep fd mask) (epoll-ctl! ep 3 fd mask))
   (define (epoll-unwatch! ep fd) (epoll-ctl! ep 2 fd 0))
 
   ;; Waits at most ms milliseconds (a flonum; #f = no limit) with the

@@ -1,6 +1,7 @@
 #!chezscheme
 ;;; libc for places: descriptors, Unix sockets with descriptor passing,
-;;; epoll, shared memory, processes.  Layouts are those of x86-64 and
+;;; epoll's event bits (the poller is (spindle private poller)), shared
+;;; memory, processes.  Layouts are those of x86-64 and
 ;;; aarch64 Linux with glibc (64-bit pointers and size_t).
 ;;;
 ;;; errno is read right after the failing call, before anything else can
@@ -9,7 +10,6 @@
   (export malloc free memcpy-to-bytevector! memcpy-from-bytevector! memmove!
           close-fd make-socket-pair set-nonblocking!
           send-frame-chunk recv-chunk max-fds-per-message
-          make-epoll epoll-add! epoll-modify! epoll-remove! epoll-wait-events
           epoll-in epoll-out epoll-hangup-mask
           make-memfd map-shared unmap
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
@@ -31,9 +31,6 @@
   (define c-sendmsg (foreign-procedure "sendmsg" (int uptr int) ssize_t))
   (define c-recvmsg (foreign-procedure "recvmsg" (int uptr int) ssize_t))
   (define c-errno-location (foreign-procedure "__errno_location" () uptr))
-  (define c-epoll-create1 (foreign-procedure "epoll_create1" (int) int))
-  (define c-epoll-ctl (foreign-procedure "epoll_ctl" (int int int uptr) int))
-  (define c-epoll-wait (foreign-procedure __collect_safe "epoll_wait" (int uptr int int) int))
   (define c-memfd-create (foreign-procedure "memfd_create" (string unsigned) int))
   (define c-ftruncate (foreign-procedure "ftruncate" (int long) int))
   (define c-mmap (foreign-procedure "mmap" (uptr size_t int int int long) uptr))
@@ -183,35 +180,6 @@
   (define epoll-in 1)
   (define epoll-out 4)
   (define epoll-hangup-mask (fxior 8 #x10))          ; EPOLLERR | EPOLLHUP
-
-  (define (make-epoll)
-    (let ([fd (c-epoll-create1 #x80000)])
-      (when (fx< fd 0) (error 'make-epoll "epoll_create1 failed"))
-      fd))
-
-  (define (epoll-ctl! ep op fd mask)
-    (let ([ev (malloc 16)])
-      (foreign-set! 'unsigned-32 ev 0 mask)
-      (foreign-set! 'unsigned-32 ev 4 fd)            ; epoll_event is packed: data at 4
-      (foreign-set! 'unsigned-32 ev 8 0)
-      (c-epoll-ctl ep op fd ev)
-      (free ev)
-      (void)))
-  (define (epoll-add! ep fd mask) (epoll-ctl! ep 1 fd mask))
-  (define (epoll-modify! ep fd mask) (epoll-ctl! ep 3 fd mask))
-  (define (epoll-remove! ep fd) (epoll-ctl! ep 2 fd 0))
-
-  ;; Waits (releasing the collector) and returns a list of (fd . mask).
-  (define epoll-buffer-size 64)
-  (define (epoll-wait-events ep buf timeout-ms)
-    (let ([n (c-epoll-wait ep buf epoll-buffer-size timeout-ms)])
-      (let loop ([i (fx- n 1)] [acc '()])
-        (if (fx< i 0)
-            acc
-            (loop (fx- i 1)
-                  (cons (cons (foreign-ref 'unsigned-32 buf (fx+ (fx* i 12) 4))
-                              (foreign-ref 'unsigned-32 buf (fx* i 12)))
-                        acc))))))
 
   ;; ---------------------------------------------------------------- shared memory
   (define (make-memfd who size)
