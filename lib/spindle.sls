@@ -4,7 +4,7 @@
 (library (spindle)
   (export
     ;; (spindle thread)
-    thread thread? current-thread make-parallel-thread-pool parallel-thread-pool?
+    thread thread? current-thread current-thread-pool make-parallel-thread-pool parallel-thread-pool?
     parallel-thread-pool-close thread-wait kill-thread break-thread thread-suspend
     thread-resume thread-running? thread-dead? sleep yield thread-dead-evt
     thread-suspend-evt thread-resume-evt thread-send thread-receive thread-try-receive

@@ -2,7 +2,7 @@
 ;;; Threads: coroutine threads (main pool) and parallel threads (parallel
 ;;; thread pools), with mailboxes, kill, break and suspend.
 (library (spindle thread)
-  (export thread thread-procedure thread? current-thread
+  (export thread thread-procedure thread? current-thread current-thread-pool
           make-parallel-thread-pool parallel-thread-pool? parallel-thread-pool-close
           thread-wait kill-thread break-thread thread-suspend thread-resume
           thread-running? thread-dead? sleep yield
@@ -102,6 +102,13 @@
        (make-pool n #f)]))
 
   (define (parallel-thread-pool? v) (and (pool? v) (not (eq? v main-pool))))
+
+  ;; The pool the current thread runs on: #f for the main (coroutine) pool,
+  ;; so that (thread thunk #:pool (current-thread-pool)) starts a sibling.
+  ;; A thread made with #:pool 'own gets its closed pool (thread on it raises).
+  (define (current-thread-pool)
+    (let ([p (gthread-pool (current-gthread))])
+      (if (eq? p main-pool) #f p)))
 
   (define (parallel-thread-pool-close p)
     (unless (parallel-thread-pool? p)
@@ -300,7 +307,8 @@
                      [else (assertion-violation 'sleep "expected a non-negative real number of seconds" secs)])])
          (if (zero? secs)
              (yield)
-             (begin (sync (alarm-evt (+ (current-inexact-milliseconds) (* 1000. secs)))) (void))))]))
+             ;; on the monotonic clock: a wall-clock step never changes the wait
+             (begin (sync (alarm-evt (fl+ (monotonic-ms) (* 1000. secs)) #t)) (void))))]))
 
   (define (yield) (current-thread) (yield!))
 
