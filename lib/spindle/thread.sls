@@ -21,7 +21,8 @@
           (spindle private queue) (spindle private scheduler)
           (spindle private evt-core) (spindle private sync)
           (spindle private keywords) (spindle async-channel)
-          (only (spindle parameter) snapshot-parameterization empty-parameterization))
+          (only (spindle parameter) snapshot-parameterization empty-parameterization)
+          (only (spindle custodian) current-custodian custodian-register! make-custodian-kind))
 
   ;; The thread layer's per-thread record (gthread-data).
   (define-record-type tdata
@@ -183,11 +184,18 @@
       (tdata-thread-set! d t)
       (gthread-data-set! t d)
       (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
+      ;; the thread belongs to the creator's current custodian; a shut-down
+      ;; one refuses it, and the thread, never run, ends at once
+      (guard (c [#t (request-kill! t) (start-gthread! t) (raise c)])
+        (custodian-register! t thread-kind who))
       (when (eq? pool 'own) (pool-close! p))
       (when start? (start-gthread! t))
       t))
 
   (define (start-thread! t) (start-gthread! t))
+
+  ;; How a custodian shuts a thread down.
+  (define thread-kind (make-custodian-kind (lambda (t) (kill-thread t)) gthread-dead?))
 
   (define thread-procedure
     (case-lambda

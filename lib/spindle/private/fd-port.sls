@@ -15,7 +15,8 @@
           handle-call handle-wait-read! handle-wait-write!
           port-input-buffered? port-fill! raise-os-error reclaim-unreachable-handles!)
   (import (chezscheme) (spindle private poller) (spindle private posix-io)
-          (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set!))
+          (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set!)
+          (only (spindle custodian) custodian-register! make-custodian-kind))
 
   (define-record-type handle
     (fields fd rec name kind            ; kind: socket or pipe
@@ -192,7 +193,25 @@
           (when in (hashtable-set! ports in (cons h 'in)))
           (when out (hashtable-set! ports out (cons h 'out)))))
       (reclaim h)
+      ;; the ports belong to the current custodian (a shut-down one refuses
+      ;; them: the descriptor is closed and the error raised)
+      (guard (c [#t (close-handle! h) (raise c)])
+        (when in (custodian-register! in fd-port-kind 'make-fd-ports))
+        (when out (custodian-register! out fd-port-kind 'make-fd-ports)))
       (values in out)))
+
+  ;; A custodian closes a port's descriptor first, so that a thread waiting
+  ;; in a read or write wakes with "port is closed", then the port itself
+  ;; (dropping unflushed output: it could only fail).
+  (define fd-port-kind
+    (make-custodian-kind
+      (lambda (p)
+        (let ([h (fd-port-handle p)])
+          (when h (close-handle! h))
+          (guard (c [#t (void)])
+            (when (output-port? p) (set-binary-port-output-index! p 0))
+            (close-port p))))
+      port-closed?))
 
   ;; Closes p; an output port of a socket sends no FIN (Racket's
   ;; tcp-abandon-port), so the peer sees the end only when the socket closes.

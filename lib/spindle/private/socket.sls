@@ -8,6 +8,7 @@
           socket-connect socket-listen socket-port-handle check-socket-port)
   (import (chezscheme) (spindle private posix-io) (spindle private fd-port)
           (spindle private poller)
+          (only (spindle custodian) custodian-register! make-custodian-kind)
           (only (spindle private sync) sync wrap-evt alarm-evt current-inexact-milliseconds))
 
   ;; kind: 'tcp or 'unix; path: the socket file of a unix listener (or #f).
@@ -33,7 +34,14 @@
         (when (fx< r 0)
           (sys-close fd)
           (raise-os-error who r (string-append "cannot listen on " name))))
-      (make-listener kind (open-handle fd name 'socket) name path)))
+      (let ([l (make-listener kind (open-handle fd name 'socket) name path)])
+        ;; the listener belongs to the current custodian
+        (guard (c [#t (listener-close! l) (raise c)])
+          (custodian-register! l listener-custodian-kind who))
+        l)))
+
+  (define listener-custodian-kind
+    (make-custodian-kind listener-close! (lambda (l) (handle-closed? (listener-handle l)))))
 
   ;; One non-blocking accept: a list (in out), #f if none is waiting, or a
   ;; list holding a thunk that raises the error.
