@@ -10,13 +10,13 @@
 ;;; is held while a thread waits, so a thread killed in a wait leaks
 ;;; nothing; a handle that becomes unreachable is closed by a guardian.
 (library (spindle private fd-port)
-  (export make-fd-ports open-handle abandon-port! fd-port? fd-port-handle fd-port-input-ready-evt fd-port-output-ready-evt
+  (export make-fd-ports make-fd-ports/custodian open-handle abandon-port! fd-port? fd-port-handle fd-port-input-ready-evt fd-port-output-ready-evt
           handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call handle-wait-read! handle-wait-write!
           port-input-buffered? port-fill! raise-os-error reclaim-unreachable-handles!)
   (import (chezscheme) (spindle private poller) (spindle private posix-io)
           (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set!)
-          (only (spindle custodian) custodian-register! make-custodian-kind))
+          (only (spindle custodian) custodian-register! make-custodian-kind current-custodian))
 
   (define-record-type handle
     (fields fd rec name kind            ; kind: socket or pipe
@@ -168,7 +168,13 @@
 
   ;; Binary ports over fd: (values input-port-or-#f output-port-or-#f).
   ;; kind: 'socket or 'pipe.  fd must be non-blocking.
+  ;; The ports belong to the current custodian; make-fd-ports/custodian
+  ;; names it, for code that may run where no thread of the ports' owner
+  ;; is current (an accept completed by the poller).
   (define (make-fd-ports fd name kind in? out?)
+    (make-fd-ports/custodian fd name kind in? out? (current-custodian)))
+
+  (define (make-fd-ports/custodian fd name kind in? out? custodian)
     (reclaim-unreachable-handles!)
     (let* ([h (make-handle fd name kind (+ (if in? 1 0) (if out? 1 0)))]
            [shut-write (lambda ()
@@ -196,8 +202,8 @@
       ;; the ports belong to the current custodian (a shut-down one refuses
       ;; them: the descriptor is closed and the error raised)
       (guard (c [#t (close-handle! h) (raise c)])
-        (when in (custodian-register! in fd-port-kind 'make-fd-ports))
-        (when out (custodian-register! out fd-port-kind 'make-fd-ports)))
+        (when in (custodian-register! in fd-port-kind 'make-fd-ports custodian))
+        (when out (custodian-register! out fd-port-kind 'make-fd-ports custodian)))
       (values in out)))
 
   ;; A custodian closes a port's descriptor first, so that a thread waiting
