@@ -4,7 +4,7 @@
 (library (spindle)
   (export
     ;; (spindle thread)
-    thread thread? current-thread make-parallel-thread-pool parallel-thread-pool?
+    thread thread? current-thread current-thread-pool make-parallel-thread-pool parallel-thread-pool?
     parallel-thread-pool-close thread-wait kill-thread break-thread thread-suspend
     thread-resume thread-running? thread-dead? sleep yield thread-dead-evt
     thread-suspend-evt thread-resume-evt thread-send thread-receive thread-try-receive
@@ -51,7 +51,10 @@
     unix-socket-accept unix-socket-accept-evt unix-socket-close-listener unix-socket-connect
     read-bytes-evt read-bytes-avail!-evt read-line-evt read-bytes-line-evt
     write-bytes-evt eof-evt port-ready-evt
-    call-blocking)
+    call-blocking
+    ;; (spindle custodian)
+    make-custodian custodian? current-custodian custodian-shutdown-all
+    custodian-shut-down? custodian-managed-list)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
@@ -61,4 +64,6 @@
           (except (spindle place) processor-count start-lifted-place place-child-main)
           (except (spindle fork-join) lift-places)
           (spindle tcp) (spindle unix-socket) (spindle port)
-          (except (spindle blocking) blocking-helper-count)))
+          (except (spindle blocking) blocking-helper-count)
+          (only (spindle custodian) make-custodian custodian? current-custodian custodian-shutdown-all
+                custodian-shut-down? custodian-managed-list)))

@@ -592,4 +592,55 @@
     (thread-wait t)
     (check-equal "broken" 'break (unbox b))))
 
+(test "system-idle-evt: unready while another thread spins, ready once all are parked"
+  (let* ([stop (box #f)]
+         [spinner (thread (lambda () (let loop () (unless (unbox stop) (loop)))))])
+    (check-equal "unready while a coroutine thread spins" #f (sync/timeout 0.1 (system-idle-evt)))
+    (set-box! stop #t)
+    (thread-wait spinner))
+  (let* ([p (make-parallel-thread-pool 1)] [stop (box #f)]
+         [spinner (thread (lambda () (let loop () (unless (unbox stop) (loop)))) #:pool p)])
+    (check-equal "unready while a parallel thread spins" #f (sync/timeout 0.1 (system-idle-evt)))
+    (set-box! stop #t)
+    (thread-wait spinner)
+    (parallel-thread-pool-close p))
+  (let* ([s (make-semaphore)]
+         [parked (list (thread (lambda () (semaphore-wait s)))
+                       (thread (lambda () (sleep 10)))
+                       (thread (lambda () (channel-get (make-channel)))))])
+    (sleep 0.01)
+    (check "ready when every other thread is parked"
+           (eq? (void) (sync/timeout 2 (wrap-evt (system-idle-evt) (lambda (v) v)))))
+    (check "polls ready too" (sync/timeout 0 (wrap-evt (system-idle-evt) (lambda (v) #t))))
+    (for-each kill-thread parked))
+  (let* ([ready-at #f]
+         [idler (thread (lambda () (sync (system-idle-evt)) (set! ready-at (now-ms))))]
+         [busy-until (+ (now-ms) 60)])
+    ;; the main thread keeps running for 60 ms: the idle evt waits for it
+    (let loop () (when (< (now-ms) busy-until) (loop)))
+    (thread-wait idler)
+    (check "became ready only after the others stopped" (>= ready-at busy-until))))
+
+(test "alarm-evt and sync/timeout wait on the monotonic clock"
+  (let ([ms (elapsed-ms (lambda () (sync/timeout 0.05 never-evt)))])
+    (check "sync/timeout at least 50 ms" (>= ms 49.5)))
+  (let ([ms (elapsed-ms (lambda () (sync (alarm-evt (+ (current-inexact-milliseconds) 50)))))])
+    (check "a wall-clock alarm waits its relative time" (and (>= ms 45) (< ms 1000))))
+  (let ([ms (elapsed-ms (lambda () (sync (alarm-evt (+ (current-inexact-monotonic-milliseconds) 50) #t))))])
+    (check "a monotonic alarm" (and (>= ms 49.5) (< ms 1000)))))
+
+(test "channels, semaphores and evts print as #<name>"
+  (define (printed x) (with-output-to-string (lambda () (write x))))
+  (check-equal "channel" "#<channel>" (printed (make-channel)))
+  (check-equal "semaphore" "#<semaphore>" (printed (make-semaphore 3)))
+  (check-equal "async channel" "#<async-channel>" (printed (make-async-channel)))
+  (check-equal "put evt" "#<channel-put-evt>" (printed (channel-put-evt (make-channel) 1)))
+  (check-equal "peek evt" "#<semaphore-peek-evt>" (printed (semaphore-peek-evt (make-semaphore))))
+  (check-equal "alarm" "#<alarm-evt>" (printed (alarm-evt 0)))
+  (check-equal "wrap" "#<evt>" (printed (wrap-evt always-evt values)))
+  (check-equal "choice" "#<evt>" (printed (choice-evt)))
+  (check-equal "always" "#<evt>" (printed always-evt))
+  (check-equal "idle" "#<evt>" (printed (system-idle-evt)))
+  (check-equal "in a list" "(#<channel> #<semaphore>)" (printed (list (make-channel) (make-semaphore)))))
+
 (done)

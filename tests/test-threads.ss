@@ -631,4 +631,28 @@
     (check-equal "a wrote to its port" "in-a" (get-output-string sp))
     (check "main's port restored" (not (eq? (current-output-port) sp)))))
 
+(test "current-thread-pool: #f on the main pool, the pool inside a parallel thread"
+  (check-equal "main" #f (current-thread-pool))
+  (check-equal "coroutine thread" #f (thread-wait (thread (lambda () (current-thread-pool)) #:keep 'results)))
+  (let* ([p (make-parallel-thread-pool 2)]
+         [r (thread-wait
+              (thread (lambda ()
+                        (let* ([q (current-thread-pool)]
+                               [sib (thread (lambda () (current-thread-pool)) #:pool q #:keep 'results)])
+                          (list q (thread-wait sib))))
+                      #:pool p #:keep 'results))])
+    (check "the parallel pool" (eq? (car r) p))
+    (check "a sibling made with it runs on the same pool" (eq? (cadr r) p))
+    (parallel-thread-pool-close p)))
+
+(test "sleep waits on the monotonic clock"
+  (let ([ms (elapsed-ms (lambda () (sleep 0.05)))])
+    (check "at least 50 ms" (>= ms 49.5))
+    (check "not much more" (< ms 1000))))
+
+(test "records print briefly"
+  (define (printed x) (with-output-to-string (lambda () (write x))))
+  (check-equal "thread mailbox is an async channel" "#<async-channel>" (printed (make-async-channel)))
+  (check-equal "thread" #t (let ([s (printed (current-thread))]) (string=? "#<thread" (substring s 0 8)))))
+
 (done)

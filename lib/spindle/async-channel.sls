@@ -192,4 +192,8 @@
 
   (define (async-channel-put-evt ch v)
     (check 'async-channel-put-evt ch)
-    (make-put-evt ch v)))
+    (make-put-evt ch v))
+
+  (record-prints-as! (record-type-descriptor async-channel) "async-channel")
+  (record-prints-as! (record-type-descriptor put-evt) "async-channel-put-evt")
+  (record-prints-as! (record-type-descriptor peek-evt) "async-channel-peek-evt"))

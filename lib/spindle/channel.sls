@@ -94,4 +94,7 @@
 
   (define (channel-put-evt ch v)
     (check 'channel-put-evt ch)
-    (make-put-evt ch v)))
+    (make-put-evt ch v))
+
+  (record-prints-as! (record-type-descriptor channel) "channel")
+  (record-prints-as! (record-type-descriptor put-evt) "channel-put-evt"))

@@ -30,7 +30,8 @@
           (only (spindle private evt-core) make-latch latch-fire!)
           (only (spindle private scheduler) set-worker-exit-handler! request-break!)
           (only (spindle private sync) sync register-evt-record-type! wrap-evt)
-          (only (spindle thread) processor-count current-thread sleep))
+          (only (spindle thread) processor-count current-thread sleep)
+          (only (spindle custodian) custodian-register! make-custodian-kind))
 
   ;; ---------------------------------------------------------------- places
   ;; A place is its creator's end of the initial channel, plus its state.
@@ -202,7 +203,14 @@
                       (vector 'spawn id module start (current-directory)
                               (library-directories) (library-extensions) (optimize-level))
                       (list theirs))
+        ;; the place belongs to the current custodian (a shut-down one
+        ;; refuses it: the place is killed and the error raised)
+        (guard (c [#t (place-kill p) (raise c)])
+          (custodian-register! p place-kind who))
         p)))
+
+  (define place-kind
+    (make-custodian-kind (lambda (p) (place-kill p)) (lambda (p) (not (live-place? p)))))
 
   ;; ---------------------------------------------------------------- creating
   (define (library-name? v)

@@ -196,4 +196,7 @@
     (case-lambda
       [(sem proc) (call-with-sema 'call-with-semaphore/enable-break semaphore-wait/enable-break sem proc #f '())]
       [(sem proc try-fail . args)
-       (call-with-sema 'call-with-semaphore/enable-break semaphore-wait/enable-break sem proc try-fail args)])))
+       (call-with-sema 'call-with-semaphore/enable-break semaphore-wait/enable-break sem proc try-fail args)]))
+
+  (record-prints-as! (record-type-descriptor semaphore) "semaphore")
+  (record-prints-as! (record-type-descriptor peek) "semaphore-peek-evt"))

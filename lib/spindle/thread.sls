@@ -2,7 +2,7 @@
 ;;; Threads: coroutine threads (main pool) and parallel threads (parallel
 ;;; thread pools), with mailboxes, kill, break and suspend.
 (library (spindle thread)
-  (export thread thread-procedure thread? current-thread
+  (export thread thread-procedure thread? current-thread current-thread-pool
           make-parallel-thread-pool parallel-thread-pool? parallel-thread-pool-close
           thread-wait kill-thread break-thread thread-suspend thread-resume
           thread-running? thread-dead? sleep yield
@@ -21,7 +21,8 @@
           (spindle private queue) (spindle private scheduler)
           (spindle private evt-core) (spindle private sync)
           (spindle private keywords) (spindle async-channel)
-          (only (spindle parameter) snapshot-parameterization empty-parameterization))
+          (only (spindle parameter) snapshot-parameterization empty-parameterization)
+          (only (spindle custodian) current-custodian custodian-register! make-custodian-kind))
 
   ;; The thread layer's per-thread record (gthread-data).
   (define-record-type tdata
@@ -103,6 +104,13 @@
 
   (define (parallel-thread-pool? v) (and (pool? v) (not (eq? v main-pool))))
 
+  ;; The pool the current thread runs on: #f for the main (coroutine) pool,
+  ;; so that (thread thunk #:pool (current-thread-pool)) starts a sibling.
+  ;; A thread made with #:pool 'own gets its closed pool (thread on it raises).
+  (define (current-thread-pool)
+    (let ([p (gthread-pool (current-gthread))])
+      (if (eq? p main-pool) #f p)))
+
   (define (parallel-thread-pool-close p)
     (unless (parallel-thread-pool? p)
       (assertion-violation 'parallel-thread-pool-close "expected a parallel thread pool" p))
@@ -176,11 +184,18 @@
       (tdata-thread-set! d t)
       (gthread-data-set! t d)
       (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
+      ;; the thread belongs to the creator's current custodian; a shut-down
+      ;; one refuses it, and the thread, never run, ends at once
+      (guard (c [#t (request-kill! t) (start-gthread! t) (raise c)])
+        (custodian-register! t thread-kind who))
       (when (eq? pool 'own) (pool-close! p))
       (when start? (start-gthread! t))
       t))
 
   (define (start-thread! t) (start-gthread! t))
+
+  ;; How a custodian shuts a thread down.
+  (define thread-kind (make-custodian-kind (lambda (t) (kill-thread t)) gthread-dead?))
 
   (define thread-procedure
     (case-lambda
@@ -300,7 +315,8 @@
                      [else (assertion-violation 'sleep "expected a non-negative real number of seconds" secs)])])
          (if (zero? secs)
              (yield)
-             (begin (sync (alarm-evt (+ (current-inexact-milliseconds) (* 1000. secs)))) (void))))]))
+             ;; on the monotonic clock: a wall-clock step never changes the wait
+             (begin (sync (alarm-evt (fl+ (monotonic-ms) (* 1000. secs)) #t)) (void))))]))
 
   (define (yield) (current-thread) (yield!))
 

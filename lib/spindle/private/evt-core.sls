@@ -18,7 +18,7 @@
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
     make-waiter waiter-syncer waiter-branch waiter-value
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
-    latch make-latch latch-fire!)
+    latch make-latch latch-fire! record-prints-as!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler))
 
   (define-record-type syncer
@@ -77,6 +77,13 @@
     (fields attempt cancel)
     (nongenerative spindle-prim-evt-v1))
 
+  ;; Records print as #<name> rather than with their internals (queues,
+  ;; locks, cyclic waiter graphs).  A subtype without its own writer prints
+  ;; as its parent does.
+  (define (record-prints-as! rtd name)
+    (let ([text (string-append "#<" name ">")])
+      (record-writer rtd (lambda (r port wr) (display text port)))))
+
   ;; A one-shot latch: never ready until fired, then ready forever with
   ;; result (value).  Used for thread death, NACKs and suspend/resume evts.
   (define-record-type latch
@@ -126,4 +133,8 @@
       (when s (commit-one! s 'interrupted '()))
       (unpark! t)))
 
-  (set-interrupt-hook! interrupt-thread!))
+  (set-interrupt-hook! interrupt-thread!)
+
+  (record-prints-as! (record-type-descriptor prim-evt) "evt")
+  (record-prints-as! (record-type-descriptor syncer) "syncer")
+  (record-prints-as! (record-type-descriptor waiter) "waiter"))

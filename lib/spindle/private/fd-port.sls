@@ -28,14 +28,15 @@
 ;;; is held while a thread waits, so a thread killed in a wait leaks
 ;;; nothing; a handle that becomes unreachable is closed by a guardian.
 (library (spindle private fd-port)
-  (export make-fd-ports open-handle abandon-port! fd-port? fd-port-handle fd-port-input-ready-evt fd-port-output-ready-evt
+  (export make-fd-ports make-fd-ports/custodian open-handle abandon-port! fd-port? fd-port-handle fd-port-input-ready-evt fd-port-output-ready-evt
           handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call handle-wait-read! handle-wait-write!
           port-buffered-count port-buffered-has? port-fill! raise-os-error reclaim-unreachable-handles!)
   (import (chezscheme) (spindle private poller) (spindle private posix-io)
           (only (spindle private scheduler) current-gthread gthread-dead?)
           (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set! sync/timeout)
-          (only (spindle semaphore) make-semaphore semaphore-post))
+          (only (spindle semaphore) make-semaphore semaphore-post)
+          (only (spindle custodian) custodian-register! make-custodian-kind current-custodian))
 
   (define-record-type handle
     (fields fd rec name kind            ; kind: socket or pipe
@@ -270,7 +271,13 @@
 
   ;; Binary ports over fd: (values input-port-or-#f output-port-or-#f).
   ;; kind: 'socket or 'pipe.  fd must be non-blocking.
+  ;; The ports belong to the current custodian; make-fd-ports/custodian
+  ;; names it, for code that may run where no thread of the ports' owner
+  ;; is current (an accept completed by the poller).
   (define (make-fd-ports fd name kind in? out?)
+    (make-fd-ports/custodian fd name kind in? out? (current-custodian)))
+
+  (define (make-fd-ports/custodian fd name kind in? out? custodian)
     (reclaim-unreachable-handles!)
     (let* ([h (make-handle fd name kind (+ (if in? 1 0) (if out? 1 0)))]
            [shut-write (lambda ()
@@ -296,7 +303,25 @@
           (when in (hashtable-set! ports in (cons h 'in)))
           (when out (hashtable-set! ports out (cons h 'out)))))
       (reclaim h)
+      ;; the ports belong to the current custodian (a shut-down one refuses
+      ;; them: the descriptor is closed and the error raised)
+      (guard (c [#t (close-handle! h) (raise c)])
+        (when in (custodian-register! in fd-port-kind 'make-fd-ports custodian))
+        (when out (custodian-register! out fd-port-kind 'make-fd-ports custodian)))
       (values in out)))
+
+  ;; A custodian closes a port's descriptor first, so that a thread waiting
+  ;; in a read or write wakes with "port is closed", then the port itself
+  ;; (dropping unflushed output: it could only fail).
+  (define fd-port-kind
+    (make-custodian-kind
+      (lambda (p)
+        (let ([h (fd-port-handle p)])
+          (when h (close-handle! h))
+          (guard (c [#t (void)])
+            (when (output-port? p) (set-binary-port-output-index! p 0))
+            (close-port p))))
+      port-closed?))
 
   ;; Closes p; an output port of a socket sends no FIN (Racket's
   ;; tcp-abandon-port), so the peer sees the end only when the socket closes.

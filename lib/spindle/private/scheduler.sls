@@ -37,6 +37,8 @@
     monotonic-ms add-timer! cancel-timer!
     ;; the I/O poller
     set-io-hooks! poll-io-now! with-spin-lock
+    ;; system-idle-evt
+    other-threads-busy?
     ;; misc
     processor-count
     &break break-condition?
@@ -113,8 +115,9 @@
     (protocol
       (lambda (new)
         (lambda (size main?)
-          (new size main? (box #f) (make-os-semaphore) (make-queue)
-               0 0 0 #f (make-vector 16 #f) 0 0 #f #f))))
+          (register-weakly! all-pools
+            (new size main? (box #f) (make-os-semaphore) (make-queue)
+                 0 0 0 #f (make-vector 16 #f) 0 0 #f #f)))))
     (nongenerative spindle-pool-v3))
 
   ;; switches-left counts down the switches until the worker next looks at
@@ -122,8 +125,37 @@
   ;; without it they could keep ready descriptors waiting for ever.
   (define-record-type worker
     (fields pool tid (mutable base) (mutable base-winders) (mutable current) (mutable switches-left))
-    (protocol (lambda (new) (lambda (pool) (new pool (get-thread-id) #f '() #f poll-interval))))
+    (protocol (lambda (new) (lambda (pool) (register-weakly! all-workers (new pool (get-thread-id) #f '() #f poll-interval)))))
     (nongenerative spindle-worker-v2) (sealed #t))
+
+  ;; ---- for system-idle-evt: every pool and worker of the process, held
+  ;; weakly (a box of weak pairs, pushed with a CAS; rare: pools and workers
+  ;; are made seldom).  Dead entries are dropped as a push finds them.
+  (define all-pools (box '()))
+  (define all-workers (box '()))
+  (define (register-weakly! registry x)
+    (let loop ()
+      (let ([old (unbox registry)])
+        (unless (box-cas! registry old
+                  (cons (weak-cons x #f)
+                        (filter (lambda (wp) (not (bwp-object? (car wp)))) old)))
+          (loop))))
+    x)
+
+  ;; #t if a thread other than self runs on some worker or waits in some
+  ;; pool's run queue.  Racy reads, without locks: an answer for an idle
+  ;; check, never for correctness.  A worker's current is #f while it looks
+  ;; for work or sleeps.
+  (define (other-threads-busy? self)
+    (or (exists (lambda (wp)
+                  (let ([w (car wp)])
+                    (and (not (bwp-object? w))
+                         (let ([t (worker-current w)]) (and t (not (eq? t self)))))))
+                (unbox all-workers))
+        (exists (lambda (wp)
+                  (let ([p (car wp)])
+                    (and (not (bwp-object? p)) (not (queue-empty? (pool-run-queue p))))))
+                (unbox all-pools))))
 
   (define poll-interval 61)
 

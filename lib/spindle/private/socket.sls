@@ -8,7 +8,8 @@
           socket-connect socket-listen socket-port-handle check-socket-port)
   (import (chezscheme) (spindle private posix-io) (spindle private fd-port)
           (spindle private poller)
-          (only (spindle private sync) sync wrap-evt alarm-evt current-inexact-milliseconds))
+          (only (spindle custodian) custodian-register! make-custodian-kind current-custodian)
+          (only (spindle private sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds))
 
   ;; kind: 'tcp or 'unix; path: the socket file of a unix listener (or #f).
   (define-record-type listener
@@ -33,18 +34,27 @@
         (when (fx< r 0)
           (sys-close fd)
           (raise-os-error who r (string-append "cannot listen on " name))))
-      (make-listener kind (open-handle fd name 'socket) name path)))
+      (let ([l (make-listener kind (open-handle fd name 'socket) name path)])
+        ;; the listener belongs to the current custodian
+        (guard (c [#t (listener-close! l) (raise c)])
+          (custodian-register! l listener-custodian-kind who))
+        l)))
+
+  (define listener-custodian-kind
+    (make-custodian-kind (lambda (l) (listener-close! l)) (lambda (l) (handle-closed? (listener-handle l)))))
 
   ;; One non-blocking accept: a list (in out), #f if none is waiting, or a
   ;; list holding a thunk that raises the error.
-  (define (try-accept l configure)
+  ;; custodian: the accepting thread's (this may run in the poller).
+  (define (try-accept l configure custodian)
     (let ([r (handle-call (listener-handle l) sys-accept)])
       (cond
         [(not r) (list (lambda () (closed-listener 'accept l)))]
         [(fx>= r 0)
          (configure r)
-         (let-values ([(in out) (make-fd-ports r (listener-name l) 'socket #t #t)])
-           (list in out))]
+         (guard (c [#t (list (lambda () (raise c)))])
+           (let-values ([(in out) (make-fd-ports/custodian r (listener-name l) 'socket #t #t custodian)])
+             (list in out)))]
         [(fx= r (fx- 0 errno-again)) #f]
         [else (list (lambda () (raise-os-error 'accept r "cannot accept a connection" l)))])))
 
@@ -57,8 +67,11 @@
   ;; The evt is ready when a connection is waiting; choosing it accepts
   ;; the connection (never otherwise).  Result: (list in out).
   (define (listener-accept-evt l configure)
-    (wrap-evt (fd-operation-evt (handle-rec (listener-handle l)) 'read (lambda () (try-accept l configure)))
-              (lambda vals (call-with-values (lambda () (apply (accept-result 'accept) vals)) list))))
+    (guard-evt
+      (lambda ()
+        (let ([custodian (current-custodian)])
+          (wrap-evt (fd-operation-evt (handle-rec (listener-handle l)) 'read (lambda () (try-accept l configure custodian)))
+                    (lambda vals (call-with-values (lambda () (apply (accept-result 'accept) vals)) list)))))))
 
   (define (listener-accept who l configure)
     (when (handle-closed? (listener-handle l)) (closed-listener who l))

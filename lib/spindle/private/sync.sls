@@ -98,8 +98,37 @@
 
   (define (alarm-cancel a tm) (cancel-timer! tm))
 
-  ;; system-idle-evt: approximated as ready after the scheduler had a turn.
-  (define (system-idle-evt) (wrap-evt (alarm-evt (fl+ (current-inexact-milliseconds) 1.)) (lambda (e) (void))))
+  ;; system-idle-evt: ready (with void) when no thread of the process but
+  ;; the syncing one runs or is runnable, in any pool: every other thread is
+  ;; parked (on an evt, a timer, a descriptor).  The scheduler has no hook
+  ;; for "a pool went idle", so a registered idle evt looks again every
+  ;; idle-check-ms on its pool's timer heap until it commits or is cancelled.
+  ;; Its token: a box holding the pending timer, or #f once cancelled.
+  (define idle-check-ms 2.)
+
+  (define (idle-attempt e s branch register?)
+    (let ([self (syncer-thread s)])
+      (cond
+        [(not (other-threads-busy? self)) (commit-one! s branch (list (void)))]
+        [register?
+         (let ([token (box #f)] [p (gthread-pool self)])
+           (define (check!)
+             (when (unbox token)
+               (if (or (syncer-done? s) (other-threads-busy? self))
+                   (unless (syncer-done? s) (set-box! token (add-timer! p (fl+ (monotonic-ms) idle-check-ms) check!)))
+                   (commit-partner! s branch (list (void))))))
+           (set-box! token (add-timer! p (fl+ (monotonic-ms) idle-check-ms) check!))
+           token)]
+        [else #f])))
+
+  ;; Runs with interrupts disabled, as timer actions do: no race with check!.
+  (define (idle-cancel e token)
+    (let ([tm (unbox token)])
+      (set-box! token #f)
+      (when tm (cancel-timer! tm))))
+
+  (define the-system-idle-evt (make-prim-evt idle-attempt idle-cancel))
+  (define (system-idle-evt) the-system-idle-evt)
 
   ;; ---------------------------------------------------------------- extension
   ;; Threads are evts through their death latch; the thread layer supplies it.
@@ -382,4 +411,9 @@
     (with-breaks-enabled (lambda () (apply sync evts))))
 
   (define (sync/timeout/enable-break timeout . evts)
-    (with-breaks-enabled (lambda () (apply sync/timeout timeout evts)))))
+    (with-breaks-enabled (lambda () (apply sync/timeout timeout evts))))
+
+  (record-prints-as! (record-type-descriptor alarm) "alarm-evt")
+  (for-each (lambda (rtd) (record-prints-as! rtd "evt"))
+            (list (record-type-descriptor choice) (record-type-descriptor wrapper)
+                  (record-type-descriptor guarded) (record-type-descriptor replacer))))

@@ -1,0 +1,193 @@
+#!chezscheme
+;;; Custodians, as in Racket: every thread, descriptor port, listener,
+;;; place (and, through custodian-register!, any other resource) made while
+;;; a custodian is current belongs to it; custodian-shutdown-all kills those
+;;; threads, closes those ports and listeners, kills those places, and does
+;;; the same for the sub-custodians.
+;;;
+;;; A custodian keeps a list of entries (obj . kind), where kind is a pair
+;;; (shutdown . closed?) of procedures of obj shared by every object of a
+;;; kind, so that no entry's procedures hold obj.  Objects are held weakly
+;;; (weak pairs): a custodian never keeps a dropped port or a dead thread
+;;; alive.  Entries of closed or collected objects are dropped when the list
+;;; has doubled since it was last compacted.
+;;;
+;;; Sub-custodians are held strongly by their parent (a custodian that
+;;; nobody references may still own running threads), but a sub-custodian
+;;; whose objects are all gone is detached at compaction and attached again
+;;; when something registers in it, so a server that makes a custodian per
+;;; connection and never shuts them down does not grow its root's list.
+(library (spindle custodian)
+  (export make-custodian custodian? current-custodian custodian-shutdown-all
+          custodian-shut-down? custodian-managed-list
+          ;; for the modules that make resources (threads, ports, listeners,
+          ;; places, subprocesses)
+          make-custodian-kind custodian-register! custodian-unregister!)
+  (import (except (chezscheme) make-parameter)
+          (only (spindle private scheduler) current-gthread with-spin-lock)
+          (only (spindle parameter) make-parameter))
+
+  (define-syntax spin-lock-custodian
+    (syntax-rules ()
+      [(_ c e ...) (with-spin-lock (custodian-lock c) e ...)]))
+
+  (define-record-type (custodian new-custodian custodian?)
+    (fields parent lock                 ; lock: a spin-lock box, held with interrupts disabled
+            (mutable entries)           ; newest first
+            (mutable count) (mutable compact-at)
+            (mutable shut-down?)
+            (mutable attached?))        ; listed in its parent's entries
+    (protocol (lambda (new) (lambda (parent) (new parent (box #f) '() 0 32 #f #f))))
+    (nongenerative spindle-custodian-v1) (sealed #t))
+
+  (define root-custodian
+    (let ([c (new-custodian #f)]) (custodian-attached?-set! c #t) c))
+
+  (define (check-custodian who c)
+    (unless (custodian? c) (assertion-violation who "expected a custodian" c)))
+
+  (define current-custodian
+    (make-parameter root-custodian
+      (lambda (c) (check-custodian 'current-custodian c) c)
+      'current-custodian))
+
+  ;; How to shut down an object of a kind, and whether it is already closed
+  ;; (or dead): both procedures take the object.
+  (define (make-custodian-kind shutdown closed?)
+    (unless (procedure? shutdown) (assertion-violation 'make-custodian-kind "expected a procedure" shutdown))
+    (unless (procedure? closed?) (assertion-violation 'make-custodian-kind "expected a procedure" closed?))
+    (cons shutdown closed?))
+
+  (define custodian-kind
+    (cons (lambda (c) (custodian-shutdown-all c)) custodian-shut-down?))
+
+  (define (entry-live? e)
+    (let ([obj (car e)])
+      (and obj (not (bwp-object? obj)) (not ((cddr e) obj)))))
+
+  (define (shut-down-error who c)
+    (raise (condition (make-error) (make-who-condition who)
+                      (make-message-condition "the custodian has been shut down")
+                      (make-irritants-condition (list c)))))
+
+  ;; With c's lock held: drops dead entries; a child custodian with no live
+  ;; entries is detached (its lock nests inside its parent's, never the
+  ;; other way round).
+  (define (compact! c)
+    (let ([live (filter (lambda (e)
+                          (and (entry-live? e)
+                               (or (not (eq? (cdr e) custodian-kind))
+                                   (let ([child (car e)])
+                                     (spin-lock-custodian child
+                                       (if (exists entry-live? (custodian-entries child))
+                                           #t
+                                           (begin (custodian-attached?-set! child #f) #f)))))))
+                        (custodian-entries c))])
+      (custodian-entries-set! c live)
+      (custodian-count-set! c (length live))
+      (custodian-compact-at-set! c (fxmax 32 (fx* 2 (length live))))))
+
+  ;; Adds entry e to c: #f if c is shut down, else 'attach if c must be
+  ;; listed in its parent again, else #t.
+  (define (add-entry! c e)
+    (with-interrupts-disabled
+      (spin-lock-custodian c
+        (if (custodian-shut-down? c)
+            #f
+            (begin
+              (custodian-entries-set! c (cons e (custodian-entries c)))
+              (custodian-count-set! c (fx+ 1 (custodian-count c)))
+              (when (fx> (custodian-count c) (custodian-compact-at c)) (compact! c))
+              (if (custodian-attached? c)
+                  #t
+                  (begin (custodian-attached?-set! c #t) 'attach)))))))
+
+  ;; Lists c in its parent (strongly); a shut-down parent shuts c down.
+  (define (attach! c)
+    (let ([parent (custodian-parent c)])
+      (case (add-entry! parent (cons c custodian-kind))
+        [(#f) (custodian-shutdown-all c)]
+        [(attach) (attach! parent)]
+        [else (void)])))
+
+  ;; Registers obj with the current custodian (or c); returns a token for
+  ;; custodian-unregister!.  kind: from make-custodian-kind.  Raises (naming
+  ;; who) if the custodian has been shut down; then obj is not registered,
+  ;; and the caller must release it.
+  (define custodian-register!
+    (case-lambda
+      [(obj kind) (custodian-register! obj kind 'custodian-register! (current-custodian))]
+      [(obj kind who) (custodian-register! obj kind who (current-custodian))]
+      [(obj kind who c)
+       (check-custodian who c)
+       (unless (and (pair? kind) (procedure? (car kind)) (procedure? (cdr kind)))
+         (assertion-violation 'custodian-register! "expected a custodian kind" kind))
+       (let* ([e (weak-cons obj kind)] [r (add-entry! c e)])
+         (cond
+           [(not r) (shut-down-error who c)]
+           [(eq? r 'attach) (attach! c)])
+         e)]))
+
+  ;; obj (closed by its owner) no longer belongs to its custodian.
+  (define (custodian-unregister! token)
+    (unless (and (weak-pair? token) (pair? (cdr token)))
+      (assertion-violation 'custodian-unregister! "expected a registration token" token))
+    (set-car! token #f))
+
+  (define make-custodian
+    (case-lambda
+      [() (make-custodian (current-custodian))]
+      [(parent)
+       (check-custodian 'make-custodian parent)
+       (let ([c (new-custodian parent)])
+         (case (add-entry! parent (cons c custodian-kind))
+           [(#f) (shut-down-error 'make-custodian parent)]
+           [(attach) (attach! parent)]
+           [else (void)])
+         (custodian-attached?-set! c #t)
+         c)]))
+
+  ;; Shuts c and its sub-custodians down.  Objects go in the order they
+  ;; were registered; the current thread, if one of them, is killed last.
+  (define (custodian-shutdown-all c)
+    (check-custodian 'custodian-shutdown-all c)
+    (let ([self (box #f)])
+      (shutdown! c (current-gthread) self)
+      (let ([e (unbox self)])
+        (when e ((cadr e) (car e))))))
+
+  (define (shutdown! c me self)
+    (let ([entries (with-interrupts-disabled
+                     (spin-lock-custodian c
+                       (if (custodian-shut-down? c)
+                           '()
+                           (let ([es (custodian-entries c)])
+                             (custodian-shut-down?-set! c #t)
+                             (custodian-entries-set! c '())
+                             (custodian-count-set! c 0)
+                             es))))])
+      (for-each
+        (lambda (e)
+          (when (entry-live? e)
+            (let ([obj (car e)])
+              (cond
+                [(eq? obj me) (set-box! self e)]
+                [(eq? (cdr e) custodian-kind) (shutdown! obj me self)]
+                ;; one object that fails to close does not stop the others
+                [else (guard (x [#t (void)]) ((cadr e) obj))]))))
+        (reverse entries))))
+
+  (define (custodian-managed-list c super)
+    (check-custodian 'custodian-managed-list c)
+    (check-custodian 'custodian-managed-list super)
+    (unless (let loop ([p (custodian-parent c)]) (and p (or (eq? p super) (loop (custodian-parent p)))))
+      (assertion-violation 'custodian-managed-list "the custodian is not subordinate to the super-custodian" c super))
+    (with-interrupts-disabled
+      (spin-lock-custodian c
+        (let loop ([es (custodian-entries c)] [acc '()])
+          (if (null? es)
+              acc
+              (loop (cdr es) (if (entry-live? (car es)) (cons (caar es) acc) acc)))))))
+
+  (record-writer (record-type-descriptor custodian)
+    (lambda (c port wr) (display "#<custodian>" port))))
