@@ -51,7 +51,11 @@
     unix-socket-accept unix-socket-accept-evt unix-socket-close-listener unix-socket-connect
     read-bytes-evt read-bytes-avail!-evt read-line-evt read-bytes-line-evt
     write-bytes-evt eof-evt port-ready-evt
-    call-blocking)
+    call-blocking
+    ;; (spindle subprocess), (spindle console)
+    subprocess subprocess? subprocess-wait subprocess-status subprocess-kill subprocess-pid
+    find-executable-path system* system*/exit-code process* shell-command/exit-code run-command
+    stdin-port stdout-port stderr-port install-console-ports!)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
@@ -61,4 +65,6 @@
           (except (spindle place) processor-count start-lifted-place place-child-main)
           (except (spindle fork-join) lift-places)
           (spindle tcp) (spindle unix-socket) (spindle port)
-          (except (spindle blocking) blocking-helper-count)))
+          (except (spindle blocking) blocking-helper-count)
+          (except (spindle subprocess) port-descriptor)
+          (except (spindle console) binary-console-port console-port-descriptor)))
