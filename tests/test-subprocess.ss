@@ -148,6 +148,11 @@
   (check-raises "string port as stdout" (assertion-from? 'subprocess)
                 (lambda () (subprocess (open-output-string) #f #f "/bin/true")))
   (check-raises "bad stdin" (assertion-from? 'subprocess) (lambda () (subprocess #f 'stdout #f "/bin/true")))
+  (let-values ([(p o i e) (subprocess #f #f #f "/bin/true")])
+    (check-raises "an input port as stdout" (assertion-from? 'subprocess) (lambda () (subprocess o #f #f "/bin/true")))
+    (check-raises "an output port as stdin" (assertion-from? 'subprocess) (lambda () (subprocess #f i #f "/bin/true")))
+    (subprocess-wait p)
+    (for-each close-port (list o i e)))
   (check-raises "status of a non-subprocess" (assertion-from? 'subprocess-status) (lambda () (subprocess-status 1)))
   (check "no child left after the errors" (no-children?)))
 
@@ -173,6 +178,20 @@
       (let ([spun (string->number (cadddr words))])
         (printf "  child's spinner ran ~a times while its reader waited\n" spun)
         (check "the spinner ran while the reader waited" (> spun 10000))))
+    (close-port o) (close-port e)))
+
+(test "a child writing to a full stdout pipe parks; its spinner keeps running"
+  (let-values ([(p o i e) (subprocess #f #f #f (string-append (current-directory) "/bin/spindle")
+                                      "run" (string-append (current-directory) "/tests/stdout-child.ss"))])
+    (close-port i)
+    (sleep 1.5)                              ; the child fills the pipe and waits
+    (let* ([n (bytevector-length (get-bytevector-all o))] [report (read-all-string e)])   ; in this order
+      (subprocess-wait p)
+      (check-equal "child exit" 0 (subprocess-status p))
+      (check-equal "every byte" 1000000 n)
+      (let ([spun (string->number (substring report 5 (- (string-length report) 1)))])
+        (printf "  child's spinner ran ~a times while its writer waited\n" spun)
+        (check "the spinner ran while the writer waited" (and spun (> spun 10000)))))
     (close-port o) (close-port e)))
 
 (done)

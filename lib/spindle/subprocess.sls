@@ -151,9 +151,11 @@
 
   ;; ---------------------------------------------------------------- subprocess
   (define (check-stream who v what stderr?)
-    (unless (or (not v) (and stderr? (eq? v 'stdout)) (port-descriptor v))
+    (unless (or (not v) (and stderr? (eq? v 'stdout))
+                (and (port-descriptor v) (if (string=? what "stdin") (input-port? v) (output-port? v))))
       (assertion-violation who
-        (string-append "expected #f" (if stderr? ", 'stdout" "") " or a port with a file descriptor for " what)
+        (string-append "expected #f" (if stderr? ", 'stdout" "") " or an " (if (string=? what "stdin") "input" "output")
+                       " port with a file descriptor for " what)
         v)))
 
   ;; (subprocess stdout stdin stderr command arg ...) ->
