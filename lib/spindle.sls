@@ -54,7 +54,11 @@
     call-blocking
     ;; (spindle custodian)
     make-custodian custodian? current-custodian custodian-shutdown-all
-    custodian-shut-down? custodian-managed-list)
+    custodian-shut-down? custodian-managed-list
+    ;; (spindle subprocess), (spindle console)
+    subprocess subprocess? subprocess-wait subprocess-status subprocess-kill subprocess-pid
+    find-executable-path system* system*/exit-code process* shell-command/exit-code run-command
+    stdin-port stdout-port stderr-port install-console-ports!)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
@@ -66,4 +70,6 @@
           (spindle tcp) (spindle unix-socket) (spindle port)
           (except (spindle blocking) blocking-helper-count)
           (only (spindle custodian) make-custodian custodian? current-custodian custodian-shutdown-all
-                custodian-shut-down? custodian-managed-list)))
+                custodian-shut-down? custodian-managed-list)
+          (except (spindle subprocess) port-descriptor)
+          (except (spindle console) binary-console-port console-port-descriptor)))

@@ -4,5 +4,6 @@
         (only (spindle) thread) (only (spindle thread) thread-wait) (only (spindle event) sync)
         (only (spindle future) future) (only (spindle parameter) make-thread-parameter)
         (only (spindle place) dynamic-place) (only (spindle fork-join) fork-join)
+        (only (spindle subprocess) subprocess) (only (spindle console) stdin-port)
         (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue))
 (printf "all libraries load\n")
