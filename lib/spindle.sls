@@ -58,7 +58,9 @@
     ;; (spindle subprocess), (spindle console)
     subprocess subprocess? subprocess-wait subprocess-status subprocess-kill subprocess-pid
     find-executable-path system* system*/exit-code process* shell-command/exit-code run-command
-    stdin-port stdout-port stderr-port install-console-ports!)
+    stdin-port stdout-port stderr-port install-console-ports!
+    ;; (spindle file)
+    open-input-file/helper open-output-file/helper file->bytevector/helper)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
@@ -72,4 +74,5 @@
           (only (spindle custodian) make-custodian custodian? current-custodian custodian-shutdown-all
                 custodian-shut-down? custodian-managed-list)
           (except (spindle subprocess) port-descriptor)
-          (except (spindle console) binary-console-port console-port-descriptor)))
+          (except (spindle console) binary-console-port console-port-descriptor)
+          (spindle file)))

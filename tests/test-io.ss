@@ -330,6 +330,27 @@
       (for-each close-port (list in out sin)))
     (tcp-close l)))
 
+(test "files read and written on helper threads"
+  (let ([path (format "/tmp/spindle-file-test-~a" (own-pid))]
+        [data (let ([bv (make-bytevector 300000)])
+                (do ([i 0 (+ i 1)]) ((= i 300000) bv) (bytevector-u8-set! bv i (mod (* i 7) 256))))])
+    (let ([o (open-output-file/helper path)]) (put-bytevector o data) (close-port o))
+    (check-equal "round trip" data (file->bytevector/helper path))
+    ;; threads reading the file at once, beside a counting thread
+    (let* ([count 0]
+           [spinner (thread (lambda () (let loop () (set! count (+ count 1)) (yield) (loop))))]
+           [readers (map (lambda (i) (thread (lambda () (equal? data (file->bytevector/helper path))) #f 'results)) (iota 8))])
+      (check "every reader saw the file" (for-all values (map thread-wait readers)))
+      (kill-thread spinner))
+    (let ([o (open-output-file/helper path 'append)]) (put-bytevector o (bytevector 1 2 3)) (close-port o))
+    (check-equal "append" (+ 3 (bytevector-length data)) (bytevector-length (file->bytevector/helper path)))
+    (check-raises "exists 'error" (lambda (c) (and (i/o-filename-error? c) (eq? (condition-who c) 'open-output-file/helper)))
+      (lambda () (open-output-file/helper path 'error)))
+    (delete-file path)
+    (check-raises "missing file" (lambda (c) (and (i/o-filename-error? c) (eq? (condition-who c) 'open-input-file/helper)))
+      (lambda () (open-input-file/helper path)))
+    (check-raises "bad exists" (assertion-from? 'open-output-file/helper) (lambda () (open-output-file/helper path 'keep)))))
+
 (test "call-blocking of libc sleep does not stop other threads"
   (let* ([c-sleep (foreign-procedure __collect_safe "sleep" (unsigned) unsigned)]
          [count 0]

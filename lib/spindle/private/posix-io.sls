@@ -11,6 +11,7 @@
 ;;; the collector, and a bytevector's address stays valid for the call.
 (library (spindle private posix-io)
   (export sys-read sys-write sys-close sys-shutdown sys-strerror
+          foreign->bytevector! bytevector->foreign!
           errno-again errno-intr errno-inprogress errno-pipe
           make-nonblocking-socket sys-bind sys-listen sys-accept sys-connect
           socket-error sys-set-socket-option! socket-local-address socket-peer-address
@@ -71,6 +72,18 @@
                    (checked (c-send fd (bytes-at bv start) n #x4000))   ; MSG_NOSIGNAL
                    (checked (c-write fd (bytes-at bv start) n)))])
         (if (fx= r (fx- 0 errno-intr)) (retry) r))))
+
+  (define c-memcpy (foreign-procedure "memcpy" (uptr uptr size_t) uptr))
+
+  ;; n bytes between C memory at addr and bv at start.
+  (define (foreign->bytevector! addr bv start n)
+    (check-range 'foreign->bytevector! bv start n)
+    (with-interrupts-disabled (c-memcpy (bytes-at bv start) addr n))
+    (void))
+  (define (bytevector->foreign! bv start addr n)
+    (check-range 'bytevector->foreign! bv start n)
+    (with-interrupts-disabled (c-memcpy addr (bytes-at bv start) n))
+    (void))
 
   (define (sys-close fd) (checked (c-close fd)))
   ;; how: 0 read side, 1 write side, 2 both

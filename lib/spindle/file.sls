@@ -1,0 +1,89 @@
+#!chezscheme
+;;; Files whose open, reads, writes and close run on call-blocking's helper
+;;; OS threads, so a thread reading a file on a slow disk or a network file
+;;; system parks instead of stopping the other threads of its worker.
+;;; (epoll cannot watch a regular file: it is always "ready", and a read
+;;; may still wait for the disk.)
+;;;
+;;; The ports are Chez binary ports with a 64 KB buffer: one helper round
+;;; trip (some tens of microseconds) per 64 KB.  Like other buffered Chez
+;;; ports they are for one thread at a time.
+(library (spindle file)
+  (export open-input-file/helper open-output-file/helper file->bytevector/helper)
+  (import (chezscheme) (spindle blocking) (spindle private posix-io))
+
+  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
+
+  ;; All __collect_safe: they run on a helper while the collector may move
+  ;; Scheme objects, so they see only C memory.
+  (define c-open (foreign-procedure __collect_safe "open" (uptr int int) int))
+  (define c-read (foreign-procedure __collect_safe "read" (int uptr size_t) ssize_t))
+  (define c-write (foreign-procedure __collect_safe "write" (int uptr size_t) ssize_t))
+  (define c-close (foreign-procedure __collect_safe "close" (int) int))
+  (define c-errno-location (foreign-procedure "__errno_location" () uptr))
+
+  (define buffer-size 65536)
+
+  ;; Runs on a helper: (values result errno).
+  (define (with-errno thunk)
+    (let ([r (thunk)])
+      (values r (if (< r 0) (foreign-ref 'int (c-errno-location) 0) 0))))
+
+  (define (os-error who e what path)
+    (raise (condition (make-i/o-filename-error path) (make-who-condition who)
+                      (make-message-condition (string-append what ": " (sys-strerror e)))
+                      (make-irritants-condition (list path)))))
+
+  ;; O_RDONLY 0; O_WRONLY|O_CREAT 0x41 with O_TRUNC 0x200 or O_APPEND 0x400
+  ;; or O_EXCL 0x80; O_CLOEXEC 0x80000.
+  (define (open-descriptor who path flags)
+    (unless (string? path) (assertion-violation who "expected a path string" path))
+    (let* ([bv (string->utf8 path)] [n (bytevector-length bv)] [cpath (foreign-alloc (fx+ n 1))])
+      (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'unsigned-8 cpath i (bytevector-u8-ref bv i)))
+      (foreign-set! 'unsigned-8 cpath n 0)
+      (let-values ([(fd e) (call-blocking with-errno (lambda () (c-open cpath (fxior flags #x80000) #o666)))])
+        (foreign-free cpath)
+        (when (< fd 0) (os-error who e "cannot open" path))
+        fd)))
+
+  ;; A port whose reads run on a helper.
+  (define (open-input-file/helper path)
+    (let* ([fd (open-descriptor 'open-input-file/helper path 0)]
+           [buf (foreign-alloc buffer-size)])
+      (make-custom-binary-input-port path
+        (lambda (bv start n)
+          (let-values ([(r e) (call-blocking with-errno (lambda () (c-read fd buf (fxmin n buffer-size))))])
+            (when (< r 0) (os-error 'read e "cannot read" path))
+            (foreign->bytevector! buf bv start r)
+            r))
+        #f #f
+        (lambda () (foreign-free buf) (call-blocking c-close fd)))))
+
+  ;; exists: 'truncate (the default), 'append or 'error.
+  (define open-output-file/helper
+    (case-lambda
+      [(path) (open-output-file/helper path 'truncate)]
+      [(path exists)
+       (let* ([mode (case exists
+                      [(truncate) #x200] [(append) #x400] [(error) #x80]
+                      [else (assertion-violation 'open-output-file/helper "expected truncate, append or error" exists)])]
+              [fd (open-descriptor 'open-output-file/helper path (fxior #x41 mode))]
+              [buf (foreign-alloc buffer-size)])
+         (let ([p (make-custom-binary-output-port path
+                    (lambda (bv start n)
+                      (let ([n (fxmin n buffer-size)])
+                        (bytevector->foreign! bv start buf n)
+                        (let-values ([(r e) (call-blocking with-errno (lambda () (c-write fd buf n)))])
+                          (when (< r 0) (os-error 'write e "cannot write" path))
+                          r)))
+                    #f #f
+                    (lambda () (foreign-free buf) (call-blocking c-close fd)))])
+           (set-binary-port-output-buffer! p (make-bytevector buffer-size))
+           p))]))
+
+  ;; The whole file, read on a helper.
+  (define (file->bytevector/helper path)
+    (let ([p (open-input-file/helper path)])
+      (let ([r (get-bytevector-all p)])
+        (close-port p)
+        (if (eof-object? r) (bytevector) r)))))
