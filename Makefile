@@ -2,7 +2,7 @@
 SCHEME ?= scheme
 SPINDLE = bin/spindle
 
-.PHONY: all demo test bench check clean deps
+.PHONY: all demo test bench bench-deps check clean deps
 
 all: test
 
@@ -19,8 +19,17 @@ demo: deps
 test: deps
 	tests/run.sh
 
-bench: deps
+bench: deps bench-deps
 	$(SPINDLE) bench micro scale
+
+# The load generator and the peers of `spindle bench io` (never needed by make test).
+BENCH_PACKAGES = wrk golang-go racket ruby python3
+bench-deps:
+	@missing=""; for c in wrk go racket ruby python3; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	[ -z "$$missing" ] || { \
+	  echo "installing $(BENCH_PACKAGES) with apt-get"; \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PACKAGES) >/dev/null; }
 
 check: deps
 	scheme --libdirs lib --program tests/check-libraries.ss
