@@ -13,7 +13,7 @@
 ;;; A name that a part library exports and the library one level up
 ;;; re-exports ((spindle thread) -> (spindle), (util concurrent future) ->
 ;;; (util concurrent)) is documented once, under the library one level up.
-(import (chezscheme) (harness))
+(import (chezscheme) (harness) (text-files))
 
 ;; ---------------------------------------------------------------- files
 (define lib-dir
@@ -24,10 +24,6 @@
       [else (loop (cdr dirs))])))
 
 (define reference (string-append lib-dir "/../doc/reference.md"))
-
-(define (read-lines file)
-  (call-with-input-file file
-    (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc))))))))
 
 (define (string-prefix? prefix s)
   (let ([k (string-length prefix)])
@@ -122,7 +118,10 @@
       entry
       (vector (vector-ref entry 0) l (vector-ref entry 2))))
 
-(define-values (sections format-problems) (parse (read-lines reference)))
+(define-values (sections format-problems)
+  (if (file-exists? reference)
+      (parse (read-lines reference))
+      (values '() (list (format "~a is missing" reference)))))
 
 (define (documented lib)
   (let ([s (assoc lib sections)])

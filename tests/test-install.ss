@@ -3,7 +3,7 @@
 ;;; programs that use threads, a future and places from a directory outside
 ;;; the checkout (with plain scheme --libdirs and with the installed
 ;;; spindle command), then uninstall and check that nothing is left.
-(import (chezscheme) (harness) (only (spindle private unix) shell-command own-pid))
+(import (chezscheme) (harness) (text-files) (only (spindle private unix) shell-command own-pid))
 
 (test-limit 180)
 
@@ -14,12 +14,6 @@
 
 (define (sh fmt . args)
   (shell-command (string-append "set -e; " (apply format fmt args))))
-
-(define (read-lines file)
-  (if (file-exists? file)
-      (call-with-input-file file
-        (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))
-      '()))
 
 (define (contains? s part)
   (let ([n (string-length s)] [k (string-length part)])
