@@ -1,8 +1,13 @@
 # spindle: `make demo` and `make test` work on a fresh Debian machine.
 SCHEME ?= scheme
 SPINDLE = bin/spindle
+# make install PREFIX=... [DESTDIR=...]: libraries with their compiled objects
+# in PREFIX/lib/spindle, PREFIX/bin/spindle, docs in PREFIX/share/doc/spindle;
+# make uninstall removes what the install's manifest lists (tools/install.sh).
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all demo test bench bench-deps check clean deps
+.PHONY: all demo test bench bench-deps check clean deps install uninstall
 
 all: test
 
@@ -33,6 +38,12 @@ bench-deps:
 
 check: deps
 	scheme --libdirs lib --program tests/check-libraries.ss
+
+install: deps
+	tools/install.sh install "$(DESTDIR)$(PREFIX)"
+
+uninstall:
+	tools/install.sh uninstall "$(DESTDIR)$(PREFIX)"
 
 clean:
 	find . -name '*.so' -o -name '*.wpo' | xargs rm -f

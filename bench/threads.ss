@@ -20,8 +20,10 @@
 ;;;
 ;;; Prints a readable table, then one line per cell, `threads.WORKLOAD.MODE.nN
 ;;; SPEEDUP x`, and the peers' lines `PEER.WORKLOAD.MODE.nN SPEEDUP x`; writes
-;;; the same text to bench/results/threads-YYYY-MM-DD.txt and a chart of
-;;; speedup versus N to bench/results/threads-YYYY-MM-DD.svg.
+;;; the same text to threads-YYYY-MM-DD.txt and a chart of speedup versus N
+;;; to threads-YYYY-MM-DD.svg, in bench/results/ with --save and otherwise in
+;;; the cache ($SPINDLE_BENCH_OUT, else $XDG_CACHE_HOME/spindle/bench, else
+;;; ~/.cache/spindle/bench), so a run leaves the checkout clean.
 ;;;
 ;;; Peers (skipped with a note when the executable is missing, or with
 ;;; --no-peers): bench/peers/racket-threads.rkt, guile-threads.scm and
@@ -38,7 +40,8 @@
 ;;;   --modes LIST          only these modes (sequential is always run)
 ;;;   --sizes WL=V,...      override sizes (fib=40,strfib=30,hash-nums=6,...)
 ;;;   --dirs D1,D2          hash-dir's trees (default lib,tests,bench,examples)
-;;;   --out DIR             where the .txt/.svg go (default bench/results)
+;;;   --save                write the .txt/.svg to bench/results (to commit them)
+;;;   --out DIR             write them to DIR instead
 ;;;   --no-save             write no files
 ;;;   --collect-trip-bytes B   Chez's collect-trip-bytes for the whole run
 ;;;   --no-gc               no collections during timed runs: collect-trip-bytes 2^40
@@ -65,14 +68,14 @@
 ;; ---------------------------------------------------------------- arguments
 (define args (command-line-arguments))
 
-(define known-flags '("--quick" "--no-peers" "--no-save" "--no-gc" "--verbose" "--help" "-h"))
+(define known-flags '("--quick" "--no-peers" "--save" "--no-save" "--no-gc" "--verbose" "--help" "-h"))
 (define known-options '("--n" "--runs" "--peers" "--workloads" "--modes" "--sizes" "--dirs"
                         "--out" "--collect-trip-bytes" "--quiet-wait"))
 
 (define (usage port)
   (fprintf port "usage: spindle bench threads [--n 1,2,4,8] [--quick] [--runs K] [--no-peers]\n")
   (fprintf port "         [--peers racket,guile,python] [--workloads LIST] [--modes LIST]\n")
-  (fprintf port "         [--sizes WL=V,...] [--dirs D1,D2] [--out DIR] [--no-save]\n")
+  (fprintf port "         [--sizes WL=V,...] [--dirs D1,D2] [--save | --out DIR | --no-save]\n")
   (fprintf port "         [--collect-trip-bytes B] [--no-gc] [--quiet-wait S] [--verbose]\n"))
 
 (let check ([a args])
@@ -845,10 +848,24 @@
 (print-lines)
 (out "# total ~,1f s\n" (/ (- (now-ms) start-ms) 1000.))
 
+;; bench/results/ only when asked: a plain run leaves the checkout clean.
+(define (cache-out-dir)
+  (let ([env (lambda (v) (let ([s (getenv v)]) (and s (not (string=? s "")) s)))])
+    (cond [(env "SPINDLE_BENCH_OUT") => values]
+          [(env "XDG_CACHE_HOME") => (lambda (d) (string-append d "/spindle/bench"))]
+          [else (string-append (or (env "HOME") "/tmp") "/.cache/spindle/bench")])))
+
+(define (make-directories! dir)
+  (unless (or (string=? dir "") (file-directory? dir))
+    (make-directories! (path-parent dir))
+    (mkdir dir)))
+
 (unless (flag? "--no-save")
-  (let* ([dir (absolute (option "--out" (string-append bench-dir "/results")))]
+  (let* ([dir (absolute (cond [(option "--out" #f) => values]
+                              [(flag? "--save") (string-append bench-dir "/results")]
+                              [else (cache-out-dir)]))]
          [base (string-append dir "/threads-" (today))])
-    (unless (file-directory? dir) (mkdir dir))
+    (make-directories! dir)
     (call-with-output-file (string-append base ".txt")
       (lambda (o) (display (get-output-string out-text) o)) 'replace)
     (write-svg (string-append base ".svg")

@@ -221,4 +221,15 @@
       (check-equal "all items" 1800 (length all)))))
 
 
+(test "thread-terminate! of a thread never started ends it without running its thunk"
+  (let* ([ran #f] [t (make-thread (lambda () (set! ran #t)))])
+    (thread-terminate! t)
+    (check-raises "joined" terminated-thread-exception? (lambda () (thread-join! t)))
+    (check "thunk never ran" (not ran))
+    (parameterize ([srfi-18-thread-pool #f])
+      (let ([t (make-thread (lambda () (set! ran #t)))])
+        (thread-terminate! t)
+        (check-raises "coroutine joined" terminated-thread-exception? (lambda () (thread-join! t)))
+        (check "coroutine thunk never ran" (not ran))))))
+
 (done)

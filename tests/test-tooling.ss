@@ -2,7 +2,7 @@
 ;;; bin/spindle's compiled-object cache: built once per state of lib/, in a
 ;;; directory named after the sources, never half-built, and optional.
 ;;; Each test works on a copy of bin/ and lib/ and a cache of its own.
-(import (chezscheme) (harness) (only (spindle private unix) shell-command own-pid))
+(import (chezscheme) (harness) (text-files) (only (spindle private unix) shell-command own-pid))
 
 (test-limit 120)
 
@@ -10,12 +10,6 @@
 
 (define (sh fmt . args)
   (shell-command (string-append "set -e; " (apply format fmt args))))
-
-(define (read-lines file)
-  (if (file-exists? file)
-      (call-with-input-file file
-        (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))
-      '()))
 
 (define (first-line file) (let ([ls (read-lines file)]) (and (pair? ls) (car ls))))
 

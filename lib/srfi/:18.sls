@@ -28,7 +28,8 @@
                   make-parameter parameterize)
           (prefix (only (chezscheme) make-mutex) chez:)
           (spindle thread) (spindle event)
-          (spindle private queue))
+          (spindle private queue)
+          (only (spindle private scheduler) request-kill!))
 
   ;; ---------------------------------------------------------------- conditions
   (define-condition-type &join-timeout &error make-join-timeout join-timeout-exception?)
@@ -106,7 +107,11 @@
 
   (define (thread-terminate! t)
     (check-thread 'thread-terminate! t)
-    (locked (hashtable-delete! unstarted t))
+    (when (locked (and (hashtable-ref unstarted t #f) (begin (hashtable-delete! unstarted t) #t)))
+      ;; a kill lands only in a running thread: start this one with the kill
+      ;; already requested, so it ends before its thunk runs
+      (request-kill! t)
+      (start-thread! t))
     (kill-thread t))
 
   (define absent (list 'absent))

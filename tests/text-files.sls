@@ -1,0 +1,12 @@
+#!chezscheme
+;;; Reading text files in tests.
+(library (text-files)
+  (export read-lines)
+  (import (chezscheme))
+
+  ;; The lines of file, or () when it does not exist.
+  (define (read-lines file)
+    (if (file-exists? file)
+        (call-with-input-file file
+          (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))
+        '())))
