@@ -11,7 +11,7 @@
 
 (define (serve in out)
   (guard (c [(i/o-error? c) (void)])          ; a client that resets
-    (let ([buf (make-bytevector 16384)])        ; reused: no allocation per read
+    (let ([buf (make-bytevector 4096)])         ; reused: no allocation per read
       (let loop ()
         (let ([n (get-bytevector-some! in buf 0 (bytevector-length buf))])
           (unless (eof-object? n)
