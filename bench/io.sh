@@ -121,7 +121,11 @@ fi
 elapsed() { awk '/^elapsed/ {print $2}' | tail -1; }
 overlap() {   # overlap DELAY-MS REQUESTS WORKER-LIST
   local delay=$1 requests=$2 list=$3
-  local port; port=$(start "delay$delay" python3 "$root/bench/peers/python-io.py" delay "$delay") || { echo "io.overlap unavailable"; return; }
+  # the slow server: Go's (its timers are the most precise), else Python's
+  local port
+  if [ -n "$go_http" ]; then port=$(start "delay$delay" "$go_http" "$delay")
+  else port=$(start "delay$delay" python3 "$root/bench/peers/python-io.py" delay "$delay"); fi
+  [ -n "$port" ] || { echo "io.overlap unavailable"; return; }
   local url="http://127.0.0.1:$port/" w
   for w in $list; do
     local ideal; ideal=$(awk -v r="$requests" -v d="$delay" -v w="$w" 'BEGIN { printf "%.3f", r * d / 1000 / w }')
