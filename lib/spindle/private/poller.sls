@@ -20,7 +20,7 @@
 ;;;
 ;;; Closing the record makes both directions ready for good.
 (library (spindle private poller)
-  (export fd-watch fd-watched? fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
+  (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
           fd-record-fd fd-record-closed?
           watch-level! change-level! unwatch-level!)
   (import (chezscheme) (spindle private scheduler) (spindle private evt-core)
@@ -129,8 +129,6 @@
             (with-interrupts-disabled
               (with-spin-lock table-lock (hashtable-delete! table fd)))
             (make-fd-record fd #f)))))
-
-  (define (fd-watched? rec) (fd-record-edges? rec))
 
   ;; Stops watching and makes both directions ready for good (waiters wake
   ;; and find the record closed).  Call it before closing the descriptor.

@@ -12,7 +12,7 @@
 (library (spindle private posix-io)
   (export sys-read sys-write sys-close sys-shutdown sys-strerror
           foreign->bytevector! bytevector->foreign!
-          errno-again errno-intr errno-inprogress errno-pipe
+          errno-again errno-intr errno-inprogress
           make-nonblocking-socket sys-bind sys-listen sys-accept sys-connect
           socket-error sys-set-socket-option! socket-local-address socket-peer-address
           make-inet-address make-inet6-address make-unix-address parse-address
@@ -31,7 +31,6 @@
   (define errno-again 11)
   (define errno-intr 4)
   (define errno-inprogress 115)
-  (define errno-pipe 32)
 
   ;; A call's result, or minus errno when it is negative.
   (define-syntax checked

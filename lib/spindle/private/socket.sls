@@ -5,7 +5,7 @@
 (library (spindle private socket)
   (export make-listener listener? listener-kind listener-handle listener-name
           listener-accept listener-accept-evt listener-accept-ready? listener-close!
-          socket-connect socket-listen socket-port-handle check-socket-port)
+          socket-connect socket-listen socket-port-handle)
   (import (chezscheme) (spindle private posix-io) (spindle private fd-port)
           (spindle private poller)
           (only (spindle custodian) custodian-register! make-custodian-kind current-custodian)
@@ -58,11 +58,9 @@
         [(fx= r (fx- 0 errno-again)) #f]
         [else (list (lambda () (raise-os-error 'accept r "cannot accept a connection" l)))])))
 
-  (define (accept-result who)
-    (lambda vals
-      (if (procedure? (car vals))
-          ((car vals))
-          (apply values vals))))
+  ;; try-accept's list -> the ports, or the raise of its error thunk.
+  (define (accept-result . vals)
+    (if (procedure? (car vals)) ((car vals)) (apply values vals)))
 
   ;; The evt is ready when a connection is waiting; choosing it accepts
   ;; the connection (never otherwise).  Result: (list in out).
@@ -71,7 +69,7 @@
       (lambda ()
         (let ([custodian (current-custodian)])
           (wrap-evt (fd-operation-evt (handle-rec (listener-handle l)) 'read (lambda () (try-accept l configure custodian)))
-                    (lambda vals (call-with-values (lambda () (apply (accept-result 'accept) vals)) list)))))))
+                    (lambda vals (call-with-values (lambda () (apply accept-result vals)) list)))))))
 
   (define (listener-accept who l configure)
     (when (handle-closed? (listener-handle l)) (closed-listener who l))
@@ -79,14 +77,14 @@
 
   ;; #t if an accept would not block (a connection is waiting).
   (define (listener-accept-ready? l)
-    (let ([rec (handle-rec (listener-handle l))])
-      (and (not (handle-closed? (listener-handle l)))
-           (let ([fd (handle-fd (listener-handle l))])
-             (let ([pfd (make-bytevector 8 0)])
-               (bytevector-s32-native-set! pfd 0 fd)
-               (bytevector-s16-native-set! pfd 4 1)          ; POLLIN
-               (and (eqv? 1 ((foreign-procedure "poll" (u8* unsigned-long int) int) pfd 1 0))
-                    (fxlogtest (bytevector-s16-native-ref pfd 6) 1)))))))
+    (and (not (handle-closed? (listener-handle l)))
+         (let ([pfd (make-bytevector 8 0)])
+           (bytevector-s32-native-set! pfd 0 (handle-fd (listener-handle l)))
+           (bytevector-s16-native-set! pfd 4 1)              ; POLLIN
+           (and (eqv? 1 (c-poll pfd 1 0))
+                (fxlogtest (bytevector-s16-native-ref pfd 6) 1)))))
+
+  (define c-poll (foreign-procedure "poll" (u8* unsigned-long int) int))
 
   (define (listener-close! l)
     (close-handle! (listener-handle l))
@@ -136,12 +134,6 @@
                 (begin (sys-close fd) r))))))
 
   (define (socket-port-handle p) (and (port? p) (fd-port-handle p)))
-
-  (define (check-socket-port who p)
-    (let ([h (socket-port-handle p)])
-      (unless (and h (eq? (handle-kind h) 'socket))
-        (assertion-violation who "expected a socket port" p))
-      h))
 
   (record-writer (record-type-descriptor listener)
     (lambda (l port wr)
