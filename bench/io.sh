@@ -60,13 +60,15 @@ stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/
 # ms from a wrk latency figure (12.5us, 3.2ms, 1.1s)
 to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }
 
-# http NAME CMD...: wrk -t1 -c100 against the server; sets rps and p99.
+# http NAME CMD...: wrk -t1 -c$conns (100 unless set) against the server;
+# sets rps and p99.
+conns=100
 http() {
   local name=$1; shift
   rps=; p99=
   local port; port=$(start "$name" "$@") || { echo "io.http-rps-$name unavailable"; return; }
-  wrk -t1 -c100 -d1s "http://127.0.0.1:$port/" >/dev/null 2>&1      # warm-up
-  wrk -t1 -c100 -d${secs}s --latency "http://127.0.0.1:$port/" >"$work/wrk.out" 2>&1
+  wrk -t1 -c$conns -d1s "http://127.0.0.1:$port/" >/dev/null 2>&1      # warm-up
+  wrk -t1 -c$conns -d${secs}s --latency "http://127.0.0.1:$port/" >"$work/wrk.out" 2>&1
   rps=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$work/wrk.out")
   p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$work/wrk.out")")
   stop_all
@@ -87,9 +89,18 @@ if have wrk; then
     echo "io.http-rps-python-asyncio $rps req/s"; echo "io.http-p99-ms-python-asyncio $p99 ms"
     if have racket; then http racket racket "$root/bench/peers/racket-io.rkt" http; racket_rps=$rps
       echo "io.http-rps-racket $rps req/s"; echo "io.http-p99-ms-racket $p99 ms"; fi
+    if have guile; then http guile guile --no-auto-compile "$root/bench/peers/guile-http.scm"
+      echo "io.http-rps-guile $rps req/s"; echo "io.http-p99-ms-guile $p99 ms"; fi
     echo "io.http-rps-vs-go $(ratio "$s_rps" "$go_rps") x"
     echo "io.http-rps-vs-racket $(ratio "$s_rps" "$racket_rps") x"
   fi
+  # 1,000 connections: the tail latency
+  conns=1000
+  http main-c1000 spindle run "$root/examples/http-server.ss" --port 0
+  echo "io.http-rps-c1000 $rps req/s"; echo "io.http-p99-ms-c1000 $p99 ms"
+  if [ $peers = 1 ] && [ -n "$go_http" ]; then http go-c1000 "$go_http"
+    echo "io.http-rps-c1000-go $rps req/s"; echo "io.http-p99-ms-c1000-go $p99 ms"; fi
+  conns=100
 else
   echo "io.http-rps unavailable (no wrk: make bench-deps)"
 fi
