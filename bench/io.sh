@@ -20,10 +20,10 @@ if [ $quick = 1 ]; then secs=3; rounds=1000; workers_list="20"; slow_list=""; fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() { stop_all; rm -rf "$work"; }
 trap cleanup EXIT
 
-spindle() { "$root/bin/spindle" "$@"; }
+spindle=$root/bin/spindle
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # Go programs are built once into the cache (no network needed: stdlib only).
@@ -41,21 +41,25 @@ go_http=$(build_go go-http) || go_http=
 go_echo=$(build_go go-echo) || go_echo=
 go_fetch=$(build_go go-fetch) || go_fetch=
 
-# start NAME CMD...: runs a server, waits for "listening on PORT", prints PORT.
+# start NAME CMD...: runs a server in its own process group, waits for
+# "listening on PORT" and sets port (empty if it never came).  Not to be
+# called in $(...): pids must be this shell's.
 start() {
   local name=$1; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  port=
+  setsid "$@" >"$work/$name.out" 2>"$work/$name.err" &
   pids+=($!)
   local i
   for i in $(seq 1 200); do
     if grep -q '^listening on' "$work/$name.out" 2>/dev/null; then
-      awk '/^listening on/ {print $3; exit}' "$work/$name.out"; return 0
+      port=$(awk '/^listening on/ {print $3; exit}' "$work/$name.out"); return 0
     fi
     sleep 0.1
   done
   return 1
 }
-stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; pids=(); }
+# Kills each server's whole process group (bin/spindle runs scheme as a child).
+stop_all() { for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; kill "$p" 2>/dev/null; done; wait 2>/dev/null; pids=(); }
 
 # ms from a wrk latency figure (12.5us, 3.2ms, 1.1s)
 to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }
@@ -66,7 +70,7 @@ conns=100
 http() {
   local name=$1; shift
   rps=; p99=
-  local port; port=$(start "$name" "$@") || { echo "io.http-rps-$name unavailable"; return; }
+  start "$name" "$@" || { echo "io.http-rps-$name unavailable"; stop_all; return; }
   wrk -t1 -c$conns -d1s "http://127.0.0.1:$port/" >/dev/null 2>&1      # warm-up
   wrk -t1 -c$conns -d${secs}s --latency "http://127.0.0.1:$port/" >"$work/wrk.out" 2>&1
   rps=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$work/wrk.out")
@@ -78,9 +82,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 
 # ---------------------------------------------------------------- HTTP
 if have wrk; then
-  http main spindle run "$root/examples/http-server.ss" --port 0
+  http main "$spindle" run "$root/examples/http-server.ss" --port 0
   echo "io.http-rps $rps req/s"; echo "io.http-p99-ms $p99 ms"; s_rps=$rps
-  http pool2 spindle run "$root/examples/http-server.ss" --port 0 --pool 2
+  http pool2 "$spindle" run "$root/examples/http-server.ss" --port 0 --pool 2
   echo "io.http-rps-pool2 $rps req/s"; echo "io.http-p99-ms-pool2 $p99 ms"
   if [ $peers = 1 ]; then
     go_rps=; racket_rps=
@@ -96,7 +100,7 @@ if have wrk; then
   fi
   # 1,000 connections: the tail latency
   conns=1000
-  http main-c1000 spindle run "$root/examples/http-server.ss" --port 0
+  http main-c1000 "$spindle" run "$root/examples/http-server.ss" --port 0
   echo "io.http-rps-c1000 $rps req/s"; echo "io.http-p99-ms-c1000 $p99 ms"
   if [ $peers = 1 ] && [ -n "$go_http" ]; then http go-c1000 "$go_http"
     echo "io.http-rps-c1000-go $rps req/s"; echo "io.http-p99-ms-c1000-go $p99 ms"; fi
@@ -109,12 +113,12 @@ fi
 # One client program (Go) for every server: 100 connections x N 16-byte round trips.
 echo_run() {
   local name=$1; shift
-  local port; port=$(start "echo-$name" "$@") || { echo "io.echo-rps-$name unavailable"; return; }
+  start "echo-$name" "$@" || { echo "io.echo-rps-$name unavailable"; stop_all; return; }
   erps=$(timeout 120 "$go_echo" client "$port" 100 "$rounds" | awk '{print $2}')
   stop_all
 }
 if [ -n "$go_echo" ]; then
-  echo_run spindle spindle run "$root/examples/echo-server.ss" --port 0; s_erps=$erps
+  echo_run spindle "$spindle" run "$root/examples/echo-server.ss" --port 0; s_erps=$erps
   echo "io.echo-rps $erps round-trips/s"
   if [ $peers = 1 ]; then
     echo_run go "$go_echo" server; echo "io.echo-rps-go $erps round-trips/s"; go_erps=$erps
@@ -133,10 +137,9 @@ elapsed() { awk '/^elapsed/ {print $2}' | tail -1; }
 overlap() {   # overlap DELAY-MS REQUESTS WORKER-LIST
   local delay=$1 requests=$2 list=$3
   # the slow server: Go's (its timers are the most precise), else Python's
-  local port
-  if [ -n "$go_http" ]; then port=$(start "delay$delay" "$go_http" "$delay")
-  else port=$(start "delay$delay" python3 "$root/bench/peers/python-io.py" delay "$delay"); fi
-  [ -n "$port" ] || { echo "io.overlap unavailable"; return; }
+  if [ -n "$go_http" ]; then start "delay$delay" "$go_http" "$delay"
+  else start "delay$delay" python3 "$root/bench/peers/python-io.py" delay "$delay"; fi
+  [ -n "$port" ] || { echo "io.overlap unavailable"; stop_all; return; }
   local url="http://127.0.0.1:$port/" w
   for w in $list; do
     local ideal; ideal=$(awk -v r="$requests" -v d="$delay" -v w="$w" 'BEGIN { printf "%.3f", r * d / 1000 / w }')
@@ -157,7 +160,7 @@ overlap 30 400 "$workers_list"
 [ -n "$slow_list" ] && overlap 300 100 "$slow_list"
 
 # ---------------------------------------------------------------- subprocesses
-echo "io.subprocess-overlap $(spindle run "$root/bench/io-subprocess.ss" --threads 20 --command 'sleep 0.1' | elapsed) s"
+echo "io.subprocess-overlap $("$spindle" run "$root/bench/io-subprocess.ss" --threads 20 --command 'sleep 0.1' | elapsed) s"
 if [ $peers = 1 ]; then
   [ -n "$go_fetch" ] && echo "io.subprocess-overlap-go $("$go_fetch" sub 20 | elapsed) s"
   echo "io.subprocess-overlap-python $(python3 "$root/bench/peers/python-io.py" sub 20 | elapsed) s"
@@ -167,7 +170,7 @@ fi
 # 10,000 connections held open by a client (Go) while the spindle echo
 # server idles: its resident memory, and its CPU use over 5 s.
 if [ -n "$go_echo" ]; then
-  port=$(start idle-server spindle run "$root/examples/echo-server.ss" --port 0)
+  start idle-server "$spindle" run "$root/examples/echo-server.ss" --port 0
   server=$(pgrep -f -n "program $root/examples/echo-server.ss")
   "$go_echo" idle "$port" 10000 30 >"$work/idle.out" 2>&1 &
   pids+=($!)
