@@ -10,7 +10,8 @@
 ;;; ports they are for one thread at a time.
 (library (spindle file)
   (export open-input-file/helper open-output-file/helper file->bytevector/helper)
-  (import (chezscheme) (spindle blocking) (spindle private posix-io))
+  (import (chezscheme) (spindle blocking) (spindle private posix-io)
+          (only (spindle private unix) c-string free))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
 
@@ -38,11 +39,9 @@
   ;; or O_EXCL 0x80; O_CLOEXEC 0x80000.
   (define (open-descriptor who path flags)
     (unless (string? path) (assertion-violation who "expected a path string" path))
-    (let* ([bv (string->utf8 path)] [n (bytevector-length bv)] [cpath (foreign-alloc (fx+ n 1))])
-      (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'unsigned-8 cpath i (bytevector-u8-ref bv i)))
-      (foreign-set! 'unsigned-8 cpath n 0)
+    (let ([cpath (c-string path)])
       (let-values ([(fd e) (call-blocking with-errno (lambda () (c-open cpath (fxior flags #x80000) #o666)))])
-        (foreign-free cpath)
+        (free cpath)
         (when (< fd 0) (os-error who e "cannot open" path))
         fd)))
 

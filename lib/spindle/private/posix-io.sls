@@ -21,7 +21,7 @@
           make-eventfd eventfd-signal! eventfd-drain!
           epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level!
           make-nonblocking-pipe set-descriptor-blocking! lookup-host)
-  (import (chezscheme))
+  (import (chezscheme) (only (spindle private unix) c-string free))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
 
@@ -223,15 +223,12 @@
   ;; long (it asks the resolver): run it with call-blocking.  The name is
   ;; passed in C memory, since the collector may run during the call.
   (define (lookup-host name)
-    (let* ([bv (string->utf8 name)] [n (bytevector-length bv)]
-           [cname (foreign-alloc (fx+ n 1))] [hints (foreign-alloc 48)] [res (foreign-alloc 8)])
-      (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'unsigned-8 cname i (bytevector-u8-ref bv i)))
-      (foreign-set! 'unsigned-8 cname n 0)
+    (let ([cname (c-string name)] [hints (foreign-alloc 48)] [res (foreign-alloc 8)])
       (do ([i 0 (fx+ i 8)]) ((fx= i 48)) (foreign-set! 'unsigned-64 hints i 0))
       (foreign-set! 'int hints 8 0)                  ; ai_family AF_UNSPEC
       (foreign-set! 'int hints 12 sock-stream)       ; ai_socktype
       (let ([r (c-getaddrinfo cname 0 hints res)])
-        (foreign-free cname) (foreign-free hints)
+        (free cname) (foreign-free hints)
         (if (not (eqv? r 0))
             (begin (foreign-free res) (c-gai-strerror r))
             (let ([head (foreign-ref 'uptr res 0)])

@@ -15,7 +15,7 @@
           spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
           signal-number signal-break-kind signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals
-          descriptor-inode shell-command)
+          descriptor-inode shell-command c-string)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
