@@ -43,7 +43,15 @@
     shared-flvector-ref shared-flvector-set!
     ;; (spindle fork-join)
     fork-join CG? CG-id CG-np CGfor CGfor/stride CGBarrier CGpipeline CG-n0-only
-    CG-B CGid CGnp)
+    CG-B CGid CGnp
+    ;; (spindle concurrent-hashtable)
+    make-concurrent-eq-hashtable make-concurrent-eqv-hashtable make-concurrent-hashtable
+    concurrent-hashtable? concurrent-hashtable-ref concurrent-hashtable-set!
+    concurrent-hashtable-update! concurrent-hashtable-delete! concurrent-hashtable-contains?
+    concurrent-hashtable-size concurrent-hashtable-keys concurrent-hashtable-entries
+    concurrent-hashtable-clear! concurrent-hashtable-copy
+    ;; (spindle synchronized-port)
+    make-synchronized-port synchronized-port? with-port-lock call-with-port-lock)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
@@ -51,4 +59,6 @@
           (except (spindle event) box-cas! vector-cas!)
           (except (spindle future) processor-count)
           (except (spindle place) processor-count start-lifted-place place-child-main)
-          (except (spindle fork-join) lift-places)))
+          (except (spindle fork-join) lift-places)
+          (spindle concurrent-hashtable)
+          (spindle synchronized-port)))

@@ -4,5 +4,7 @@
         (only (spindle) thread) (only (spindle thread) thread-wait) (only (spindle event) sync)
         (only (spindle future) future) (only (spindle parameter) make-thread-parameter)
         (only (spindle place) dynamic-place) (only (spindle fork-join) fork-join)
-        (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue))
+        (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue)
+        (only (spindle concurrent-hashtable) make-concurrent-eq-hashtable)
+        (only (spindle synchronized-port) make-synchronized-port))
 (printf "all libraries load\n")
