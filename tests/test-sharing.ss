@@ -91,13 +91,13 @@
     (check-raises "with-port-lock" (assertion-from-with-irritant? 'with-port-lock "x")
                   (lambda () (with-port-lock "x" 1)))))
 
-(test "an equivalence that raises leaves the stripe unlocked"
+(test "an equivalence that raises leaves the table usable"
   (let* ([fussy (make-concurrent-hashtable (lambda (k) 1)
                                            (lambda (a b) (if (or (eq? a 'bad) (eq? b 'bad)) (error 'equiv "refused" a b) (equal? a b))))])
     (concurrent-hashtable-set! fussy 'good 1)
     (check-raises "raised" (lambda (c) (and (message-condition? c) (equal? (condition-message c) "refused")))
                   (lambda () (concurrent-hashtable-ref fussy 'bad #f)))
-    ;; same stripe (the hash is constant): a held lock would hang here
+    ;; same stripe and bucket (the hash is constant)
     (concurrent-hashtable-set! fussy 'other 2)
     (check-equal "still usable" '(1 2) (list (concurrent-hashtable-ref fussy 'good #f) (concurrent-hashtable-ref fussy 'other #f)))))
 
