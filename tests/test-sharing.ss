@@ -416,4 +416,13 @@
                   lines)
         (check-equal "distinct lines" 40001 (hashtable-size seen))))))
 
+(test "examples/shared-table.ss counts every word once"
+  (let ([out (format "/tmp/spindle-test-sharing-example-~a.out" (random 1000000000))])
+    (check-equal "exit" 0 (shell-command (format "bin/spindle run examples/shared-table.ss > ~a 2>&1" out)))
+    (let ([text (call-with-input-file out get-string-all)])
+      (delete-file out)
+      (check "total" (let ([k (string-length "total 100000")])
+                       (let loop ([i 0]) (and (<= (+ i k) (string-length text))
+                                              (or (string=? (substring text i (+ i k)) "total 100000") (loop (+ i 1))))))))))
+
 (done)
