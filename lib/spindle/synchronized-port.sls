@@ -139,7 +139,8 @@
     (fields inner parking? out-lock in-lock
             line?          ; flush the wrapped port after output holding a newline
             console?       ; closing only flushes (like Chez's console ports)
-            (mutable before-input))   ; thunk run before each input operation, or #f
+            (mutable before-input)    ; thunk run before each input operation, or #f
+            (mutable unflushed?))     ; output written since the last flush (read unlocked)
     (nongenerative spindle-synchronized-port-v1) (sealed #t))
 
   (define (port-state p)
@@ -185,25 +186,33 @@
     (let loop ([i end]) (and (fx> i start) (or (char=? (string-ref s (fx- i 1)) #\newline) (loop (fx- i 1))))))
 
   ;; ---- output
+  ;; After output: flush it now (line? and a newline went out), or note it.
+  (define (written! sp flush?)
+    (if flush?
+        (begin (flush-output-port (sport-inner sp)) (sport-unflushed?-set! sp #f))
+        (sport-unflushed?-set! sp #t)))
+
   (define-op (put-char-op sp lk who p any c)
-    (let ([inner (sport-inner sp)])
-      (put-char inner c)
-      (let ([nl? (char=? c #\newline)])
-        (#%set-port-bol! p nl?)
-        (when (and nl? (sport-line? sp)) (flush-output-port inner)))))
+    (put-char (sport-inner sp) c)
+    (let ([nl? (char=? c #\newline)])
+      (#%set-port-bol! p nl?)
+      (written! sp (and nl? (sport-line? sp)))))
 
   (define-op (put-string-op sp lk who p any s start n)
-    (let ([inner (sport-inner sp)] [end (fx+ start n)])
-      (put-string inner s start n)
+    (let ([end (fx+ start n)])
+      (put-string (sport-inner sp) s start n)
       (when (fx> n 0) (#%set-port-bol! p (char=? (string-ref s (fx- end 1)) #\newline)))
-      (when (and (sport-line? sp) (newline-in? s start end)) (flush-output-port inner))
+      (written! sp (and (sport-line? sp) (newline-in? s start end)))
       n))
 
-  (define-op (put-u8-op sp lk who p any b) (put-u8 (sport-inner sp) b))
+  (define-op (put-u8-op sp lk who p any b) (put-u8 (sport-inner sp) b) (written! sp #f))
 
-  (define-op (put-bytevector-op sp lk who p any bv start n) (put-bytevector (sport-inner sp) bv start n) n)
+  (define-op (put-bytevector-op sp lk who p any bv start n)
+    (put-bytevector (sport-inner sp) bv start n)
+    (written! sp #f)
+    n)
 
-  (define-op (flush-op sp lk who p any) (flush-output-port (sport-inner sp)))
+  (define-op (flush-op sp lk who p any) (written! sp #t))
 
   (define-op (clear-output-op sp lk who p any) (clear-output-port (sport-inner sp)))
 
@@ -299,7 +308,7 @@
     (when (port-closed? port) (assertion-violation who "expected an open port" port))
     (let* ([in? (input-port? port)] [out? (output-port? port)]
            [sp (make-sport port (eq? mode 'parking) (and out? (make-plock)) (and in? (make-plock))
-                           line? console? #f)]
+                           line? console? #f #f)]
            [h (make-handler sp)])
       (if (textual-port? port)
           (cond
@@ -359,7 +368,9 @@
             ;; interrupts enabled and the reader is deactivated meanwhile
             [sin (wrap 'console in 'parking (port-name in) #f #t)])
         (sport-before-input-set! (port-state sin)
-          (lambda () (flush-output-port sout) (flush-output-port serr)))
+          (lambda ()
+            (when (sport-unflushed? (port-state sout)) (flush-output-port sout))
+            (when (sport-unflushed? (port-state serr)) (flush-output-port serr))))
         (when (eq? (current-output-port) out) (current-output-port sout))
         (when (eq? (current-error-port) err) (current-error-port serr))
         (when (eq? (current-input-port) in) (current-input-port sin))
