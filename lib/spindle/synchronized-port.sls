@@ -249,7 +249,7 @@
 
   ;; Closing waits for the with-port-lock holders (unless that is us), then
   ;; for operations in progress.
-  (define (close-sport! sp who p)
+  (define (close-sport! sp p)
     (let* ([me (current-gthread)] [locks (sport-locks sp)]
            [taken (filter (lambda (lk) (not (eq? (unbox (plock-owner lk)) me))) locks)])
       (for-each (lambda (lk) (acquire-owner! lk me)) taken)
@@ -292,7 +292,7 @@
           (if text? (via o put-string-op s start n) (via o put-bytevector-op bv start n))
           (and o (lambda (who p) (flush-op sp o who p #t)))
           (via o clear-output-op)
-          (lambda (who p) (close-sport! sp who p))
+          (lambda (who p) (close-sport! sp p))
           (if-has port-has-port-position? (via pos-lock position-op))
           (if-has port-has-set-port-position!? (via pos-lock set-position-op pos))
           (if-has port-has-port-length? (via pos-lock length-op))
