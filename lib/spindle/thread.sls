@@ -22,7 +22,9 @@
           (spindle private evt-core) (spindle private sync)
           (spindle private keywords) (spindle async-channel)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
-          (only (spindle custodian) current-custodian custodian-register! make-custodian-kind))
+          (only (spindle custodian) current-custodian custodian-register! make-custodian-kind)
+          ;; importing it also makes the console ports synchronized
+          (only (spindle synchronized-port) with-port-lock))
 
   ;; The thread layer's per-thread record (gthread-data).
   (define-record-type tdata
@@ -117,13 +119,15 @@
     (pool-close! p))
 
   ;; ---------------------------------------------------------------- creation
+  ;; One report is one contiguous block on the (synchronized) error port.
   (define (report-failure t c)
     (let ([p (current-error-port)])
       (guard (e [#t (void)])
-        (fprintf p "thread ~a: " (gthread-name t))
-        (if (condition? c) (display-condition c p) (fprintf p "non-condition object raised: ~s" c))
-        (newline p)
-        (flush-output-port p))))
+        (with-port-lock p
+          (fprintf p "thread ~a: " (gthread-name t))
+          (if (condition? c) (display-condition c p) (fprintf p "non-condition object raised: ~s" c))
+          (newline p)
+          (flush-output-port p)))))
 
   (define (finish-data! t d outcome results)
     (tdata-results-set! d results)
