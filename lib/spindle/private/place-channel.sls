@@ -519,7 +519,7 @@
         [(eq? (ring-state r) 'dead)
          (if (eq? (ring-item-kind p) 'retire) 'done 'socket)]
         [(eq? (ring-item-kind p) 'retire)
-         (let ([res (result (ring-put! r frame-retire 0 0 void))])
+         (let ([res (result (ring-put! r frame-retire 0 0 (lambda (a) (void))))])
            (cond
              [(eq? res #t) (ring-state-set! r 'retired) 'done]
              [(eq? res 'socket) 'done]

@@ -68,8 +68,9 @@
 
   (define (ring-data r) (+ (ring-address r) control-size))
 
-  ;; The largest message that travels in one frame; larger ones go in chunks.
-  (define (ring-frame-limit r) (fxsrl (ring-capacity r) 1))
+  ;; The largest message that travels in one frame; larger ones go in
+  ;; chunks.  A frame of it, with a wrap before it, still fits the ring.
+  (define (ring-frame-limit r) (fx- (fxsrl (ring-capacity r) 1) header-size))
 
   (define (map-ring who fd size)
     ;; PROT_READ|PROT_WRITE, MAP_SHARED|MAP_POPULATE: faulted in once, here
@@ -193,7 +194,11 @@
               (unlock! r)
               (when wake? (eventfd-signal! (ring-data-efd r)))
               'ok)
-            (begin (unlock! r) 'closed))
+            (begin
+              ;; what was written since the last publish is void
+              (ring-position-set! r (ctl r tail))
+              (unlock! r)
+              'closed))
         'closed))
 
   ;; The writer will wait for the reader to make room: asks for a kick on
@@ -218,6 +223,7 @@
       (ctl-set! r closed 0)
       (ctl-set! r reader-waiting 0)
       (ctl-set! r writer-waiting 0)
+      (ring-position-set! r (ctl r tail))
       (ring-other-set! r (ctl r head))
       (unlock! r))
     (ring-state-set! r 'active))
