@@ -26,6 +26,12 @@
 (define (get-n ep n) (let loop ([k 0] [acc '()]) (if (= k n) (reverse acc) (loop (+ k 1) (cons (place-channel-get ep) acc)))))
 (define (numbers ms) (map (lambda (m) (vector-ref m 1)) ms))
 (define (range from to) (if (>= from to) '() (cons from (range (+ from 1) to))))
+;; messages from..to-1 of sender 0
+(define (put-range ep from to) (for-each (lambda (i) (place-channel-put ep (ring-message 0 i #f 0))) (range from to)))
+;; 'stop to each place; each must end with 0
+(define (stop-all . ps)
+  (for-each (lambda (p) (place-channel-put p 'stop)) ps)
+  (check-equal "codes" (map (lambda (p) 0) ps) (map place-wait ps)))
 
 (test "a busy local channel: 4 writer threads (two on a parallel pool), 3 readers, 3 MB messages among small ones; each message once, each writer's in order"
   (let-values ([(a b) (place-channel)])
@@ -74,8 +80,7 @@
       (check-equal "numbers 1 MB" (range 0 100) (numbers ms))
       (check "payloads 1 MB" (for-all (lambda (m) (ring-message-ok? m 1 (* 1024 1024))) ms))
       (check-equal "sent again" 'sent (place-channel-get p)))
-    (place-channel-put p 'stop)
-    (check-equal "code" 0 (place-wait p))))
+    (stop-all p)))
 
 (test "a place echoes ring messages with a shared vector and a place channel between them: order kept, descriptors work"
   (let ([p (start 'echo)] [sb (make-shared-bytes 16 0)])
@@ -97,8 +102,7 @@
         (check "channel back" (and (pair? channel) (place-channel? (cadr channel))))
         (place-channel-put x 'through)
         (check-equal "channel works" 'through (place-channel-get (cadr channel)))))
-    (place-channel-put p 'stop)
-    (check-equal "code" 0 (place-wait p))))
+    (stop-all p)))
 
 (test "a place killed while it streams 10 MB messages (larger than its ring): the parent's get raises, nothing hangs"
   (let ([p (start 'flood)])
@@ -128,32 +132,30 @@
 (test "an endpoint read here through a ring, then sent to a place: the place gets the rest, in order, and what comes after"
   (let ([c (start 'collector)])
     (let-values ([(a b) (place-channel)])
-      (for-each (lambda (i) (place-channel-put a (ring-message 0 i #f 0))) (range 0 100))
+      (put-range a 0 100)
       (check-equal "read here" (range 0 30) (numbers (get-n b 30)))
       (place-channel-put c (list 'collect b 140))
-      (for-each (lambda (i) (place-channel-put a (ring-message 0 i #f 0))) (range 100 170))
+      (put-range a 100 170)
       (check-equal "collected" (range 30 170) (place-channel-get c))
       ;; the writer goes on over the socket, or a new ring
       (place-channel-put c (list 'collect b 50))
-      (for-each (lambda (i) (place-channel-put a (ring-message 0 i #f 0))) (range 170 220))
+      (put-range a 170 220)
       (check-equal "collected again" (range 170 220) (place-channel-get c)))
-    (place-channel-put c 'stop)
-    (check-equal "code" 0 (place-wait c))))
+    (stop-all c)))
 
 (test "an endpoint that wrote through a ring, sent to a place that writes on: the reader gets both, the parent's first"
   (let ([w (start 'write-on)])
     (let-values ([(a b) (place-channel)])
-      (for-each (lambda (i) (place-channel-put a (ring-message 0 i #f 0))) (range 0 50))
+      (put-range a 0 50)
       (place-channel-put w (list 'write a 0 50 100))
       (check-equal "all, in order" (range 0 100) (numbers (get-n b 100)))
       (check-equal "written" 'written (place-channel-get w)))
-    (place-channel-put w 'stop)
-    (check-equal "code" 0 (place-wait w))))
+    (stop-all w)))
 
 (test "an endpoint sent to two places that both write: each message once, each sender's in order"
   (let ([w1 (start 'write-on)] [w2 (start 'write-on)])
     (let-values ([(a b) (place-channel)])
-      (for-each (lambda (i) (place-channel-put a (ring-message 0 i #f 0))) (range 0 20))
+      (put-range a 0 20)
       (place-channel-put w1 (list 'write a 1 0 300))
       (place-channel-put w2 (list 'write a 2 0 300))
       (let* ([ms (get-n b 620)] [of (lambda (s) (numbers (filter (lambda (m) (= s (vector-ref m 0))) ms)))])
@@ -161,8 +163,7 @@
         (check-equal "first place's" (range 0 300) (of 1))
         (check-equal "second place's" (range 0 300) (of 2)))
       (check-equal "written" '(written written) (list (place-channel-get w1) (place-channel-get w2))))
-    (for-each (lambda (w) (place-channel-put w 'stop)) (list w1 w2))
-    (check-equal "codes" '(0 0) (map place-wait (list w1 w2)))))
+    (stop-all w1 w2)))
 
 (test "puts into a full ring nobody reads return; the reader then gets everything in order"
   (let-values ([(a b) (place-channel)])

@@ -871,7 +871,7 @@
   ;; little; a writer may be copying a large message in): the next
   ;; message of a busy channel then needs no wake-up.
   (define spin-tries 40)
-  (define ring-spin-ns 200000)
+  (define ring-spin-ns 100000)
 
   (define (endpoint-get e decode)
     (start-reading! e)
