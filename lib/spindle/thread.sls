@@ -22,7 +22,7 @@
           (spindle private evt-core) (spindle private sync)
           (spindle private keywords) (spindle async-channel)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
-          (only (spindle custodian) current-custodian custodian-register! make-custodian-kind)
+          (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind)
           ;; importing it also makes the console ports synchronized
           (only (spindle synchronized-port) with-port-lock))
 
@@ -190,8 +190,10 @@
       (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
       ;; the thread belongs to the creator's current custodian; a shut-down
       ;; one refuses it, and the thread, never run, ends at once
-      (guard (c [#t (request-kill! t) (start-gthread! t) (raise c)])
-        (custodian-register! t thread-kind who))
+      (unless (custodian-try-register! t thread-kind)
+        (request-kill! t)
+        (start-gthread! t)
+        (custodian-register! t thread-kind who))   ; raises: shut down
       (when (eq? pool 'own) (pool-close! p))
       (when start? (start-gthread! t))
       t))
