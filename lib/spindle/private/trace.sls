@@ -207,8 +207,8 @@
       (define (lane-name b)
         (let ([p (tbuf-pool b)])
           (cond
-            [(fx= (tbuf-tid b) 0) "OS thread 0 (main pool)"]
-            [p (format "OS thread ~a (pool ~a: ~a)" (tbuf-tid b) (numbered pools p) p)]
+            [(fx= (tbuf-tid b) 0) "OS thread 0 · main pool"]
+            [p (format "OS thread ~a · pool ~a" (tbuf-tid b) (numbered pools p))]
             [else (format "OS thread ~a" (tbuf-tid b))])))
       (sep)
       (put-string port (format "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":~a,\"tid\":0,\"args\":{\"name\":" pid))
