@@ -24,7 +24,7 @@
 ;;;   place-create place-send place-recv  i  (send/recv: size in bytes)
 ;;;   gc      X  a collection, from its request to its end (bytes before/after)
 (library (spindle private trace)
-  (export tracing? trace-now
+  (export tracing? trace-now set-trace-namer!
           trace-run-start! trace-run-end! trace-park-reason! trace-park!
           trace-wake! trace-spawn! trace-finish!
           trace-instant! trace-span! trace-place-start! trace-write-place!)
@@ -89,7 +89,16 @@
 
   ;; ------------------------------------------------------------ hooks
   ;; A green thread starts running on this OS thread (pool: its pool).
-  (define (trace-run-start! t name pool)
+  ;; The scheduler's gthread-name and gthread-pool (it imports this library).
+  (define thread-name (lambda (t) t))
+  (define thread-pool (lambda (t) #f))
+  (define (set-trace-namer! name pool) (set! thread-name name) (set! thread-pool pool))
+
+  (define trace-run-start!
+    (case-lambda
+      [(t) (trace-run-start! t (thread-name t) (thread-pool t))]
+      [(t name pool) (run-start! t name pool)]))
+  (define (run-start! t name pool)
     (let ([b (buffer)])
       (when (tbuf-open-obj b) (close-run! b (trace-now)))
       (unless (tbuf-pool b) (tbuf-pool-set! b pool))
@@ -111,17 +120,17 @@
   ;; What the next park! of this OS thread waits on (sync says).
   (define (trace-park-reason! why) (tbuf-reason-set! (buffer) why))
 
-  (define (trace-park! t name)
-    (let ([b (buffer)])
+  (define (trace-park! t)
+    (let ([b (buffer)] [name (thread-name t)])
       (unless (tbuf-reason b) (tbuf-reason-set! b 'suspend))
       (emit! b 'park (trace-now) #f t name (tbuf-reason b))))
 
-  (define (trace-wake! t name) (emit! (buffer) 'wake (trace-now) #f t name #f))
-  (define (trace-spawn! t name) (emit! (buffer) 'spawn (trace-now) #f t name #f))
-  (define (trace-finish! t name)
+  (define (trace-wake! t) (emit! (buffer) 'wake (trace-now) #f t (thread-name t) #f))
+  (define (trace-spawn! t) (emit! (buffer) 'spawn (trace-now) #f t (thread-name t) #f))
+  (define (trace-finish! t)
     (let ([b (buffer)])
       (tbuf-reason-set! b 'finished)
-      (emit! b 'finish (trace-now) #f t name #f)))
+      (emit! b 'finish (trace-now) #f t (thread-name t) #f)))
 
   ;; kind: future-create, future-touch, place-create, place-send, place-recv.
   (define (trace-instant! kind x y) (emit! (buffer) kind (trace-now) #f x y #f))
