@@ -44,7 +44,7 @@
     &break break-condition?
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
-  (import (chezscheme) (spindle private queue) (spindle private ffi))
+  (import (chezscheme) (spindle private queue) (spindle private ffi) (spindle private trace))
 
   (define quantum-ticks 100000)
 
@@ -184,6 +184,9 @@
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))
+
+  ;; The trace names a thread and its pool through these.
+  (define trace-namer-set (and tracing? (begin (set-trace-namer! gthread-name gthread-pool) #t)))
 
   ;; The main pool: one worker, the OS thread with id 0 (the program's own).
   (define main-pool (make-pool 1 #t))
@@ -560,6 +563,7 @@
   ;; Never returns (except through the base, to exit the worker).
   (define (schedule-next w)
     (set-timer 0)
+    (when tracing? (trace-run-end!))
     (worker-current-set! w #f)
     (count-switch! w)
     (let ([t (next-runnable w)])
@@ -569,6 +573,7 @@
          => (lambda (k)
               (worker-current-set! w t)
               (gthread-cont-set! t #f)
+              (when tracing? (trace-run-start! t))
               (restore-context! t)
               (#%$current-winders (gthread-winders t))
               (set-timer quantum-ticks)
@@ -578,6 +583,7 @@
 
   (define (start-fresh! w t)
     (worker-current-set! w t)
+    (when tracing? (trace-run-start! t))
     (#%$current-winders '())
     (restore-context! t)
     (set-timer quantum-ticks)
@@ -599,6 +605,7 @@
         (assertion-violation 'thread "the parallel thread pool has been closed" p))
       (pool-threads-set! p (fx+ (pool-threads p) 1))
       (spin-unlock! (pool-lock p))
+      (when tracing? (trace-spawn! t))
       (when enqueue? (enqueue! t))
       (enable-interrupts)
       t))
@@ -612,6 +619,7 @@
     (disable-interrupts)
     (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
       (gthread-dead?-set! t #t)
+      (when tracing? (trace-finish! t))
       (with-spin-lock (pool-lock p)
         (pool-threads-set! p (fx- (pool-threads p) 1))
         (when (and (pool-closed? p) (fx= (pool-threads p) 0))
@@ -629,7 +637,7 @@
           (lambda (k)
             (save-context! t k)
             (if (box-cas! b 'running 'parked)
-                (schedule-next w)
+                (begin (when tracing? (trace-park! t)) (schedule-next w))
                 ;; notified while saving: keep running
                 (begin (gthread-cont-set! t #f) (set-box! b 'running))))))))
 
@@ -644,7 +652,7 @@
       (let loop ()
         (cond
           [(box-cas! b 'running 'notified) (void)]
-          [(box-cas! b 'parked 'running) (enqueue! t)]
+          [(box-cas! b 'parked 'running) (when tracing? (trace-wake! t)) (enqueue! t)]
           [(eq? (unbox b) 'notified) (void)]
           [else (loop)]))))
 

@@ -13,7 +13,7 @@
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
-          (spindle private evt-core))
+          (spindle private evt-core) (only (spindle private trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
   (define-record-type choice (fields evts) (nongenerative spindle-choice-evt-v1) (sealed #t))
@@ -249,7 +249,10 @@
                    (let wait ()
                      (unless (syncer-done? s)
                        (when (requests-pending? t) (commit-one! s 'interrupted '()))
-                       (unless (syncer-done? s) (park!) (wait))))
+                       (unless (syncer-done? s)
+                         (when tracing? (trace-park-reason! (park-reason bv)))
+                         (park!)
+                         (wait))))
                    (when tm (cancel-timer! tm)))
                  (gthread-syncer-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
@@ -260,6 +263,18 @@
                  s))]
           [(eq? (attempt j #f) #t) s]
           [else (poll (fx+ j 1))]))))
+
+  ;; What a thread parked in sync waits on, for the trace.
+  (define (park-reason bv)
+    (if (fx= (vector-length bv) 1)
+        (case (record-type-name (record-rtd (branch-prim (vector-ref bv 0))))
+          [(semaphore peek) 'semaphore]
+          [(channel put-evt async-channel peek-evt) 'channel]
+          [(alarm) 'sleep]
+          [(fd-ready operation) 'io]
+          [(latch) 'wait]
+          [else 'sync])
+        'sync))
 
   ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
   ;; random shares one state among all OS threads.
