@@ -144,23 +144,28 @@
     (finish-data! t d outcome results)
     (exit-current-thread!))
 
+  ;; The finisher of every thread made here (one shared procedure, not a
+  ;; closure per thread); finishers run in the ending thread.
+  (define (finish-current-thread! outcome)
+    (let ([t (current-gthread)]) (finish-thread! t (gthread-data t) outcome '())))
+
   (define (thread-body thunk d)
     (lambda (t)
-      (let ([r (call/1cc
+      (let ([r (call/cc
                  (lambda (k)
                    ;; the handler is in place before interrupts are enabled:
                    ;; a break that came before the start (or a preemption
                    ;; that delivers one) must end this thread, not reach the
                    ;; OS thread's base handler
-                   (with-exception-handler
-                     (lambda (c)
-                       (unless (tdata-quiet? d) (report-failure t c))
-                       (k (cons 'failed c)))
-                     (lambda ()
-                       (enable-interrupts)
-                       (check-requests!)
-                       (call-with-values thunk
-                         (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))))])
+                   (current-exception-state
+                     (create-exception-state
+                       (lambda (c)
+                         (unless (tdata-quiet? d) (report-failure t c))
+                         (k (cons 'failed c)))))
+                   (enable-interrupts)
+                   (check-requests!)
+                   (call-with-values thunk
+                     (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))])
         (finish-thread! t d (car r) (cdr r)))))
 
   (define name-counter (box 0))
@@ -187,7 +192,7 @@
                       (thread-body thunk d) #f)])
       (tdata-thread-set! d t)
       (gthread-data-set! t d)
-      (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
+      (gthread-finisher-set! t finish-current-thread!)
       ;; the thread belongs to the creator's current custodian; a shut-down
       ;; one refuses it, and the thread, never run, ends at once
       (unless (custodian-try-register! t thread-kind)

@@ -304,43 +304,52 @@
 
   ;; ---------------------------------------------------------------- collector policy
   ;; Chez's default handler collects generation g every radix^g collections,
-  ;; whatever it finds there.  A program that parks many threads keeps
-  ;; nearly everything it allocates in long-lived continuations, and each
-  ;; older collection copies all of it again (a million parked threads:
-  ;; collections of generations 2-4 took 8.1 of 9.5 s, the two of the
-  ;; oldest 4.7 s).  This handler keeps the radix rule, except that a
-  ;; generation g >= 2 that is due is put off by another interval while the
-  ;; heap grew by more than a quarter during the last one: its data is then
-  ;; mostly new survivors, which a collection would only copy again.  Once
-  ;; growth slows (the live data stops growing, or the heap is large beside
-  ;; what each interval promotes), the radix rule applies again, so garbage
-  ;; that reaches an older generation is bounded.  A program that installs
-  ;; its own handler replaces this one.
-  (define gc-since (make-vector 1 0))      ; collections since g was due
-  (define gc-heap-then (make-vector 1 0))  ; heap size when g was last due
+  ;; whatever it finds there, and Chez 9.5.8 copies every object it keeps,
+  ;; one generation up (at ~1 ns a byte for parked continuations).  A
+  ;; program that parks many threads keeps most of what it allocates, and
+  ;; the radix rule copied each parked thread four times into the oldest
+  ;; generation, then again at every collection of it (a million parked
+  ;; threads: 9.5 s of collections, 4.7 s of them two of the oldest).
+  ;; This handler, installed once for every spindle program (a program's
+  ;; own handler replaces it):
+  ;; - growing: when the last collection kept more than 1/8 of what was
+  ;;   allocated since the one before, the program is building long-lived
+  ;;   data; it collects generations 0 to maxg-1 into the oldest, so each
+  ;;   survivor is copied once, and the oldest generation only once the heap
+  ;;   is 4x what that generation held after its last collection (the
+  ;;   collections of the oldest cost a copy of the live heap each: paced
+  ;;   geometrically, they add about a third of the final heap);
+  ;; - otherwise the radix rule, except that the oldest generation waits
+  ;;   until the heap is twice what it held after its last collection, so a
+  ;;   program whose heap does not grow never copies it again.
+  ;; The heap bound is that of a copying collector paced at 2x-4x.
+  (define gc-count 0)          ; collections requested so far
+  (define gc-after 0)          ; bytes-allocated after the last collection
+  (define gc-full-after 0)     ; ... after the last collection of the oldest generation
+  (define gc-growing? #f)      ; the last collection kept more than 1/8 of what was new
+  (define gc-floor 16777216)   ; pacing starts from a 16 MB heap
+  ;; The largest g < maxg such that radix^g divides n (Chez's own rule).
+  (define (radix-due n radix maxg)
+    (let loop ([g 0] [m radix])
+      (if (and (fx< g maxg) (fx= 0 (fxmodulo n m))) (loop (fx+ g 1) (fx* m radix)) g)))
   (define (collect-adaptively)
-    (let ([maxg (collect-maximum-generation)] [radix (collect-generation-radix)] [total (bytes-allocated)])
-      (unless (fx= (vector-length gc-since) (fx+ maxg 1))
-        (set! gc-since (make-vector (fx+ maxg 1) 0))
-        (set! gc-heap-then (make-vector (fx+ maxg 1) total)))
-      (do ([g 1 (fx+ g 1)]) ((fx> g maxg)) (vector-set! gc-since g (fx+ 1 (vector-ref gc-since g))))
-      (let ([g (let loop ([g maxg])
-                 (cond
-                   [(fx= g 0) 0]
-                   [(fx< (vector-ref gc-since g) (expt radix g)) (loop (fx- g 1))]
-                   [else
-                    (let ([then (vector-ref gc-heap-then g)])
-                      (vector-set! gc-since g 0)
-                      (vector-set! gc-heap-then g total)
-                      (if (and (fx>= g 2) (> (* 4 (- total then)) then))
-                          (loop (fx- g 1))
-                          g))]))])
-        (if gc-debug
-            (let ([t0 (real-time)])
-              (collect g)
-              (when (fx> g 1)
-                (fprintf (console-error-port) "gc g=~a ~a ms heap ~a MB\n" g (- (real-time) t0) (quotient (bytes-allocated) 1000000))))
-            (collect g)))))
+    (set! gc-count (fx+ gc-count 1))
+    (let* ([maxg (collect-maximum-generation)]
+           [before (bytes-allocated)]
+           [paced (lambda (k) (>= before (* k (max gc-full-after gc-floor))))]
+           [g (if gc-growing?
+                  (if (paced 4) maxg (fx- maxg 1))
+                  (let ([g (radix-due gc-count (collect-generation-radix) maxg)])
+                    (if (and (fx= g maxg) (not (paced 2))) (fx- maxg 1) g)))]
+           [t0 (and gc-debug (real-time))])
+      (collect g)
+      (let ([after (bytes-allocated)])
+        (set! gc-growing? (> (* 8 (- after gc-after)) (- before gc-after)))
+        (set! gc-after after)
+        (when (fx= g maxg) (set! gc-full-after after)))
+      (when gc-debug
+        (fprintf (console-error-port) "gc g=~a ~a ms heap ~a MB\n" g (- (real-time) t0)
+                 (quotient (bytes-allocated) 1000000)))))
   (define gc-debug (getenv "SPINDLE_GCDEBUG"))
   (define gc-policy-installed
     (begin
