@@ -18,7 +18,7 @@
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
     make-waiter waiter-syncer waiter-branch waiter-value
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
-    latch make-latch latch-fire! record-prints-as!)
+    latch make-latch latch? latch-fire! record-prints-as!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler))
 
   (define-record-type syncer

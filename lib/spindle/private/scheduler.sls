@@ -316,9 +316,11 @@
   ;;   allocated since the one before, the program is building long-lived
   ;;   data; it collects generations 0 to maxg-1 into the oldest, so each
   ;;   survivor is copied once, and the oldest generation only once the heap
-  ;;   is 4x what that generation held after its last collection (the
-  ;;   collections of the oldest cost a copy of the live heap each: paced
-  ;;   geometrically, they add about a third of the final heap);
+  ;;   is `growth` times what it held after its last collection (each such
+  ;;   collection costs a copy of the live heap: paced geometrically, they
+  ;;   add a fraction of the final heap).  growth starts at 4 and doubles
+  ;;   (to 64 at most) each time a collection of the oldest generation frees
+  ;;   less than a quarter of the heap, and returns to 4 when one frees more;
   ;; - otherwise the radix rule, except that the oldest generation waits
   ;;   until the heap is twice what it held after its last collection, so a
   ;;   program whose heap does not grow never copies it again.
@@ -328,6 +330,7 @@
   (define gc-full-after 0)     ; ... after the last collection of the oldest generation
   (define gc-growing? #f)      ; the last collection kept more than 1/8 of what was new
   (define gc-floor 16777216)   ; pacing starts from a 16 MB heap
+  (define gc-growth 4)         ; see above
   ;; The largest g < maxg such that radix^g divides n (Chez's own rule).
   (define (radix-due n radix maxg)
     (let loop ([g 0] [m radix])
@@ -338,7 +341,7 @@
            [before (bytes-allocated)]
            [paced (lambda (k) (>= before (* k (max gc-full-after gc-floor))))]
            [g (if gc-growing?
-                  (if (paced 4) maxg (fx- maxg 1))
+                  (if (paced gc-growth) maxg (fx- maxg 1))
                   (let ([g (radix-due gc-count (collect-generation-radix) maxg)])
                     (if (and (fx= g maxg) (not (paced 2))) (fx- maxg 1) g)))]
            [t0 (and gc-debug (real-time))])
@@ -346,7 +349,9 @@
       (let ([after (bytes-allocated)])
         (set! gc-growing? (> (* 8 (- after gc-after)) (- before gc-after)))
         (set! gc-after after)
-        (when (fx= g maxg) (set! gc-full-after after)))
+        (when (fx= g maxg)
+          (set! gc-growth (if (> (* 4 after) (* 3 before)) (fxmin 64 (fx* 2 gc-growth)) 4))
+          (set! gc-full-after after)))
       (when gc-debug
         (fprintf (console-error-port) "gc g=~a ~a ms heap ~a MB\n" g (- (real-time) t0)
                  (quotient (bytes-allocated) 1000000)))))
