@@ -364,8 +364,7 @@
   ;; objects are the template's static ones) and goes back to the inherited
   ;; setting once its own live data outgrows twice that, where a small young
   ;; generation would promote too much (hash-nums).  RESULTS.md, "Fresh places".
-  (define fresh-place-collect-trip-bytes
-    (let ([e (getenv "X_TRIP")]) (if e (string->number e) (* 2 1024 1024))))
+  (define fresh-place-collect-trip-bytes (* 2 1024 1024))
 
   (define (start-small-young-generation!)
     (let ([inherited (collect-trip-bytes)] [handler (collect-request-handler)])
