@@ -5,11 +5,13 @@
 ;;; bin/spindle put bench/ on the library path.
 (library (bench-workloads)
   (export fib strfib* strfib hash-nums hash-nums-rounds full-string-hash hash-digs hash-dir
+          hash-nums-shared hash-digs-shared
           consfib n2sfib portfib strfib-sp digs-only strhash range-sum
           workload-procedure)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (rename (only (chezscheme) make-parameter) (make-parameter chez-make-parameter))
-          (only (spindle) make-parameter))
+          (only (spindle) make-parameter make-concurrent-hashtable concurrent-hashtable-set!
+                concurrent-hashtable-ref make-synchronized-port))
 
   (define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
 
@@ -59,6 +61,33 @@
     (let-values ([(p get) (open-string-output-port)])
       (do ([i 0 (+ i 1)]) ((= i m)) (write i p))
       (full-string-hash (get))))
+
+;; ---- shared variants (bench/threads.ss): (WORKLOAD size) returns a fresh
+  ;; work thunk, whose calls (one per thread) share one structure.
+
+  ;; hash-nums with one concurrent table for all threads: each call takes
+  ;; its own 10^k keys (same checksum as hash-nums).
+  (define (hash-nums-shared k)
+    (let ([n (expt 10 k)] [t (make-concurrent-hashtable equal-hash equal?)] [next (box 0)])
+      (lambda ()
+        (let ([base (* n (let claim () (let ([j (unbox next)]) (if (box-cas! next j (+ j 1)) j (claim)))))])
+          (let round ([r 0] [acc 0])
+            (if (= r hash-nums-rounds)
+                acc
+                (begin
+                  (do ([i 0 (+ i 1)]) ((= i n)) (concurrent-hashtable-set! t (+ base i) (+ i r)))
+                  (round (+ r 1)
+                         (let sum ([i 0] [s acc])
+                           (if (= i n) s (sum (+ i 1) (+ s (concurrent-hashtable-ref t (+ base i) 0)))))))))))))
+
+  ;; Every call writes the digits of 0 .. m-1 to one synchronized string
+  ;; port; returns m.
+  (define (hash-digs-shared m)
+    (let-values ([(p get) (open-string-output-port)])
+      (let ([sp (make-synchronized-port p)])
+        (lambda ()
+          (do ([i 0 (+ i 1)]) ((= i m)) (write i sp))
+          m))))
 
   (define (string-prefix? p s)
     (and (<= (string-length p) (string-length s)) (string=? p (substring s 0 (string-length p)))))

@@ -1,6 +1,7 @@
 #!chezscheme
 ;;; bin/spindle bench [--quick] [--peers] [SUITE ...]
-;;; Prints one line per figure: SUITE.NAME VALUE UNIT.  Suites: micro, scale.
+;;; Prints one line per figure: SUITE.NAME VALUE UNIT.  Suites: micro, scale,
+;;; sharing (concurrent hashtables and synchronized ports; not run by default).
 ;;; Each spindle figure sits beside the raw Chez primitive it builds on
 ;;; (raw.*) and, with --peers, Racket 8.7's figures from the same run.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
@@ -184,6 +185,108 @@
     (report "scale.fib-vs-raw" (/ (/ seq par) (/ seq raw)) "ratio")
     (report "scale.seq-overhead" (/ in-thread plain) "ratio")))
 
+;; ---------------------------------------------------------------- sharing
+;; Concurrent hashtable against a plain Chez hashtable and against a Chez
+;; hashtable under one mutex (held, as spindle requires of Chez mutexes,
+;; with interrupts disabled), on 1000 fixnum keys; then two parallel threads
+;; doing 90% reads on one table against one thread doing the same work.
+(define table-keys 1000)
+
+(define (fill! set) (do ([i 0 (fx+ i 1)]) ((fx= i table-keys)) (set i i)))
+
+(define (ops-ns n op)
+  (/ (best-ns 3 (lambda () (do ([i 0 (fx+ i 1)]) ((fx= i n)) (op (fxremainder i table-keys))))) n))
+
+(define (bench-table-ops)
+  (let* ([n (scaled 5000000)] [ct (make-concurrent-eqv-hashtable)] [h (make-eqv-hashtable)]
+         [hm (make-eqv-hashtable)] [m (make-mutex)]
+         [locked (lambda (thunk) (disable-interrupts) (mutex-acquire m)
+                   (let ([v (thunk)]) (mutex-release m) (enable-interrupts) v))])
+    (fill! (lambda (k v) (concurrent-hashtable-set! ct k v)))
+    (fill! (lambda (k v) (hashtable-set! h k v)))
+    (fill! (lambda (k v) (hashtable-set! hm k v)))
+    (report "sharing.table-ref" (ops-ns n (lambda (k) (concurrent-hashtable-ref ct k #f))) "ns")
+    (report "raw.hashtable-ref" (ops-ns n (lambda (k) (hashtable-ref h k #f))) "ns")
+    (report "raw.hashtable-ref-mutex" (ops-ns n (lambda (k) (locked (lambda () (hashtable-ref hm k #f))))) "ns")
+    (report "sharing.table-set" (ops-ns n (lambda (k) (concurrent-hashtable-set! ct k k))) "ns")
+    (report "raw.hashtable-set" (ops-ns n (lambda (k) (hashtable-set! h k k))) "ns")
+    (report "raw.hashtable-set-mutex" (ops-ns n (lambda (k) (locked (lambda () (hashtable-set! hm k k))))) "ns")
+    (report "sharing.table-update" (ops-ns n (lambda (k) (concurrent-hashtable-update! ct k fx1+ 0))) "ns")
+    (report "raw.hashtable-update" (ops-ns n (lambda (k) (hashtable-update! h k fx1+ 0))) "ns")
+    (report "raw.hashtable-update-mutex" (ops-ns n (lambda (k) (locked (lambda () (hashtable-update! hm k fx1+ 0))))) "ns")))
+
+;; k operations, one in ten a set!, on keys from a per-thread xorshift.
+(define (read90 k ref set)
+  (lambda ()
+    (let loop ([i 0] [x 88172645])
+      (unless (fx= i k)
+        (let* ([x (fxlogand (fxxor x (fxsll x 13)) #xFFFFFFFF)] [x (fxxor x (fxsrl x 17))]
+               [x (fxlogand (fxxor x (fxsll x 5)) #xFFFFFFFF)] [key (fxremainder x table-keys)])
+          (if (fx= 0 (fxremainder i 10)) (set key i) (ref key))
+          (loop (fx+ i 1) x))))))
+
+(define (speedup-2 ref set)
+  (let* ([k (scaled 2000000)]
+         [one (best-ns 3 (lambda () (thread-wait (thread (read90 (* 2 k) ref set) #:pool 'own))))]
+         [two (best-ns 3 (lambda ()
+                           (let ([a (thread (read90 k ref set) #:pool 'own)] [b (thread (read90 k ref set) #:pool 'own)])
+                             (thread-wait a) (thread-wait b))))])
+    (/ one two)))
+
+(define (bench-table-speedup)
+  (let ([ct (make-concurrent-eqv-hashtable)] [hm (make-eqv-hashtable)] [m (make-mutex)] [h (make-eqv-hashtable)])
+    ;; the control: the same loop on a plain table, reads only (no sharing
+    ;; problem); below 1.8 the machine was not free for two threads
+    (fill! (lambda (k v) (hashtable-set! h k v)))
+    (report "raw.hashtable-read-only-speedup-2"
+            (speedup-2 (lambda (k) (hashtable-ref h k #f)) (lambda (k v) (hashtable-ref h k #f)))
+            "x")
+    ;; the cost of the sharing itself: the same 10% writes to a plain vector,
+    ;; no lock (each write takes the cache line from the other core)
+    (let ([v (make-vector table-keys 0)])
+      (report "raw.vector-read90-speedup-2"
+              (speedup-2 (lambda (k) (vector-ref v k)) (lambda (k x) (vector-set! v k x)))
+              "x"))
+    (fill! (lambda (k v) (concurrent-hashtable-set! ct k v)))
+    (fill! (lambda (k v) (hashtable-set! hm k v)))
+    (report "sharing.table-read90-speedup-2"
+            (speedup-2 (lambda (k) (concurrent-hashtable-ref ct k #f)) (lambda (k v) (concurrent-hashtable-set! ct k v)))
+            "x")
+    (report "raw.hashtable-mutex-read90-speedup-2"
+            (speedup-2 (lambda (k) (with-interrupts-disabled (with-mutex m (hashtable-ref hm k #f))))
+                       (lambda (k v) (with-interrupts-disabled (with-mutex m (hashtable-set! hm k v)))))
+            "x")))
+
+;; The printing loops of bench/print-loop.ss, each in a fresh process with
+;; stdout on /dev/null: Chez's console port, then spindle's.
+(define (bench-print)
+  (let* ([n (scaled 1000000)] [here (path-parent (car (command-line)))]
+         [run (lambda (mode)
+                (let ([out (format "/tmp/spindle-print-loop-~a-~a" mode (random 1000000000))])
+                  (unless (zero? (shell-command
+                                   (format "scheme --libdirs '~a' --program ~a/print-loop.ss ~a ~a ~a > /dev/null"
+                                           (library-path) here mode n out)))
+                    (error 'bench-print "print-loop failed" mode))
+                  (let ([r (call-with-input-file out
+                             (lambda (p) (let loop ([acc '()])
+                                           (let ([name (read p)])
+                                             (if (eof-object? name) (reverse acc) (loop (cons (cons name (read p)) acc)))))))])
+                    (delete-file out)
+                    r)))]
+         [chez (run 'chez)] [spindle (run 'spindle)] [custom (run 'custom)])
+    (for-each
+      (lambda (c s u)
+        (report (format "raw.console-~a" (car c)) (cdr c) "ns")
+        (report (format "sharing.console-~a" (car s)) (cdr s) "ns")
+        (report (format "sharing.console-~a-vs-chez" (car s)) (/ (cdr s) (cdr c)) "ratio")
+        (report (format "sharing.r6rs-custom-port-~a" (car u)) (cdr u) "ns"))
+      chez spindle custom)))
+
+;; The --libdirs this program was started with (lib and its cache).
+(define (library-path)
+  (fold-left (lambda (acc d) (if (string=? acc "") (car d) (string-append acc ":" (car d))))
+             "" (library-directories)))
+
 ;; ---------------------------------------------------------------- peers
 (define (run-peers)
   (when peers?
@@ -202,6 +305,7 @@
        (bench-channel-pingpong-cross) (bench-raw-pingpong) (bench-sema-uncontended)
        (bench-raw-fork-join) (bench-million-threads)]
       [(string=? suite "scale") (bench-scale)]
+      [(string=? suite "sharing") (bench-table-ops) (bench-table-speedup) (bench-print)]
       [else (printf "# unknown suite ~a\n" suite)]))
   suites)
 (run-peers)

@@ -177,6 +177,13 @@
                                                           d))
                                           dirs))))
       #f #f)
+    (make-workload "hash-nums-shared" hash-nums-shared 6 5
+      (lambda (k) (format "10^~a number keys per thread into one shared concurrent equal? table and back, ~a rounds"
+                          k hash-nums-rounds))
+      #t #f)
+    (make-workload "hash-digs-shared" hash-digs-shared 3000000 600000
+      (lambda (k) (format "digits of 0..~a written by every thread to one synchronized string port" (- k 1)))
+      #t #f)
     (make-workload "consfib" consfib 37 33 (lambda (k) (format "(consfib ~a): one pair per sum" k)) #t #t)
     (make-workload "n2sfib" n2sfib 30 27 (lambda (k) (format "(n2sfib ~a): number->string only" k)) #t #t)
     (make-workload "portfib" portfib 30 27 (lambda (k) (format "(portfib ~a): via string ports" k)) #t #t)
@@ -186,6 +193,11 @@
       (lambda (k) (format "digits of 0..~a to a string port, no hash" (- k 1))) #t #t)
     (make-workload "strhash" strhash 200 50
       (lambda (k) (format "full-string-hash of a 1M-char string, ~a times" k)) #t #t)))
+
+;; The shared workloads' procedure takes the size and returns a fresh work
+;; thunk: the N calls of one measurement share its table or port.  Places
+;; share nothing, so these have no places mode (nor Guile or Python peers).
+(define (shared? w) (member (workload-name w) '("hash-nums-shared" "hash-digs-shared")))
 
 (define (join sep strs)
   (if (null? strs) "" (fold-left (lambda (acc s) (string-append acc sep s)) (car strs) (cdr strs))))
@@ -399,8 +411,10 @@
             res)))))
 
 (define (bench-workload w)
-  (let* ([size (size-of w)] [proc (workload-proc w)] [work (lambda () (proc size))]
-         [expected (work)]                       ; warmup, and the checksum
+  (let* ([size (size-of w)] [proc (workload-proc w)]
+         [fresh-work (lambda () (if (shared? w) (proc size) (lambda () (proc size))))]
+         [expected ((fresh-work))]               ; warmup, and the checksum
+         [modes (if (shared? w) (remq 'places modes) modes)]
          [changed 0])                            ; unchecked workloads: measurements that differed
     (for-each
       (lambda (n)
@@ -410,7 +424,7 @@
               (lambda (m)
                 (let* ([res (if (eq? m 'places)
                                 (measure-places n w size)
-                                (measure/quiet (lambda () (run-mode m n work))))]
+                                (measure/quiet (lambda () (run-mode m n (fresh-work)))))]
                        [vals (vector-ref res 5)])
                   (unless (and (= (length vals) n) (for-all (lambda (v) (equal? v expected)) vals))
                     (if (workload-checked? w)
@@ -488,7 +502,8 @@
                                   #f))))))))
 
 (define (run-peer spec)
-  (let ([name (car spec)] [exe (cadr spec)])
+  (let* ([name (car spec)] [exe (cadr spec)]
+         [peer-workloads (if (string=? name "racket") peer-workloads (filter (lambda (w) (not (shared? w))) peer-workloads))])
     (cond
       [(null? peer-workloads) (void)]
       [(not (have? exe)) (note! "~a: no `~a` on PATH, skipped" name exe)]

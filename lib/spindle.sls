@@ -60,7 +60,15 @@
     find-executable-path system* system*/exit-code process* shell-command/exit-code run-command
     stdin-port stdout-port stderr-port install-console-ports!
     ;; (spindle file)
-    open-input-file/helper open-output-file/helper file->bytevector/helper)
+    open-input-file/helper open-output-file/helper file->bytevector/helper
+    ;; (spindle concurrent-hashtable)
+    make-concurrent-eq-hashtable make-concurrent-eqv-hashtable make-concurrent-hashtable
+    concurrent-hashtable? concurrent-hashtable-ref concurrent-hashtable-set!
+    concurrent-hashtable-update! concurrent-hashtable-delete! concurrent-hashtable-contains?
+    concurrent-hashtable-size concurrent-hashtable-keys concurrent-hashtable-entries
+    concurrent-hashtable-clear! concurrent-hashtable-copy
+    ;; (spindle synchronized-port)
+    make-synchronized-port synchronized-port? with-port-lock call-with-port-lock)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
                   thread-add-exit-hook! thread-procedure)
@@ -75,4 +83,6 @@
                 custodian-shut-down? custodian-managed-list)
           (except (spindle subprocess) port-descriptor)
           (except (spindle console) binary-console-port console-port-descriptor)
-          (spindle file)))
+          (spindle file)
+          (spindle concurrent-hashtable)
+          (spindle synchronized-port)))

@@ -5,5 +5,7 @@
         (only (spindle future) future) (only (spindle parameter) make-thread-parameter)
         (only (spindle place) dynamic-place) (only (spindle fork-join) fork-join)
         (only (spindle subprocess) subprocess) (only (spindle console) stdin-port)
-        (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue))
+        (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue)
+        (only (spindle concurrent-hashtable) make-concurrent-eq-hashtable)
+        (only (spindle synchronized-port) make-synchronized-port))
 (printf "all libraries load\n")

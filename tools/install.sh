@@ -72,7 +72,7 @@ put() {
 }
 
 if [ ! -d "$dest" ]; then mkdir -p "$dest"; echo "d ." >> "$dirs"; fi
-(cd "$src/lib" && find . \( -name '*.sls' -o -name '*.ss' \) -printf '%P\n' | LC_ALL=C sort) > "$tmp/sources"
+(cd "$src/lib" && find . \( -name '*.sls' -o -name '*.ss' -o -name '*.html' \) -printf '%P\n' | LC_ALL=C sort) > "$tmp/sources"
 while read -r f; do put 644 "lib/$f" "$libdir/$f"; done < "$tmp/sources"
 put 755 bin/spindle bin/spindle
 put 644 README.md share/doc/spindle/README.md

@@ -1,8 +1,9 @@
 #lang racket/base
 ;; racket-threads.rkt -- Racket CS peer for `bin/spindle bench threads`.
 ;;
-;; The same six workloads as bench/threads.ss, N iterations at a time in four
-;; modes:
+;; The same eight workloads as bench/threads.ss, N iterations at a time in four
+;; modes (the two shared ones, whose N iterations share one mutable hash
+;; table or one string port, have no places mode):
 ;;   sequential  N iterations in a row
 ;;   coroutine   N Racket threads (green threads on one OS thread in 8.7)
 ;;   futures     N racket/future futures, touched in order
@@ -71,6 +72,30 @@
   (for/fold ([acc 0]) ([i (in-range passes)])
     (for/fold ([acc acc]) ([d (in-list dirs)])
       (if (directory-exists? d) (hash-tree d acc) acc))))
+
+;; Shared variants: (make-shared-work name size) -> a thunk whose calls (one
+;; per thread) share one table or port.  hash-nums-shared: each call takes its
+;; own 10^k keys of one mutable hash table (same checksum as hash-nums);
+;; hash-digs-shared: each call writes the digits of 0 .. m-1 to one string
+;; port and returns m.
+(define shared-workloads '("hash-nums-shared" "hash-digs-shared"))
+(define (make-shared-work name size)
+  (case name
+    [("hash-nums-shared")
+     (define n (expt 10 size))
+     (define h (make-hash))
+     (define next (box 0))
+     (lambda ()
+       (define base (* n (let claim () (define j (unbox next)) (if (box-cas! next j (add1 j)) j (claim)))))
+       (for/fold ([acc 0]) ([r (in-range hash-nums-rounds)])
+         (for ([i (in-range n)]) (hash-set! h (+ base i) (+ i r)))
+         (for/fold ([s acc]) ([i (in-range n)]) (+ s (hash-ref h (+ base i) 0)))))]
+    [("hash-digs-shared")
+     (define o (open-output-string))
+     (lambda ()
+       (for ([i (in-range size)]) (write i o))
+       size)]
+    [else (error 'racket-threads "unknown workload ~a" name)]))
 
 ;; workload name, size, dirs -> checksum
 (define (run-workload name size dirs)
@@ -145,14 +170,16 @@
                                               ",")))))
   (define default-sizes
     (if quick?
-        '(("fib" . 36) ("strfib*" . 27) ("strfib" . 27) ("hash-nums" . 5) ("hash-digs" . 600000) ("hash-dir" . 40))
-        '(("fib" . 40) ("strfib*" . 30) ("strfib" . 30) ("hash-nums" . 6) ("hash-digs" . 3000000) ("hash-dir" . 200))))
+        '(("fib" . 36) ("strfib*" . 27) ("strfib" . 27) ("hash-nums" . 5) ("hash-digs" . 600000) ("hash-dir" . 40)
+          ("hash-nums-shared" . 5) ("hash-digs-shared" . 600000))
+        '(("fib" . 40) ("strfib*" . 30) ("strfib" . 30) ("hash-nums" . 6) ("hash-digs" . 3000000) ("hash-dir" . 200)
+          ("hash-nums-shared" . 6) ("hash-digs-shared" . 3000000))))
   (define sizes
     (append (for/list ([kv (split-list (option "--sizes" ""))])
               (define parts (string-split kv "="))
               (cons (car parts) (string->number (cadr parts))))
             default-sizes))
-  (define workloads (split-list (option "--workloads" "fib,strfib*,strfib,hash-nums,hash-digs,hash-dir")))
+  (define workloads (split-list (option "--workloads" "fib,strfib*,strfib,hash-nums,hash-digs,hash-dir,hash-nums-shared,hash-digs-shared")))
   (define here (let-values ([(dir name _) (split-path (simplify-path (path->complete-path
                                                                       (variable-reference->module-source
                                                                        (#%variable-reference)))))])
@@ -161,7 +188,7 @@
                                               (for/list ([d '("lib" "tests" "bench" "examples")])
                                                 (path->string (simplify-path (build-path here 'up 'up d))))
                                               ","))))
-  (define modes '(sequential coroutine futures places))
+  (define all-modes '(sequential coroutine futures places))
 
   (define place-roots (compiled-roots-for-places))
   (define start (current-inexact-milliseconds))
@@ -210,8 +237,11 @@
 
   (for ([wl (in-list workloads)])
     (define size (cdr (assoc wl sizes)))
-    (define work (lambda () (run-workload wl size dirs)))
-    (define expected (work))
+    (define shared? (member wl shared-workloads))
+    ;; a fresh thunk per measurement: the shared ones get a fresh table or port
+    (define (fresh-work) (if shared? (make-shared-work wl size) (lambda () (run-workload wl size dirs))))
+    (define modes (if shared? (remq 'places all-modes) all-modes))
+    (define expected ((fresh-work)))
     (define changed 0)                      ; measurements whose results differed
     (for ([n (in-list ns)])
       (define best (make-hasheq))
@@ -229,7 +259,7 @@
                                (for ([p ps]) (place-channel-put p (list wl size dirs)))
                                (for/list ([p ps]) (place-channel-get p))))
                     (stop-places ps)))
-                (measure (lambda () (run-mode m n work wl size)))))
+                (measure (lambda () (run-mode m n (fresh-work) wl size)))))
           (unless (andmap (lambda (v) (equal? v expected)) (vector-ref res 3))
             (set! changed (add1 changed)))
           (define old (hash-ref best m #f))
@@ -240,8 +270,9 @@
         (define res (hash-ref best m))
         (printf "racket.~a.~a.n~a ~a x ~a ~a ~a\n" wl m n (fmt (/ seq (max (vector-ref res 0) 1e-3)))
                 (fmt (vector-ref res 0)) (fmt (vector-ref res 1)) (fmt (vector-ref res 2))))
-      (hash-update! startups n (lambda (r) (cons (min (car r) startup-ms) (max (cdr r) startup-ms)))
-                    (cons startup-ms startup-ms))
+      (unless shared?
+        (hash-update! startups n (lambda (r) (cons (min (car r) startup-ms) (max (cdr r) startup-ms)))
+                      (cons startup-ms startup-ms)))
       (flush-output)
       (progress "~a n=~a: ~a" wl n
                 (string-join (for/list ([m modes])

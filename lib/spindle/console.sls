@@ -15,13 +15,14 @@
 ;;; until data comes: the descriptor is shared, and that cannot be helped
 ;;; without O_NONBLOCK.)
 ;;;
-;;; The textual ports are UTF-8 and buffered: flush them (flush-output-port)
+;;; The textual ports are UTF-8, synchronized and buffered: flush them (flush-output-port)
 ;;; before exiting, as Chez flushes only its own console ports at exit.
 (library (spindle console)
   (export stdin-port stdout-port stderr-port binary-console-port
           install-console-ports! console-port-descriptor)
   (import (chezscheme) (spindle private poller) (spindle private posix-io)
-          (only (spindle private fd-port) raise-os-error))
+          (only (spindle private fd-port) raise-os-error)
+          (only (spindle synchronized-port) make-synchronized-port))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
   (define c-poll (foreign-procedure "poll" (u8* unsigned-long int) int))
@@ -90,8 +91,13 @@
       (with-interrupts-disabled
         (with-mutex lock
           (or (vector-ref textual-ports fd)
-              (let ([p (transcoded-port b (make-transcoder (utf-8-codec) (eol-style lf)
-                                                           (error-handling-mode replace)))])
+              ;; synchronized ('parking: the binary port parks), so that
+              ;; threads on several OS threads may share it and
+              ;; with-port-lock keeps a line together
+              (let ([p (make-synchronized-port
+                         (transcoded-port b (make-transcoder (utf-8-codec) (eol-style lf)
+                                                             (error-handling-mode replace)))
+                         'parking)])
                 (vector-set! textual-ports fd p)
                 (hashtable-set! descriptors p fd)
                 p))))))

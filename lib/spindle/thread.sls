@@ -22,7 +22,9 @@
           (spindle private evt-core) (spindle private sync)
           (spindle private keywords) (spindle async-channel)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
-          (only (spindle custodian) current-custodian custodian-register! make-custodian-kind))
+          (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind)
+          ;; importing it also makes the console ports synchronized
+          (only (spindle synchronized-port) with-port-lock))
 
   ;; The thread layer's per-thread record (gthread-data).
   (define-record-type tdata
@@ -117,13 +119,15 @@
     (pool-close! p))
 
   ;; ---------------------------------------------------------------- creation
+  ;; One report is one contiguous block on the (synchronized) error port.
   (define (report-failure t c)
     (let ([p (current-error-port)])
       (guard (e [#t (void)])
-        (fprintf p "thread ~a: " (gthread-name t))
-        (if (condition? c) (display-condition c p) (fprintf p "non-condition object raised: ~s" c))
-        (newline p)
-        (flush-output-port p))))
+        (with-port-lock p
+          (fprintf p "thread ~a: " (gthread-name t))
+          (if (condition? c) (display-condition c p) (fprintf p "non-condition object raised: ~s" c))
+          (newline p)
+          (flush-output-port p)))))
 
   (define (finish-data! t d outcome results)
     (tdata-results-set! d results)
@@ -140,23 +144,28 @@
     (finish-data! t d outcome results)
     (exit-current-thread!))
 
+  ;; The finisher of every thread made here (one shared procedure, not a
+  ;; closure per thread); finishers run in the ending thread.
+  (define (finish-current-thread! outcome)
+    (let ([t (current-gthread)]) (finish-thread! t (gthread-data t) outcome '())))
+
   (define (thread-body thunk d)
     (lambda (t)
-      (let ([r (call/1cc
+      (let ([r (call/cc
                  (lambda (k)
                    ;; the handler is in place before interrupts are enabled:
                    ;; a break that came before the start (or a preemption
                    ;; that delivers one) must end this thread, not reach the
                    ;; OS thread's base handler
-                   (with-exception-handler
-                     (lambda (c)
-                       (unless (tdata-quiet? d) (report-failure t c))
-                       (k (cons 'failed c)))
-                     (lambda ()
-                       (enable-interrupts)
-                       (check-requests!)
-                       (call-with-values thunk
-                         (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))))])
+                   (current-exception-state
+                     (create-exception-state
+                       (lambda (c)
+                         (unless (tdata-quiet? d) (report-failure t c))
+                         (k (cons 'failed c)))))
+                   (enable-interrupts)
+                   (check-requests!)
+                   (call-with-values thunk
+                     (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))])
         (finish-thread! t d (car r) (cdr r)))))
 
   (define name-counter (box 0))
@@ -183,11 +192,13 @@
                       (thread-body thunk d) #f)])
       (tdata-thread-set! d t)
       (gthread-data-set! t d)
-      (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
+      (gthread-finisher-set! t finish-current-thread!)
       ;; the thread belongs to the creator's current custodian; a shut-down
       ;; one refuses it, and the thread, never run, ends at once
-      (guard (c [#t (request-kill! t) (start-gthread! t) (raise c)])
-        (custodian-register! t thread-kind who))
+      (unless (custodian-try-register! t thread-kind)
+        (request-kill! t)
+        (start-gthread! t)
+        (custodian-register! t thread-kind who))   ; raises: shut down
       (when (eq? pool 'own) (pool-close! p))
       (when start? (start-gthread! t))
       t))
