@@ -82,7 +82,7 @@ for f in "$src"/examples/*; do put 644 "examples/${f##*/}" "share/doc/spindle/ex
 # Compile every library in place: a program importing each of them.
 grep '\.sls$' "$tmp/sources" | sed -e 's|\.sls$||' -e 's|/| |g' -e 's|.*|(only (&))|' |
   { echo '(import'; cat; echo ')'; } > "$tmp/all.ss"
-scheme --libdirs "$dest/$libdir" --compile-imported-libraries --program "$tmp/all.ss" >/dev/null
+scheme --libdirs "$dest/$libdir" --optimize-level 3 --compile-imported-libraries --program "$tmp/all.ss" >/dev/null
 while read -r f; do
   case "$f" in *.sls)
     obj=$libdir/${f%.sls}.so

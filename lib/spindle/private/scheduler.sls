@@ -118,7 +118,7 @@
           (register-weakly! all-pools
             (new size main? (box #f) (make-os-semaphore) (make-queue)
                  0 0 0 #f (make-vector 16 #f) 0 0 #f #f)))))
-    (nongenerative spindle-pool-v3))
+    (nongenerative spindle-pool-v3) (sealed #t))
 
   ;; switches-left counts down the switches until the worker next looks at
   ;; the I/O poller: threads that yield to each other reset the timer, so
@@ -180,7 +180,7 @@
           (new name pool (box 'running) #f #f '() initial-exception-state
                (current-input-port) (current-output-port) (current-error-port)
                params #f #f #f #t #f #f #f #f #f))))
-    (nongenerative spindle-gthread-v1))
+    (nongenerative spindle-gthread-v1) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))
@@ -571,12 +571,19 @@
 
   ;; Never returns (except through the base, to exit the worker).
   (define (schedule-next w)
+    (leave-thread! w)
+    (run-thread! w (next-runnable w)))
+
+  ;; The current thread's context is saved (or it has ended): w runs none.
+  (define (leave-thread! w)
     (set-timer 0)
     (when tracing? (trace-run-end!))
     (worker-current-set! w #f)
-    (count-switch! w)
-    (let ([t (next-runnable w)])
-      (cond
+    (count-switch! w))
+
+  ;; Runs t on w (t from next-runnable: #f makes the worker exit).
+  (define (run-thread! w t)
+    (cond
         [(not t) (invoke-base! w 'exit)]
         [(gthread-cont t)
          => (lambda (k)
@@ -588,7 +595,7 @@
               (set-timer quantum-ticks)
               (k (void)))]
         [(worker-base w) (invoke-base! w t)]
-        [else (enter-base! w t)])))
+        [else (enter-base! w t)]))
 
   (define (start-fresh! w t)
     (worker-current-set! w t)
@@ -672,11 +679,18 @@
       (fire-due-timers! p)
       (if (queue-empty? (pool-run-queue p))
           (begin (count-switch! w) (set-timer quantum-ticks))
+          ;; one lock round for both: t goes to the back, the front runs
+          ;; (the queue's length is unchanged, so no idle worker is woken)
           (call/cc
             (lambda (k)
               (save-context! t k)
-              (enqueue! t)
-              (schedule-next w)))))
+              (let ([lock (pool-lock p)] [rq (pool-run-queue p)])
+                (spin-lock! lock)
+                (queue-push! rq t)
+                (let ([next (queue-pop! rq #f)])
+                  (spin-unlock! lock)
+                  (leave-thread! w)
+                  (run-thread! w next)))))))
     (enable-interrupts)
     (check-requests!))
 
