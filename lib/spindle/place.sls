@@ -356,12 +356,34 @@
            (to-launcher! 'place-break (vector 'signal (place-id p) signo) '())))]))
 
   ;; ---------------------------------------------------------------- in the place
+  ;; A fresh place's young generation.  A place is a fork of the template,
+  ;; so each page its allocation first touches costs a copy-on-write fault
+  ;; (~2.4 us on the reference VM): with Chez's default 8 MB between
+  ;; collections, ~2,500 of them (~6 ms) before the first collection.  A place
+  ;; starts with 2 MB (~800 faults; its collections are cheap while its old
+  ;; objects are the template's static ones) and goes back to the inherited
+  ;; setting once its own live data outgrows twice that, where a small young
+  ;; generation would promote too much (hash-nums).  RESULTS.md, "Fresh places".
+  (define fresh-place-collect-trip-bytes (* 2 1024 1024))
+
+  (define (start-small-young-generation!)
+    (let ([inherited (collect-trip-bytes)] [handler (collect-request-handler)])
+      (when (< fresh-place-collect-trip-bytes inherited)
+        (collect-trip-bytes fresh-place-collect-trip-bytes)
+        (collect-request-handler
+          (lambda ()
+            (handler)
+            (when (> (- (bytes-allocated) (bytes-allocated 'static)) (* 2 fresh-place-collect-trip-bytes))
+              (collect-trip-bytes inherited)
+              (collect-request-handler handler)))))))
+
   ;; Called in a fresh fork of the template.  Never returns.
   ;; report-fd: a pipe to the template.  A place reports its completion
   ;; value there as soon as it has one, then stays until its queued
   ;; messages have left (a peer that is slow to read must not lose them,
   ;; and place-wait must not wait for that peer), then exits.
   (define (place-child-main fd report-fd module start cwd)
+    (start-small-young-generation!)
     ;; A fork shares the template's gensym session key (gensyms made in two
     ;; places would be eq? once sent) and its random state.
     (#%$set-top-level-value! '$session-key #f)
