@@ -7,7 +7,7 @@ SPINDLE = bin/spindle
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all demo test bench bench-deps check clean deps install uninstall
+.PHONY: all demo test browser bench bench-deps check clean deps install uninstall
 
 all: test
 
@@ -21,8 +21,17 @@ deps:
 demo: deps
 	$(SPINDLE) run examples/sqrt-demo.ss
 
-test: deps
+test: deps browser
 	tests/run.sh
+
+# Headless chromium loads the trace viewer's page in tests/test-trace.ss; if it
+# cannot be installed, that part of the test is skipped (with a message).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium with apt-get (for tests/test-trace.ss)"; \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "could not install chromium: the browser check of tests/test-trace.ss will be skipped"; }
 
 bench: deps bench-deps
 	$(SPINDLE) bench micro scale

@@ -1293,6 +1293,15 @@
     (place-channel-put p 'stop)
     (check-equal "code" 0 (place-wait p))))
 
+;; a fresh place's young generation starts small (fewer first-touch page
+;; faults) and goes back to the inherited size once its live data grows
+(test "a place starts with a small young generation and grows it with its live data"
+  (let* ([p (track (dynamic-place '(places worker) 'start-young-generation))]
+         [r (place-channel-get p)])
+    (check "small at start" (< (car r) (collect-trip-bytes)))
+    (check-equal "inherited size once 16 MB are live" (collect-trip-bytes) (cdr r))
+    (check-equal "code" 0 (wait/timeout p 10))))
+
 (test "dynamic-place keyword and procedure forms"
   (let ([ps (map track (list (dynamic-place '(places worker) 'start #:at #f #:named #f)
                   (dynamic-place #:named #f '(places worker) 'start)

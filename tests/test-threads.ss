@@ -655,4 +655,25 @@
   (check-equal "thread mailbox is an async channel" "#<async-channel>" (printed (make-async-channel)))
   (check-equal "thread" #t (let ([s (printed (current-thread))]) (string=? "#<thread" (substring s 0 8)))))
 
+(test "death latch: waiters racing a thread's end on two parallel pools see it once"
+  ;; the latch is made only when someone waits; waiters that come before,
+  ;; during and after the end must all return, and thread-dead-evt stays one evt
+  (let ([pools (list (make-parallel-thread-pool 2) (make-parallel-thread-pool 2))] [n 2000] [woken (box 0)])
+    (let ([targets (map (lambda (i) (thread (lambda () (when (odd? i) (yield)) i) #:pool (list-ref pools (mod i 2)) #:keep 'results))
+                        (iota n))])
+      (let ([waiters (map (lambda (t i)
+                            (thread (lambda ()
+                                      (when (zero? (mod i 3)) (yield))
+                                      (check-equal "thread-wait result" i (thread-wait t))
+                                      (check "dead-evt ready" (eq? t (sync t)))
+                                      (let loop () (let ([v (unbox woken)]) (unless (box-cas! woken v (+ v 1)) (loop)))))
+                                    #:pool (list-ref pools (mod (+ i 1) 2))))
+                          targets (iota n))])
+        (for-each thread-wait waiters)
+        (check-equal "every waiter woke once" n (unbox woken))
+        (let ([t (car targets)])
+          (check "thread-dead-evt is one evt" (eq? (thread-dead-evt t) (thread-dead-evt t)))
+          (check "a dead thread's evt is ready" (eq? (thread-dead-evt t) (sync/timeout 0 (thread-dead-evt t)))))
+        (for-each parallel-thread-pool-close pools)))))
+
 (done)

@@ -72,7 +72,7 @@ put() {
 }
 
 if [ ! -d "$dest" ]; then mkdir -p "$dest"; echo "d ." >> "$dirs"; fi
-(cd "$src/lib" && find . \( -name '*.sls' -o -name '*.ss' \) -printf '%P\n' | LC_ALL=C sort) > "$tmp/sources"
+(cd "$src/lib" && find . \( -name '*.sls' -o -name '*.ss' -o -name '*.html' \) -printf '%P\n' | LC_ALL=C sort) > "$tmp/sources"
 while read -r f; do put 644 "lib/$f" "$libdir/$f"; done < "$tmp/sources"
 put 755 bin/spindle bin/spindle
 put 644 README.md share/doc/spindle/README.md
@@ -82,7 +82,7 @@ for f in "$src"/examples/*; do put 644 "examples/${f##*/}" "share/doc/spindle/ex
 # Compile every library in place: a program importing each of them.
 grep '\.sls$' "$tmp/sources" | sed -e 's|\.sls$||' -e 's|/| |g' -e 's|.*|(only (&))|' |
   { echo '(import'; cat; echo ')'; } > "$tmp/all.ss"
-scheme --libdirs "$dest/$libdir" --compile-imported-libraries --program "$tmp/all.ss" >/dev/null
+scheme --libdirs "$dest/$libdir" --optimize-level 3 --compile-imported-libraries --program "$tmp/all.ss" >/dev/null
 while read -r f; do
   case "$f" in *.sls)
     obj=$libdir/${f%.sls}.so

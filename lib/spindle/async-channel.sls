@@ -12,11 +12,11 @@
 
   (define-record-type async-channel
     (parent prim-evt)
-    (fields limit lock buffer getters putters peekers)
+    (fields limit lock buffer getters putters peekers)   ; lock: a spin-lock box, interrupts disabled, not re-entrant
     (protocol
       (lambda (new)
         (lambda (limit)
-          ((new get-attempt get-cancel) limit (make-mutex) (make-queue)
+          ((new get-attempt get-cancel) limit (box #f) (make-queue)
            (make-queue) (make-queue) (make-queue)))))
     (nongenerative spindle-async-channel-v1))
 
@@ -90,7 +90,7 @@
                  [else (loop skipped)]))])))))
 
   (define (get-attempt ch s branch register?)
-    (mutex-acquire (async-channel-lock ch))
+    (spin-lock! (async-channel-lock ch))
     (let ([r (cond
                [(queue-empty? (async-channel-buffer ch))
                 (and register? (not (syncer-done? s))
@@ -100,17 +100,17 @@
                 (settle! ch)
                 #t]
                [else #f])])
-      (mutex-release (async-channel-lock ch))
+      (spin-unlock! (async-channel-lock ch))
       r))
 
   (define (get-cancel ch node)
-    (mutex-acquire (async-channel-lock ch))
+    (spin-lock! (async-channel-lock ch))
     (queue-remove! (async-channel-getters ch) node)
-    (mutex-release (async-channel-lock ch)))
+    (spin-unlock! (async-channel-lock ch)))
 
   (define (put-attempt pe s branch register?)
     (let ([ch (put-evt-channel pe)] [v (put-evt-value pe)])
-      (mutex-acquire (async-channel-lock ch))
+      (spin-lock! (async-channel-lock ch))
       (let ([r (cond
                  [(hand-to-getter! ch s branch v (list pe)) #t]
                  [(syncer-done? s) #f]
@@ -123,61 +123,61 @@
                          #t))]
                  [register? (queue-push! (async-channel-putters ch) (make-waiter s branch pe))]
                  [else #f])])
-        (mutex-release (async-channel-lock ch))
+        (spin-unlock! (async-channel-lock ch))
         r)))
 
   (define (put-cancel pe node)
     (let ([ch (put-evt-channel pe)])
-      (mutex-acquire (async-channel-lock ch))
+      (spin-lock! (async-channel-lock ch))
       (queue-remove! (async-channel-putters ch) node)
-      (mutex-release (async-channel-lock ch))))
+      (spin-unlock! (async-channel-lock ch))))
 
   (define (peek-attempt pk s branch register?)
     (let ([ch (peek-evt-channel pk)])
-      (mutex-acquire (async-channel-lock ch))
+      (spin-lock! (async-channel-lock ch))
       (let ([r (cond
                  [(not (queue-empty? (async-channel-buffer ch))) (commit-one! s branch (list pk))]
                  [register? (queue-push! (async-channel-peekers ch) (make-waiter s branch pk))]
                  [else #f])])
-        (mutex-release (async-channel-lock ch))
+        (spin-unlock! (async-channel-lock ch))
         r)))
 
   (define (peek-cancel pk node)
     (let ([ch (peek-evt-channel pk)])
-      (mutex-acquire (async-channel-lock ch))
+      (spin-lock! (async-channel-lock ch))
       (queue-remove! (async-channel-peekers ch) node)
-      (mutex-release (async-channel-lock ch))))
+      (spin-unlock! (async-channel-lock ch))))
 
   (define (async-channel-peek-evt ch) (make-peek-evt ch))
 
   ;; Puts v back at the front (thread-rewind-receive); never blocks.
   (define (async-channel-push-front! ch v)
     (with-interrupts-disabled
-      (mutex-acquire (async-channel-lock ch))
+      (spin-lock! (async-channel-lock ch))
       (unless (hand-to-getter! ch #f #f v #f)
         (queue-push-front! (async-channel-buffer ch) v)
         (settle! ch))
-      (mutex-release (async-channel-lock ch))))
+      (spin-unlock! (async-channel-lock ch))))
 
   ;; Appends v to an unbounded channel without a sync (so it is no break
   ;; point and may be called with a lock held); never blocks.
   (define (async-channel-push-back! ch v)
     (with-interrupts-disabled
-      (mutex-acquire (async-channel-lock ch))
+      (spin-lock! (async-channel-lock ch))
       (unless (hand-to-getter! ch #f #f v #f)
         (queue-push! (async-channel-buffer ch) v)
         (settle! ch))
-      (mutex-release (async-channel-lock ch))))
+      (spin-unlock! (async-channel-lock ch))))
 
   ;; Removes and returns every buffered value, oldest first; never blocks.
   (define (async-channel-take-all! ch)
     (with-interrupts-disabled
-      (mutex-acquire (async-channel-lock ch))
+      (spin-lock! (async-channel-lock ch))
       (let loop ([acc '()])
         (let ([v (queue-pop! (async-channel-buffer ch) #f)])
           (if v
               (loop (cons v acc))
-              (begin (settle! ch) (mutex-release (async-channel-lock ch)) (reverse acc)))))))
+              (begin (settle! ch) (spin-unlock! (async-channel-lock ch)) (reverse acc)))))))
 
   (define (async-channel-get ch) (check 'async-channel-get ch) (sync ch))
 

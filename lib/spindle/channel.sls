@@ -9,10 +9,10 @@
 
   (define-record-type channel
     (parent prim-evt)
-    (fields lock getters putters)
+    (fields lock getters putters)   ; lock: a spin-lock box, held with interrupts disabled (not re-entrant)
     (protocol
       (lambda (new)
-        (lambda () ((new get-attempt get-cancel) (make-mutex) (make-queue) (make-queue)))))
+        (lambda () ((new get-attempt get-cancel) (box #f) (make-queue) (make-queue)))))
     (nongenerative spindle-channel-v1))
 
   (define-record-type put-evt
@@ -49,37 +49,37 @@
                [else (loop skipped)]))]))))                       ; stale partner: drop it
 
   (define (get-attempt ch s branch register?)
-    (mutex-acquire (channel-lock ch))
+    (spin-lock! (channel-lock ch))
     (let ([r (or (match! (channel-putters ch) s branch
                          ;; a putter's waiter value is its put evt
                          (lambda (w) (list (put-evt-value (waiter-value w))))
                          (lambda (w) (list (waiter-value w))))
                  (and register? (not (syncer-done? s))
                       (queue-push! (channel-getters ch) (make-waiter s branch #f))))])
-      (mutex-release (channel-lock ch))
+      (spin-unlock! (channel-lock ch))
       r))
 
   (define (get-cancel ch node)
-    (mutex-acquire (channel-lock ch))
+    (spin-lock! (channel-lock ch))
     (queue-remove! (channel-getters ch) node)
-    (mutex-release (channel-lock ch)))
+    (spin-unlock! (channel-lock ch)))
 
   (define (put-attempt pe s branch register?)
     (let ([ch (put-evt-channel pe)])
-      (mutex-acquire (channel-lock ch))
+      (spin-lock! (channel-lock ch))
       (let ([r (or (match! (channel-getters ch) s branch
                            (lambda (w) (list pe))
                            (lambda (w) (list (put-evt-value pe))))
                    (and register? (not (syncer-done? s))
                         (queue-push! (channel-putters ch) (make-waiter s branch pe))))])
-        (mutex-release (channel-lock ch))
+        (spin-unlock! (channel-lock ch))
         r)))
 
   (define (put-cancel pe node)
     (let ([ch (put-evt-channel pe)])
-      (mutex-acquire (channel-lock ch))
+      (spin-lock! (channel-lock ch))
       (queue-remove! (channel-putters ch) node)
-      (mutex-release (channel-lock ch))))
+      (spin-unlock! (channel-lock ch))))
 
   (define (channel-get ch) (check 'channel-get ch) (sync ch))
 

@@ -16,7 +16,8 @@
                 parallel-thread-pool? processor-count)
           (spindle private evt-core) (spindle private sync)
           (spindle semaphore)
-          (only (spindle parameter) make-parameter))
+          (only (spindle parameter) make-parameter)
+          (only (spindle private trace) tracing? trace-now trace-instant! trace-span!))
 
   (define-record-type (future-record make-future future?)
     (fields thunk
@@ -59,7 +60,8 @@
   ;; Runs f's thunk here if nobody has started it.  #t if this call ran it.
   (define (run-if-queued! f)
     (and (box-cas! (future-record-state f) 'queued 'running)
-         (let ([r (call/cc
+         (let* ([t0 (and tracing? (trace-now))]
+                [r (call/cc
                     (lambda (k)
                       (with-exception-handler
                         (lambda (c) (k (cons 'failed c)))
@@ -70,11 +72,13 @@
            (future-record-results-set! f (cdr r))
            (set-box! (future-record-state f) (car r))
            (latch-fire! (future-record-done f))
+           (when tracing? (trace-span! 'future t0 f #f))
            #t)))
 
   (define (future thunk)
     (check-thunk 'future thunk)
     (let ([f (make-future thunk)])
+      (when tracing? (trace-instant! 'future-create f #f))
       (thread-procedure (lambda () (run-if-queued! f)) (future-pool))
       f))
 
@@ -87,6 +91,8 @@
     (let ([outer (current-future)])
       (run-if-queued! f)
       (current-future outer))
+    (when tracing?
+      (trace-instant! 'future-touch f (not (memq (unbox (future-record-state f)) '(done failed)))))
     (sync (future-record-done f))
     (if (eq? (unbox (future-record-state f)) 'done)
         (apply values (future-record-results f))

@@ -29,6 +29,7 @@
           (spindle private keywords)
           (only (spindle private evt-core) make-latch latch-fire!)
           (only (spindle private scheduler) set-worker-exit-handler! request-break!)
+          (only (spindle private trace) tracing? trace-instant! trace-place-start! trace-write-place!)
           (only (spindle private sync) sync register-evt-record-type! wrap-evt)
           (only (spindle thread) processor-count current-thread sleep)
           (only (spindle custodian) custodian-register! make-custodian-kind))
@@ -59,7 +60,9 @@
   ;; ---------------------------------------------------------------- messages
   (define (place-message-allowed?* v) (place-message-allowed? v place-channel?))
 
-  (define (decode bv raw? fds) (decode-message bv raw? fds descriptor->endpoint))
+  (define (decode bv raw? fds)
+    (when tracing? (trace-instant! 'place-recv (bytevector-length bv) #f))
+    (decode-message bv raw? fds descriptor->endpoint))
 
   ;; an endpoint, a shared vector, or a raw descriptor
   (define (owner-fd o)
@@ -77,6 +80,7 @@
                                         (let-values ([(unread fds) (endpoint-take-unread! e)])
                                           (set! handed-fds (append fds handed-fds))
                                           (values e unread fds)))))])
+        (when tracing? (trace-instant! 'place-send (bytevector-length bv) #f))
         (endpoint-send! ep bv raw? (map owner-fd owners) owners handed-fds))))
 
   (define (place-channel-put pch v) (put 'place-channel-put pch v))
@@ -197,6 +201,7 @@
                      (set! next-place-id (fx+ next-place-id 1))
                      next-place-id))]
              [p (make-place ep id)])
+        (when tracing? (trace-instant! 'place-create id module))
         (with-interrupts-disabled
           (with-mutex launcher-lock (hashtable-set! live-places id p)))
         (to-launcher! who
@@ -351,18 +356,42 @@
            (to-launcher! 'place-break (vector 'signal (place-id p) signo) '())))]))
 
   ;; ---------------------------------------------------------------- in the place
+  ;; A fresh place's young generation.  A place is a fork of the template,
+  ;; so each page its allocation first touches costs a copy-on-write fault
+  ;; (~2.4 us on the reference VM): with Chez's default 8 MB between
+  ;; collections, ~2,500 of them (~6 ms) before the first collection.  A place
+  ;; starts with 2 MB (~800 faults; its collections are cheap while its old
+  ;; objects are the template's static ones) and goes back to the inherited
+  ;; setting once its own live data outgrows twice that, where a small young
+  ;; generation would promote too much (hash-nums).  RESULTS.md, "Fresh places".
+  (define fresh-place-collect-trip-bytes (* 2 1024 1024))
+
+  (define (start-small-young-generation!)
+    (let ([inherited (collect-trip-bytes)] [handler (collect-request-handler)])
+      (when (< fresh-place-collect-trip-bytes inherited)
+        (collect-trip-bytes fresh-place-collect-trip-bytes)
+        (collect-request-handler
+          (lambda ()
+            (handler)
+            (when (> (- (bytes-allocated) (bytes-allocated 'static)) (* 2 fresh-place-collect-trip-bytes))
+              (collect-trip-bytes inherited)
+              (collect-request-handler handler)))))))
+
   ;; Called in a fresh fork of the template.  Never returns.
   ;; report-fd: a pipe to the template.  A place reports its completion
   ;; value there as soon as it has one, then stays until its queued
   ;; messages have left (a peer that is slow to read must not lose them,
   ;; and place-wait must not wait for that peer), then exits.
   (define (place-child-main fd report-fd module start cwd)
+    (start-small-young-generation!)
     ;; A fork shares the template's gensym session key (gensyms made in two
     ;; places would be eq? once sent) and its random state.
     (#%$set-top-level-value! '$session-key #f)
     (random-seed (+ 1 (mod (+ (* 7919 (own-pid)) (time-nanosecond (current-time))) 4294967000)))
+    (trace-place-start! (if (vector? module) (vector-ref module 1) module))
     (let ()
       (define (finish code)
+        (trace-write-place!)
         (flush-output-port (current-output-port))
         (flush-output-port (console-error-port))
         (write-octet report-fd code)

@@ -13,11 +13,11 @@
 
   (define-record-type semaphore
     (parent prim-evt)
-    (fields count lock takers peekers)
+    (fields count lock takers peekers)   ; lock: a spin-lock box, held with interrupts disabled (not re-entrant)
     (protocol
       (lambda (new)
         (lambda (n)
-          ((new sema-attempt sema-cancel) (box n) (make-mutex) (make-queue) (make-queue)))))
+          ((new sema-attempt sema-cancel) (box n) (box #f) (make-queue) (make-queue)))))
     (nongenerative spindle-semaphore-v1))
 
   (define-record-type peek
@@ -69,15 +69,15 @@
     (or (take! sem s branch)
         (and register?
              (begin
-               (mutex-acquire (semaphore-lock sem))
+               (spin-lock! (semaphore-lock sem))
                (let loop ()
                  (cond
                    [(mark-waiting! sem)
                     (let ([node (queue-push! (semaphore-takers sem) (make-waiter s branch #f))])
-                      (mutex-release (semaphore-lock sem))
+                      (spin-unlock! (semaphore-lock sem))
                       node)]
-                   [(take! sem s branch) (mutex-release (semaphore-lock sem)) #t]
-                   [(syncer-done? s) (mutex-release (semaphore-lock sem)) #f]
+                   [(take! sem s branch) (spin-unlock! (semaphore-lock sem)) #t]
+                   [(syncer-done? s) (spin-unlock! (semaphore-lock sem)) #f]
                    [else (loop)]))))))
 
   (define (unmark-if-idle! sem)
@@ -85,25 +85,25 @@
       (set-box! (semaphore-count sem) 0)))
 
   (define (sema-cancel sem node)
-    (mutex-acquire (semaphore-lock sem))
+    (spin-lock! (semaphore-lock sem))
     (queue-remove! (semaphore-takers sem) node)
     (queue-remove! (semaphore-peekers sem) node)
     (when (fx= (unbox (semaphore-count sem)) -1) (unmark-if-idle! sem))
-    (mutex-release (semaphore-lock sem)))
+    (spin-unlock! (semaphore-lock sem)))
 
   (define (peek-attempt pk s branch register?)
     (let* ([sem (peek-sema pk)] [b (semaphore-count sem)])
       (cond
         [(fx> (unbox b) 0) (commit-one! s branch (list pk))]
         [register?
-         (mutex-acquire (semaphore-lock sem))
+         (spin-lock! (semaphore-lock sem))
          (let loop ()
            (cond
              [(mark-waiting! sem)
               (let ([node (queue-push! (semaphore-peekers sem) (make-waiter s branch pk))])
-                (mutex-release (semaphore-lock sem))
+                (spin-unlock! (semaphore-lock sem))
                 node)]
-             [(fx> (unbox b) 0) (mutex-release (semaphore-lock sem)) (commit-one! s branch (list pk))]
+             [(fx> (unbox b) 0) (spin-unlock! (semaphore-lock sem)) (commit-one! s branch (list pk))]
              [else (loop)]))]
         [else #f])))
 
@@ -124,7 +124,7 @@
   ;; Count is 0 with waiters queued: wake every peeker and hand the unit to
   ;; the first live taker, or keep it if there is none.
   (define (post-slow! sem)
-    (mutex-acquire (semaphore-lock sem))
+    (spin-lock! (semaphore-lock sem))
     (let ([b (semaphore-count sem)])
       (if (fx= (unbox b) -1)
           (begin
@@ -142,7 +142,7 @@
                   [else (takers)]))))
           ;; the waiters left meanwhile: an ordinary increment
           (let loop () (let ([n (unbox b)]) (unless (box-cas! b n (fx+ n 1)) (loop))))))
-    (mutex-release (semaphore-lock sem)))
+    (spin-unlock! (semaphore-lock sem)))
 
   ;; A snapshot of the count (for fsemaphore-count).
   (define (semaphore-count-now sem) (fxmax 0 (unbox (semaphore-count sem))))

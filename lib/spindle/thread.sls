@@ -22,7 +22,7 @@
           (spindle private evt-core) (spindle private sync)
           (spindle private keywords) (spindle async-channel)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
-          (only (spindle custodian) current-custodian custodian-register! make-custodian-kind)
+          (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind)
           ;; importing it also makes the console ports synchronized
           (only (spindle synchronized-port) with-port-lock))
 
@@ -31,7 +31,7 @@
     (fields (mutable outcome)        ; running, ok, failed or killed
             (mutable results)        ; list of values, or the raised object
             keep? quiet?             ; keep results; print nothing on failure
-            dead-latch
+            death                    ; box: #f, then the death latch or 'dead (see dead-latch)
             (mutable thread)
             ;; made on first use, under data-lock: most threads never need them
             (mutable mailbox) (mutable suspend-latch) (mutable resume-latch)
@@ -42,7 +42,31 @@
   (define (latch-itself l) l)
 
   (define (new-tdata keep? quiet? t)
-    (make-tdata 'running '() keep? quiet? (make-latch latch-itself) t #f #f #f #f '()))
+    (make-tdata 'running '() keep? quiet? (box #f) t #f #f #f #f '()))
+
+  ;; The death latch is made only when someone waits (a million parked
+  ;; threads nobody waits for keep no latch).  death moves by CAS from #f to
+  ;; a latch (a waiter came first: the thread's end fires it) or to 'dead
+  ;; (the thread ended first: a waiter then makes a fired latch).  CAS on
+  ;; both sides: neither can miss the other.
+  (define (dead-latch d)
+    (let ([b (tdata-death d)])
+      (let loop ()
+        (let ([v (unbox b)])
+          (cond
+            [(latch? v) v]
+            [else
+             (let ([l (make-latch latch-itself)])
+               (when (eq? v 'dead) (latch-fire! l))
+               (if (box-cas! b v l) l (loop)))])))))
+
+  (define (fire-death! d)
+    (let ([b (tdata-death d)])
+      (let loop ()
+        (let ([v (unbox b)])
+          (cond
+            [(latch? v) (latch-fire! v)]
+            [(not (box-cas! b v 'dead)) (loop)])))))
 
   ;; Guards the lazily made parts of every tdata and their suspend state.
   ;; Held only with interrupts disabled, like every Chez mutex in spindle: a
@@ -135,7 +159,7 @@
     (for-each (lambda (h) (guard (e [#t (void)]) (h))) (tdata-exit-hooks d))
     ;; dead before the latch fires: a waiter that wakes must see it dead
     (gthread-dead?-set! t #t)
-    (latch-fire! (tdata-dead-latch d)))
+    (fire-death! d))
 
   ;; Ends the current thread t; never returns.
   (define (finish-thread! t d outcome results)
@@ -144,23 +168,28 @@
     (finish-data! t d outcome results)
     (exit-current-thread!))
 
+  ;; The finisher of every thread made here (one shared procedure, not a
+  ;; closure per thread); finishers run in the ending thread.
+  (define (finish-current-thread! outcome)
+    (let ([t (current-gthread)]) (finish-thread! t (gthread-data t) outcome '())))
+
   (define (thread-body thunk d)
     (lambda (t)
-      (let ([r (call/1cc
+      (let ([r (call/cc
                  (lambda (k)
                    ;; the handler is in place before interrupts are enabled:
                    ;; a break that came before the start (or a preemption
                    ;; that delivers one) must end this thread, not reach the
                    ;; OS thread's base handler
-                   (with-exception-handler
-                     (lambda (c)
-                       (unless (tdata-quiet? d) (report-failure t c))
-                       (k (cons 'failed c)))
-                     (lambda ()
-                       (enable-interrupts)
-                       (check-requests!)
-                       (call-with-values thunk
-                         (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))))])
+                   (current-exception-state
+                     (create-exception-state
+                       (lambda (c)
+                         (unless (tdata-quiet? d) (report-failure t c))
+                         (k (cons 'failed c)))))
+                   (enable-interrupts)
+                   (check-requests!)
+                   (call-with-values thunk
+                     (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))])
         (finish-thread! t d (car r) (cdr r)))))
 
   (define name-counter (box 0))
@@ -187,11 +216,13 @@
                       (thread-body thunk d) #f)])
       (tdata-thread-set! d t)
       (gthread-data-set! t d)
-      (gthread-finisher-set! t (lambda (outcome) (finish-thread! t d outcome '())))
+      (gthread-finisher-set! t finish-current-thread!)
       ;; the thread belongs to the creator's current custodian; a shut-down
       ;; one refuses it, and the thread, never run, ends at once
-      (guard (c [#t (request-kill! t) (start-gthread! t) (raise c)])
-        (custodian-register! t thread-kind who))
+      (unless (custodian-try-register! t thread-kind)
+        (request-kill! t)
+        (start-gthread! t)
+        (custodian-register! t thread-kind who))   ; raises: shut down
       (when (eq? pool 'own) (pool-close! p))
       (when start? (start-gthread! t))
       t))
@@ -233,7 +264,7 @@
        (check-thread 'thread-wait t)
        (unless (procedure? fail-k) (assertion-violation 'thread-wait "expected a procedure" fail-k))
        (let ([d (tdata-of t)])
-         (sync (tdata-dead-latch d))
+         (unless (gthread-dead? t) (sync (dead-latch d)))
          (if (eq? (tdata-outcome d) 'ok)
              (if (tdata-keep? d) (apply values (tdata-results d)) (void))
              (fail-k)))]))
@@ -246,7 +277,7 @@
         [(eq? t (current-gthread)) ((gthread-finisher t) 'killed)]
         [else
          (request-kill! t)
-         (sync (tdata-dead-latch d))
+         (sync (dead-latch d))
          (void)])))
 
   (define break-thread
@@ -293,7 +324,7 @@
 
   (define (thread-dead-evt t)
     (check-thread 'thread-dead-evt t)
-    (tdata-dead-latch (tdata-of t)))
+    (dead-latch (tdata-of t)))
 
   (define (thread-suspend-evt t)
     (check-thread 'thread-suspend-evt t)
@@ -383,4 +414,4 @@
   (define (memory-order-acquire) (box-cas! fence-box 0 0) (void))
   (define (memory-order-release) (box-cas! fence-box 0 0) (void))
 
-  (thread-dead-latch-proc-set! (lambda (t) (tdata-dead-latch (tdata-of t)))))
+  (thread-dead-latch-proc-set! (lambda (t) (dead-latch (tdata-of t)))))

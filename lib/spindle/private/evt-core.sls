@@ -18,7 +18,7 @@
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
     make-waiter waiter-syncer waiter-branch waiter-value
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
-    latch make-latch latch-fire! record-prints-as!)
+    latch make-latch latch? latch-fire! record-prints-as!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler))
 
   (define-record-type syncer
@@ -92,27 +92,30 @@
     (protocol
       (lambda (new)
         (lambda (value)
-          ((new latch-attempt latch-cancel) (make-mutex) (make-queue) #f value))))
+          ((new latch-attempt latch-cancel) (box #f) (make-queue) #f value))))
     (nongenerative spindle-latch-v1))
 
+  ;; lock: a spin-lock box (see the scheduler), held with interrupts
+  ;; disabled for a few instructions: a Chez mutex per latch (one per thread,
+  ;; for its death) cost 64 bytes and ~30 ns per use.
   (define (latch-attempt l s branch register?)
-    (mutex-acquire (latch-lock l))
+    (spin-lock! (latch-lock l))
     (let ([r (cond
                [(latch-fired? l)
                 (commit-one! s branch (list ((latch-value l) l)))]
                [register? (queue-push! (latch-waiters l) (make-waiter s branch #f))]
                [else #f])])
-      (mutex-release (latch-lock l))
+      (spin-unlock! (latch-lock l))
       r))
 
   (define (latch-cancel l node)
-    (mutex-acquire (latch-lock l))
+    (spin-lock! (latch-lock l))
     (queue-remove! (latch-waiters l) node)
-    (mutex-release (latch-lock l)))
+    (spin-unlock! (latch-lock l)))
 
   (define (latch-fire! l)
     (with-interrupts-disabled
-      (mutex-acquire (latch-lock l))
+      (spin-lock! (latch-lock l))
       (unless (latch-fired? l)
         (latch-fired?-set! l #t)
         (let ([q (latch-waiters l)])
@@ -122,7 +125,7 @@
                 (commit-partner! (waiter-syncer w) (waiter-branch w)
                                  (list ((latch-value l) l)))
                 (loop))))))
-      (mutex-release (latch-lock l))))
+      (spin-unlock! (latch-lock l))))
 
   ;; How the scheduler interrupts a parked thread for kill, break, suspend:
   ;; abort the sync it waits in (if any) and wake it.

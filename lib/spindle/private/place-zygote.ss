@@ -71,13 +71,18 @@
 ;; fork's first collections would copy the compiled libraries again
 ;; (about 10 ms of a new place's time).
 (define preloaded (make-hashtable equal-hash equal?))
+(define collected-static? #f)            ; spindle itself, before the first fork
 
+;; A place whose module is a file is loaded in the fork, but its young
+;; generation still starts small only if spindle is static (place.sls).
 (define (preload! module)
   (let ([lib (cond [(vector? module) (vector-ref module 1)] [(pair? module) module] [else #f])])
-    (when (and lib (not (hashtable-contains? preloaded lib)))
-      (hashtable-set! preloaded lib #t)
-      (guard (e [#t #f]) (environment lib))
-      (collect (collect-maximum-generation) 'static))))
+    (when (or (not collected-static?) (and lib (not (hashtable-contains? preloaded lib))))
+      (when lib
+        (hashtable-set! preloaded lib #t)
+        (guard (e [#t #f]) (environment lib)))
+      (collect (collect-maximum-generation) 'static)
+      (set! collected-static? #t))))
 
 (define (spawn! id module start cwd libdirs exts opt fd)
   (library-directories libdirs)

@@ -36,7 +36,7 @@
     ;; timers
     monotonic-ms add-timer! cancel-timer!
     ;; the I/O poller
-    set-io-hooks! poll-io-now! with-spin-lock
+    set-io-hooks! poll-io-now! with-spin-lock spin-lock! spin-unlock!
     ;; system-idle-evt
     other-threads-busy?
     ;; misc
@@ -44,7 +44,7 @@
     &break break-condition?
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
-  (import (chezscheme) (spindle private queue) (spindle private ffi))
+  (import (chezscheme) (spindle private queue) (spindle private ffi) (spindle private trace))
 
   (define quantum-ticks 100000)
 
@@ -118,7 +118,7 @@
           (register-weakly! all-pools
             (new size main? (box #f) (make-os-semaphore) (make-queue)
                  0 0 0 #f (make-vector 16 #f) 0 0 #f #f)))))
-    (nongenerative spindle-pool-v3))
+    (nongenerative spindle-pool-v3) (sealed #t))
 
   ;; switches-left counts down the switches until the worker next looks at
   ;; the I/O poller: threads that yield to each other reset the timer, so
@@ -180,10 +180,13 @@
           (new name pool (box 'running) #f #f '() initial-exception-state
                (current-input-port) (current-output-port) (current-error-port)
                params #f #f #f #t #f #f #f #f #f))))
-    (nongenerative spindle-gthread-v1))
+    (nongenerative spindle-gthread-v1) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))
+
+  ;; The trace names a thread and its pool through these.
+  (define trace-namer-set (and tracing? (begin (set-trace-namer! gthread-name gthread-pool) #t)))
 
   ;; The main pool: one worker, the OS thread with id 0 (the program's own).
   (define main-pool (make-pool 1 #t))
@@ -298,6 +301,65 @@
   ;; it is skipped.
   (define libraries-collected
     (guard (c [#t #f]) (collect (collect-maximum-generation)) #t))
+
+  ;; ---------------------------------------------------------------- collector policy
+  ;; Chez's default handler collects generation g every radix^g collections,
+  ;; whatever it finds there, and Chez 9.5.8 copies every object it keeps,
+  ;; one generation up (at ~1 ns a byte for parked continuations).  A
+  ;; program that parks many threads keeps most of what it allocates, and
+  ;; the radix rule copied each parked thread four times into the oldest
+  ;; generation, then again at every collection of it (a million parked
+  ;; threads: 9.5 s of collections, 4.7 s of them two of the oldest).
+  ;; This handler, installed once for every spindle program (a program's
+  ;; own handler replaces it):
+  ;; - growing: when the last collection kept more than 1/8 of what was
+  ;;   allocated since the one before, the program is building long-lived
+  ;;   data; it collects generations 0 to maxg-1 into the oldest, so each
+  ;;   survivor is copied once, and the oldest generation only once the heap
+  ;;   is `growth` times what it held after its last collection (each such
+  ;;   collection costs a copy of the live heap: paced geometrically, they
+  ;;   add a fraction of the final heap).  growth starts at 4 and doubles
+  ;;   (to 64 at most) each time a collection of the oldest generation frees
+  ;;   less than a quarter of the heap, and returns to 4 when one frees more;
+  ;; - otherwise the radix rule, except that the oldest generation waits
+  ;;   until the heap is twice what it held after its last collection, so a
+  ;;   program whose heap does not grow never copies it again.
+  ;; The heap bound is that of a copying collector paced at 2x-4x.
+  (define gc-count 0)          ; collections requested so far
+  (define gc-after 0)          ; bytes-allocated after the last collection
+  (define gc-full-after 0)     ; ... after the last collection of the oldest generation
+  (define gc-growing? #f)      ; the last collection kept more than 1/8 of what was new
+  (define gc-floor 16777216)   ; pacing starts from a 16 MB heap
+  (define gc-growth 4)         ; see above
+  ;; The largest g < maxg such that radix^g divides n (Chez's own rule).
+  (define (radix-due n radix maxg)
+    (let loop ([g 0] [m radix])
+      (if (and (fx< g maxg) (fx= 0 (fxmodulo n m))) (loop (fx+ g 1) (fx* m radix)) g)))
+  (define (collect-adaptively)
+    (set! gc-count (fx+ gc-count 1))
+    (let* ([maxg (collect-maximum-generation)]
+           [before (bytes-allocated)]
+           [paced (lambda (k) (>= before (* k (max gc-full-after gc-floor))))]
+           [g (if gc-growing?
+                  (if (paced gc-growth) maxg (fx- maxg 1))
+                  (let ([g (radix-due gc-count (collect-generation-radix) maxg)])
+                    (if (and (fx= g maxg) (not (paced 2))) (fx- maxg 1) g)))]
+           [t0 (and gc-debug (real-time))])
+      (collect g)
+      (let ([after (bytes-allocated)])
+        (set! gc-growing? (> (* 8 (- after gc-after)) (- before gc-after)))
+        (set! gc-after after)
+        (when (fx= g maxg)
+          (set! gc-growth (if (> (* 4 after) (* 3 before)) (fxmin 64 (fx* 2 gc-growth)) 4))
+          (set! gc-full-after after)))
+      (when gc-debug
+        (fprintf (console-error-port) "gc g=~a ~a ms heap ~a MB\n" g (- (real-time) t0)
+                 (quotient (bytes-allocated) 1000000)))))
+  (define gc-debug (getenv "SPINDLE_GCDEBUG"))
+  (define gc-policy-installed
+    (begin
+      (collect-request-handler collect-adaptively)
+      #t))
 
   ;; Chez 9.5.8 flushes no port at exit while other OS threads live (pool
   ;; workers, futures): a program that printed a last line without a
@@ -514,25 +576,35 @@
 
   ;; Never returns (except through the base, to exit the worker).
   (define (schedule-next w)
+    (leave-thread! w)
+    (run-thread! w (next-runnable w)))
+
+  ;; The current thread's context is saved (or it has ended): w runs none.
+  (define (leave-thread! w)
     (set-timer 0)
+    (when tracing? (trace-run-end!))
     (worker-current-set! w #f)
-    (count-switch! w)
-    (let ([t (next-runnable w)])
-      (cond
+    (count-switch! w))
+
+  ;; Runs t on w (t from next-runnable: #f makes the worker exit).
+  (define (run-thread! w t)
+    (cond
         [(not t) (invoke-base! w 'exit)]
         [(gthread-cont t)
          => (lambda (k)
               (worker-current-set! w t)
               (gthread-cont-set! t #f)
+              (when tracing? (trace-run-start! t))
               (restore-context! t)
               (#%$current-winders (gthread-winders t))
               (set-timer quantum-ticks)
               (k (void)))]
         [(worker-base w) (invoke-base! w t)]
-        [else (enter-base! w t)])))
+        [else (enter-base! w t)]))
 
   (define (start-fresh! w t)
     (worker-current-set! w t)
+    (when tracing? (trace-run-start! t))
     (#%$current-winders '())
     (restore-context! t)
     (set-timer quantum-ticks)
@@ -554,6 +626,7 @@
         (assertion-violation 'thread "the parallel thread pool has been closed" p))
       (pool-threads-set! p (fx+ (pool-threads p) 1))
       (spin-unlock! (pool-lock p))
+      (when tracing? (trace-spawn! t))
       (when enqueue? (enqueue! t))
       (enable-interrupts)
       t))
@@ -567,6 +640,7 @@
     (disable-interrupts)
     (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
       (gthread-dead?-set! t #t)
+      (when tracing? (trace-finish! t))
       (with-spin-lock (pool-lock p)
         (pool-threads-set! p (fx- (pool-threads p) 1))
         (when (and (pool-closed? p) (fx= (pool-threads p) 0))
@@ -584,7 +658,7 @@
           (lambda (k)
             (save-context! t k)
             (if (box-cas! b 'running 'parked)
-                (schedule-next w)
+                (begin (when tracing? (trace-park! t)) (schedule-next w))
                 ;; notified while saving: keep running
                 (begin (gthread-cont-set! t #f) (set-box! b 'running))))))))
 
@@ -599,7 +673,7 @@
       (let loop ()
         (cond
           [(box-cas! b 'running 'notified) (void)]
-          [(box-cas! b 'parked 'running) (enqueue! t)]
+          [(box-cas! b 'parked 'running) (when tracing? (trace-wake! t)) (enqueue! t)]
           [(eq? (unbox b) 'notified) (void)]
           [else (loop)]))))
 
@@ -610,11 +684,18 @@
       (fire-due-timers! p)
       (if (queue-empty? (pool-run-queue p))
           (begin (count-switch! w) (set-timer quantum-ticks))
+          ;; one lock round for both: t goes to the back, the front runs
+          ;; (the queue's length is unchanged, so no idle worker is woken)
           (call/cc
             (lambda (k)
               (save-context! t k)
-              (enqueue! t)
-              (schedule-next w)))))
+              (let ([lock (pool-lock p)] [rq (pool-run-queue p)])
+                (spin-lock! lock)
+                (queue-push! rq t)
+                (let ([next (queue-pop! rq #f)])
+                  (spin-unlock! lock)
+                  (leave-thread! w)
+                  (run-thread! w next)))))))
     (enable-interrupts)
     (check-requests!))
 

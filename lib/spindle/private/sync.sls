@@ -13,7 +13,7 @@
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
-          (spindle private evt-core))
+          (spindle private evt-core) (only (spindle private trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
   (define-record-type choice (fields evts) (nongenerative spindle-choice-evt-v1) (sealed #t))
@@ -246,10 +246,7 @@
                  (let ([tm (and deadline (not (syncer-done? s))
                                 (add-timer! (gthread-pool t) deadline
                                   (lambda () (commit-partner! s 'timeout '()))))])
-                   (let wait ()
-                     (unless (syncer-done? s)
-                       (when (requests-pending? t) (commit-one! s 'interrupted '()))
-                       (unless (syncer-done? s) (park!) (wait))))
+                   (park-until-done! t s bv)
                    (when tm (cancel-timer! tm)))
                  (gthread-syncer-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
@@ -260,6 +257,52 @@
                  s))]
           [(eq? (attempt j #f) #t) s]
           [else (poll (fx+ j 1))]))))
+
+  ;; Parks t until s is done (committed by a partner, a timer, or here when
+  ;; a kill, break or suspend request is pending).  Interrupts disabled.
+  ;; what: the branch vector, or the one primitive evt, for the trace.
+  (define (park-until-done! t s what)
+    (let wait ()
+      (unless (syncer-done? s)
+        (when (requests-pending? t) (commit-one! s 'interrupted '()))
+        (unless (syncer-done? s)
+          (when tracing? (trace-park-reason! (park-reason what)))
+          (park!)
+          (wait)))))
+
+  ;; What a thread parked in sync waits on, for the trace.
+  (define (park-reason what)
+    (let ([p (cond
+               [(prim-evt? what) what]
+               [(fx= (vector-length what) 1) (branch-prim (vector-ref what 0))]
+               [else #f])])
+      (if p
+          (case (record-type-name (record-rtd p))
+            [(semaphore peek) 'semaphore]
+            [(channel put-evt async-channel peek-evt) 'channel]
+            [(alarm) 'sleep]
+            [(fd-ready operation) 'io]
+            [(latch) 'wait]
+            [else 'sync])
+          'sync)))
+
+  ;; (sync p) for one primitive evt, no timeout: what sync-evts does, without
+  ;; its branch vector, NACK box and closures (a channel round trip is four
+  ;; of these, a parked thread keeps one).
+  (define (sync-prim p)
+    (let ([t (current-gthread)])
+      (disable-interrupts)
+      (let ([s (make-syncer t)])
+        (unless (eq? ((prim-evt-attempt p) p s 0 #f) #t)
+          (gthread-syncer-set! t s)
+          (let ([tok ((prim-evt-attempt p) p s 0 #t)])
+            (park-until-done! t s p)
+            (gthread-syncer-set! t #f)
+            (when (and tok (not (eq? tok #t))) ((prim-evt-cancel p) p tok))))
+        (enable-interrupts)
+        (if (eq? (syncer-branch s) 'interrupted)
+            (begin (check-requests!) (sync-prim p))
+            (apply values (syncer-result s))))))
 
   ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
   ;; random shares one state among all OS threads.
@@ -386,7 +429,9 @@
              (list->vector (append nb others)))]))))
 
   (define (sync . evts)
-    (sync-evts 'sync evts #f #f (lambda () (assert #f))))
+    (if (and (pair? evts) (null? (cdr evts)) (prim-evt? (car evts)))
+        (sync-prim (car evts))
+        (sync-evts 'sync evts #f #f (lambda () (assert #f)))))
 
   (define (timeout->deadline who timeout)
     (cond

@@ -1,0 +1,300 @@
+#!chezscheme
+;;; Tracing a run: SPINDLE_TRACE=FILE (or bin/spindle trace) records what
+;;; each OS worker did, with a monotonic clock in microseconds, and writes
+;;; FILE at exit as Chrome Trace Event Format JSON (Perfetto and Chromium's
+;;; tracing page open it; bin/spindle trace-view draws it as one HTML page).
+;;;
+;;; Off (the default), every hook in the scheduler and elsewhere is one test
+;;; of tracing?, a constant of this library.  On, each OS thread appends to
+;;; its own buffer (a thread parameter, checked against the OS thread id
+;;; since forked threads inherit it): no lock, and no allocation but the
+;;; clock reading and a new chunk every 2048 events.  Buffers are read only
+;;; at exit (a reader may miss an event being written at that moment).
+;;;
+;;; Processes: the process that first sees SPINDLE_TRACE is the root; it
+;;; sets SPINDLE_TRACE_ROOT so that its children know they are not.  A place
+;;; (trace-place-start!) writes its events to FILE.PID.part when it ends;
+;;; the root merges the parts it finds when it writes FILE.  Other children
+;;; (the places' template process) write nothing.
+;;;
+;;; Events (pid = OS process, tid = OS thread):
+;;;   run     X  a green thread ran from ts for dur (args: thread, id, end)
+;;;   spawn wake park finish   i  thread events (park: reason)
+;;;   future  X  a future's thunk ran; future-create, future-touch  i
+;;;   place-create place-send place-recv  i  (send/recv: size in bytes)
+;;;   gc      X  a collection, from its request to its end (bytes before/after)
+(library (spindle private trace)
+  (export tracing? trace-now set-trace-namer!
+          trace-run-start! trace-run-end! trace-park-reason! trace-park!
+          trace-wake! trace-spawn! trace-finish!
+          trace-instant! trace-span! trace-place-start! trace-write-place!)
+  (import (chezscheme))
+
+  (define trace-path
+    (let ([p (getenv "SPINDLE_TRACE")]) (and p (not (string=? p "")) p)))
+  (define tracing? (and trace-path #t))
+
+  (define getpid (begin (load-shared-object "libc.so.6") (foreign-procedure "getpid" () int)))
+
+  ;; root?: this process writes trace-path; place-name: set in a place.
+  (define root? (and tracing? (not (getenv "SPINDLE_TRACE_ROOT"))))
+  (define place-name #f)
+  (define root-marked (and root? (begin (putenv "SPINDLE_TRACE_ROOT" (number->string (getpid))) #t)))
+
+  ;; CLOCK_MONOTONIC, the same in every process (Chez's time-monotonic
+  ;; counts from the process's start, and places are processes); 33 ns.
+  (define clock-gettime (foreign-procedure "clock_gettime" (int u8*) int))
+  (define (trace-now)
+    (let ([ts (make-bytevector 16)])
+      (clock-gettime 1 ts)
+      (fx+ (fx* (bytevector-s64-native-ref ts 0) 1000000)
+           (fxquotient (bytevector-s64-native-ref ts 8) 1000))))
+
+  ;; ------------------------------------------------------------ buffers
+  ;; An event is 6 slots of a chunk: kind ts dur a b c.
+  (define chunk-events 2048)
+  (define-record-type tbuf
+    (fields tid (mutable chunks) (mutable vec) (mutable pos)
+            (mutable open-obj) (mutable open-name) (mutable open-ts)
+            (mutable pool) (mutable reason))
+    (nongenerative spindle-trace-buffer-v1) (sealed #t))
+
+  (define buffers (box '()))
+  (define buffer-param (make-thread-parameter #f))
+
+  (define (buffer)
+    (let ([b (buffer-param)])
+      (if (and b (fx= (tbuf-tid b) (get-thread-id)))
+          b
+          (let ([b (make-tbuf (get-thread-id) '() (make-vector (fx* 6 chunk-events) #f) 0
+                              #f #f 0 #f #f)])
+            (buffer-param b)
+            (let loop ()
+              (let ([old (unbox buffers)])
+                (unless (box-cas! buffers old (cons b old)) (loop))))
+            b))))
+
+  (define (emit! b kind ts dur x y z)
+    (let ([v (tbuf-vec b)] [i (tbuf-pos b)])
+      (if (fx= i (vector-length v))
+          (begin
+            (tbuf-chunks-set! b (cons v (tbuf-chunks b)))
+            (tbuf-vec-set! b (make-vector (fx* 6 chunk-events) #f))
+            (tbuf-pos-set! b 0)
+            (emit! b kind ts dur x y z))
+          (begin
+            (vector-set! v i kind) (vector-set! v (fx+ i 1) ts) (vector-set! v (fx+ i 2) dur)
+            (vector-set! v (fx+ i 3) x) (vector-set! v (fx+ i 4) y) (vector-set! v (fx+ i 5) z)
+            (tbuf-pos-set! b (fx+ i 6))))))
+
+  ;; ------------------------------------------------------------ hooks
+  ;; A green thread starts running on this OS thread (pool: its pool).
+  ;; The scheduler's gthread-name and gthread-pool (it imports this library).
+  (define thread-name (lambda (t) t))
+  (define thread-pool (lambda (t) #f))
+  (define (set-trace-namer! name pool) (set! thread-name name) (set! thread-pool pool))
+
+  (define trace-run-start!
+    (case-lambda
+      [(t) (trace-run-start! t (thread-name t) (thread-pool t))]
+      [(t name pool) (run-start! t name pool)]))
+  (define (run-start! t name pool)
+    (let ([b (buffer)])
+      (when (tbuf-open-obj b) (close-run! b (trace-now)))
+      (unless (tbuf-pool b) (tbuf-pool-set! b pool))
+      (tbuf-open-obj-set! b t)
+      (tbuf-open-name-set! b name)
+      (tbuf-open-ts-set! b (trace-now))))
+
+  (define (close-run! b now)
+    (let ([t0 (tbuf-open-ts b)])
+      (emit! b 'run t0 (fx- now t0) (tbuf-open-obj b) (tbuf-open-name b) (or (tbuf-reason b) 'yield))
+      (tbuf-open-obj-set! b #f)
+      (tbuf-reason-set! b #f)))
+
+  ;; The running thread is switched out (parked, yielded, preempted, ended).
+  (define (trace-run-end!)
+    (let ([b (buffer)])
+      (when (tbuf-open-obj b) (close-run! b (trace-now)))))
+
+  ;; What the next park! of this OS thread waits on (sync says).
+  (define (trace-park-reason! why) (tbuf-reason-set! (buffer) why))
+
+  (define (trace-park! t)
+    (let ([b (buffer)] [name (thread-name t)])
+      (unless (tbuf-reason b) (tbuf-reason-set! b 'suspend))
+      (emit! b 'park (trace-now) #f t name (tbuf-reason b))))
+
+  (define (trace-wake! t) (emit! (buffer) 'wake (trace-now) #f t (thread-name t) #f))
+  (define (trace-spawn! t) (emit! (buffer) 'spawn (trace-now) #f t (thread-name t) #f))
+  (define (trace-finish! t)
+    (let ([b (buffer)])
+      (tbuf-reason-set! b 'finished)
+      (emit! b 'finish (trace-now) #f t (thread-name t) #f)))
+
+  ;; kind: future-create, future-touch, place-create, place-send, place-recv.
+  (define (trace-instant! kind x y) (emit! (buffer) kind (trace-now) #f x y #f))
+  ;; kind: future (x: the future), from t0 to now.
+  (define (trace-span! kind t0 x y) (emit! (buffer) kind t0 (fx- (trace-now) t0) x y #f))
+
+  ;; Collections: from the request to the end of the handler, on the OS
+  ;; thread that ran it (all others are stopped meanwhile).
+  (define gc-wrapped
+    (and tracing?
+         (let ([handler (collect-request-handler)])
+           (collect-request-handler
+             (lambda ()
+               (let ([t0 (trace-now)] [before (bytes-allocated)])
+                 (handler)
+                 (emit! (buffer) 'gc t0 (fx- (trace-now) t0) before (bytes-allocated) #f))))
+           #t)))
+
+  ;; The program's own thread runs from the start ('main: the scheduler's
+  ;; name for it, and the key its later spans are counted under).
+  (define main-opened
+    (and root? (begin (trace-run-start! 'main 'main #f) #t)))
+
+  ;; ------------------------------------------------------------ places
+  ;; In a fresh place process (a fork of the template): forget the
+  ;; template's events.
+  (define (trace-place-start! name)
+    (when tracing?
+      (set! place-name name)
+      (set-box! buffers '())
+      (buffer-param #f)
+      (trace-run-start! 'main 'main #f)))
+
+  (define (trace-write-place!)
+    (when (and tracing? place-name)
+      (write-file! (format "~a.~a.part" trace-path (getpid)) #f)))
+
+  ;; ------------------------------------------------------------ writing
+  (define (json-string s port)
+    (let ([s (if (string? s) s (format "~a" s))])
+      (put-char port #\")
+      (string-for-each
+        (lambda (c)
+          (cond
+            [(char=? c #\") (put-string port "\\\"")]
+            [(char=? c #\\) (put-string port "\\\\")]
+            [(or (char<? c #\space) (char=? c #\<) (char=? c #\>) (char=? c #\&))
+             (put-string port (format "\\u~4,'0x" (char->integer c)))]
+            [else (put-char port c)]))
+        s)
+      (put-char port #\")))
+
+  ;; Every event of every buffer, oldest first per buffer, as JSON objects
+  ;; separated by commas; returns #t if it wrote any.
+  (define (write-events port pid)
+    (let ([ids (make-eq-hashtable)] [next-id 0] [first? #t] [now (trace-now)]
+          [pools (make-eq-hashtable)] [futures (make-eq-hashtable)])
+      (define (id-of obj name)
+        (let ([key (if (eq? name 'main) 'main obj)])
+          (or (hashtable-ref ids key #f)
+              (begin (set! next-id (fx+ next-id 1)) (hashtable-set! ids key next-id) next-id))))
+      (define (numbered table x)
+        (or (hashtable-ref table x #f)
+            (let ([n (fx+ 1 (hashtable-size table))]) (hashtable-set! table x n) n)))
+      (define (sep) (if first? (set! first? #f) (put-string port ",\n")))
+      (define (event name cat ph ts dur tid args)
+        (sep)
+        (put-string port "{\"name\":") (json-string name port)
+        (put-string port ",\"cat\":") (json-string cat port)
+        (put-string port (format ",\"ph\":\"~a\",\"ts\":~a" ph ts))
+        (when dur (put-string port (format ",\"dur\":~a" dur)))
+        (when (string=? ph "i") (put-string port ",\"s\":\"t\""))
+        (put-string port (format ",\"pid\":~a,\"tid\":~a,\"args\":{" pid tid))
+        (let loop ([args args] [first #t])
+          (unless (null? args)
+            (unless first (put-string port ","))
+            (json-string (caar args) port)
+            (put-string port ":")
+            (let ([v (cdar args)])
+              (if (and (number? v) (exact? v)) (put-string port (number->string v)) (json-string v port)))
+            (loop (cdr args) #f)))
+        (put-string port "}}"))
+      (define (lane-name b)
+        (let ([p (tbuf-pool b)])
+          (cond
+            [(fx= (tbuf-tid b) 0) "OS thread 0 · main pool"]
+            [p (format "OS thread ~a · pool ~a" (tbuf-tid b) (numbered pools p))]
+            [else (format "OS thread ~a" (tbuf-tid b))])))
+      (sep)
+      (put-string port (format "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":~a,\"tid\":0,\"args\":{\"name\":" pid))
+      (json-string (if place-name (format "place ~a (pid ~a)" place-name pid)
+                       (format "spindle ~a (pid ~a)" (car (command-line)) pid))
+                   port)
+      (put-string port "}}")
+      (for-each
+        (lambda (b)
+          (let ([tid (tbuf-tid b)])
+            (when (tbuf-open-obj b) (close-run! b now))
+            (sep)
+            (put-string port (format "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":~a,\"tid\":~a,\"args\":{\"name\":" pid tid))
+            (json-string (lane-name b) port)
+            (put-string port "}}")
+            (for-each
+              (lambda (v n)
+                (do ([i 0 (fx+ i 6)]) ((fx>= i n))
+                  (let ([kind (vector-ref v i)] [ts (vector-ref v (fx+ i 1))] [dur (vector-ref v (fx+ i 2))]
+                        [x (vector-ref v (fx+ i 3))] [y (vector-ref v (fx+ i 4))] [z (vector-ref v (fx+ i 5))])
+                    (case kind
+                      [(run) (event (thread-label y) "run" "X" ts dur tid `(("thread" . ,y) ("id" . ,(id-of x y)) ("end" . ,z)))]
+                      [(park) (event "park" "thread" "i" ts #f tid `(("thread" . ,y) ("id" . ,(id-of x y)) ("reason" . ,z)))]
+                      [(wake spawn finish) (event kind "thread" "i" ts #f tid `(("thread" . ,y) ("id" . ,(id-of x y))))]
+                      [(future) (event (format "future ~a" (numbered futures x)) "future" "X" ts dur tid
+                                       `(("future" . ,(numbered futures x))))]
+                      [(future-create future-touch)
+                       (event kind "future" "i" ts #f tid
+                              `(("future" . ,(numbered futures x)) ,@(if y `(("blocked" . ,(format "~a" y))) '())))]
+                      [(place-create) (event kind "place" "i" ts #f tid `(("place" . ,x) ("module" . ,(format "~s" y))))]
+                      [(place-send place-recv) (event kind "place" "i" ts #f tid `(("size" . ,x)))]
+                      [(gc) (event "gc" "gc" "X" ts dur tid `(("bytes_before" . ,x) ("bytes_after" . ,y)))]
+                      [else (void)]))))
+              (reverse (cons (tbuf-vec b) (tbuf-chunks b)))
+              (reverse (cons (tbuf-pos b) (map vector-length (tbuf-chunks b)))))))
+        (reverse (unbox buffers)))))
+
+  (define (thread-label name) (if (number? name) (format "thread ~a" name) name))
+
+  ;; whole?: the root's file, with the places' parts merged in.
+  (define (write-file! path whole?)
+    (guard (c [#t (let ([e (console-error-port)])
+                    (display "spindle trace: cannot write " e) (display path e) (newline e))])
+      (let ([port (open-file-output-port path (file-options no-fail) (buffer-mode block) (native-transcoder))])
+        (when whole? (put-string port "{\"traceEvents\":[\n"))
+        (write-events port (getpid))
+        (when whole?
+          (for-each
+            (lambda (part)
+              (let ([text (call-with-input-file part get-string-all)])
+                (unless (or (eof-object? text) (string=? text ""))
+                  (put-string port ",\n")
+                  (put-string port text))
+                (delete-file part)))
+            (part-files path))
+          (put-string port "\n],\"displayTimeUnit\":\"ms\"}\n"))
+        (close-port port))))
+
+  (define (part-files path)
+    (let* ([slash (let loop ([i (fx- (string-length path) 1)])
+                    (cond [(fx< i 0) #f] [(char=? (string-ref path i) #\/) i] [else (loop (fx- i 1))]))]
+           [dir (if slash (substring path 0 (fx+ slash 1)) "")]
+           [base (if slash (substring path (fx+ slash 1) (string-length path)) path)]
+           [prefix (string-append base ".")])
+      (map (lambda (f) (string-append dir f))
+           (filter (lambda (f)
+                     (let ([n (string-length f)] [k (string-length prefix)])
+                       (and (fx> n (fx+ k 5))
+                            (string=? (substring f 0 k) prefix)
+                            (string=? (substring f (fx- n 5) n) ".part"))))
+                   (directory-list (if slash dir "."))))))
+
+  ;; The root writes at exit: a C exit hook runs when the program ends, by
+  ;; `exit` or by falling off its end, with the heap in place.
+  (define exit-hook
+    (and root?
+         (let ([hook (foreign-callable (lambda (arg) (write-file! trace-path #t)) (uptr) void)])
+           (lock-object hook)
+           ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
+           hook))))
