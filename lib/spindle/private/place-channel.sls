@@ -399,7 +399,14 @@
   (define (out-ring-for! e n)
     (let ([r (endpoint-out-ring e)])
       (cond
-        [(and r (eq? (ring-state r) 'active)) r]
+        [(and r (eq? (ring-state r) 'active))
+         ;; a large message on a small ring: a large ring takes over
+         (if (and (fx> n (ring-frame-limit r)) (fx< (ring-capacity r) large-ring)
+                  (queue-empty? (endpoint-out e)))
+             (begin
+               (retire-out-ring! e)
+               (and (queue-empty? (endpoint-out e)) (offer-ring! e n)))
+             r)]
         [(not (endpoint-exclusive? e)) #f]
         [else
          (endpoint-unringed-set! e (fx+ 1 (endpoint-unringed e)))
@@ -407,18 +414,23 @@
               (queue-empty? (endpoint-out e))
               (offer-ring! e n))])))
 
-  ;; With the lock held.  A retired ring is offered again once its last
-  ;; reader has read it all; one still being read is waited for (no new
-  ;; ring meanwhile).  A failure to make one (out of descriptors or
-  ;; memory) leaves the endpoint on the socket.
+  ;; With the lock held.  A retired ring large enough is offered again
+  ;; if its last reader has read it all; else a new one is made (the
+  ;; reader keeps its own mapping of the old one until it has read it).
+  ;; A failure to make one (out of descriptors or memory) leaves the
+  ;; endpoint on the socket for good.
   (define (offer-ring! e n)
-    (let ([old (endpoint-out-ring e)])
+    (let ([old (endpoint-out-ring e)] [size (if (fx>= n offer-size) large-ring small-ring)])
       (let ([r (cond
-                 [(not old)
+                 [(and old (fx>= (ring-capacity old) size) (ring-reusable? old)) (ring-reset! old) old]
+                 [(and old (eq? (ring-state old) 'retiring)) #f]
+                 [else
+                  (when old
+                    (want-room! e old #f)
+                    (ring-release! old)
+                    (endpoint-out-ring-set! e #f))
                   (guard (c [#t (endpoint-exclusive?-set! e #f) #f])
-                    (make-writer-ring 'place-channel-put (if (fx>= n offer-size) large-ring small-ring)))]
-                 [(ring-reusable? old) (ring-reset! old) old]
-                 [else #f])])
+                    (make-writer-ring 'place-channel-put size))])])
         (and r
              (let ([cap (make-bytevector 8)])
                (bytevector-u64-native-set! cap 0 (ring-capacity r))
@@ -893,6 +905,8 @@
                                      (fx< i spin-tries))
                                  (begin
                                    (yield)
+                                   ;; the writer may wait for this core
+                                   (when (and (endpoint-in-ring e) (fx= 3 (fxand i 3))) (os-yield!))
                                    (spin (fx+ i 1) (or deadline (and (endpoint-in-ring e) (fx+ (now-ns) ring-spin-ns)))))
                                  (begin
                                    (with-endpoint-lock e
