@@ -24,6 +24,11 @@
   (call/cc (lambda (k) (with-exception-handler (lambda (c) (k c)) (lambda () (thunk) #f)))))
 
 (define (get-n ep n) (let loop ([k 0] [acc '()]) (if (= k n) (reverse acc) (loop (+ k 1) (cons (place-channel-get ep) acc)))))
+;; A get that fails the test, naming what, after secs.
+(define (get/timeout ep secs what)
+  (let ([m (sync/timeout secs ep)])
+    (unless m (error 'get/timeout "nothing arrived in time" what))
+    m))
 (define (numbers ms) (map (lambda (m) (vector-ref m 1)) ms))
 (define (range from to) (if (>= from to) '() (cons from (range (+ from 1) to))))
 ;; messages from..to-1 of sender 0
@@ -133,14 +138,16 @@
   (let ([c (start 'collector)])
     (let-values ([(a b) (place-channel)])
       (put-range a 0 100)
-      (check-equal "read here" (range 0 30) (numbers (get-n b 30)))
+      (check-equal "read here" (range 0 30)
+                   (let loop ([i 0] [acc '()])
+                     (if (= i 30) (reverse acc) (loop (+ i 1) (cons (vector-ref (get/timeout b 5 (list 'here i)) 1) acc)))))
       (place-channel-put c (list 'collect b 140))
       (put-range a 100 170)
-      (check-equal "collected" (range 30 170) (place-channel-get c))
+      (check-equal "collected" (range 30 170) (get/timeout c 10 'collected))
       ;; the writer goes on over the socket, or a new ring
       (place-channel-put c (list 'collect b 50))
       (put-range a 170 220)
-      (check-equal "collected again" (range 170 220) (place-channel-get c)))
+      (check-equal "collected again" (range 170 220) (get/timeout c 10 'collected-again)))
     (stop-all c)))
 
 (test "an endpoint that wrote through a ring, sent to a place that writes on: the reader gets both, the parent's first"

@@ -106,18 +106,26 @@
     (close-fd (ring-space-efd r)))
 
   ;; ---------------------------------------------------------------- the lock
-  (define lock-patience 2000000)          ; tries, with a sched_yield every 64: seconds
+  ;; A live holder keeps the lock for nanoseconds (or, descheduled, for
+  ;; a time slice or a few): one held this long belongs to a dead process.
+  (define lock-patience-s 5)
 
   ;; #t once taken; #f if it stayed held past patience.
   (define (lock! r)
     (let ([c (ring-control r)])
-      (let loop ([i 0])
-        (cond
-          [(ftype-lock! ring-block (lock) c) #t]
-          [(fx< i lock-patience)
-           (when (fx= 0 (fxand i 63)) (os-yield!))
-           (loop (fx+ i 1))]
-          [else #f]))))
+      (or (ftype-lock! ring-block (lock) c)
+          (let loop ([i 1] [deadline #f])
+            (cond
+              [(ftype-lock! ring-block (lock) c) #t]
+              [(fx< (fxand i 1023) 1023)
+               (when (fx= 0 (fxand i 63)) (os-yield!))
+               (loop (fx+ i 1) deadline)]
+              [else
+               (let ([now (time-second (current-time 'time-monotonic))])
+                 (cond
+                   [(not deadline) (loop (fx+ i 1) (fx+ now lock-patience-s))]
+                   [(fx< now deadline) (loop (fx+ i 1) deadline)]
+                   [else #f]))])))))
 
   (define (unlock! r) (ftype-unlock! ring-block (lock) (ring-control r)))
 
