@@ -632,7 +632,9 @@
     (let ([hook (endpoint-hook e)])
       (let-values ([(frames end?)
                     (with-endpoint-lock e
-                      (if (endpoint-ended? e)
+                      ;; (a poller thread may come here after a look at
+                      ;; reading?, just as e is sent away: it reads nothing)
+                      (if (or (endpoint-ended? e) (not (endpoint-reading? e)))
                           (values '() #f)
                           (let-values ([(frames end?) (take-frames! e hang-up?)])
                             (unless hook
