@@ -37,6 +37,11 @@
 ;;;   fails and that message and the rest go over the socket, whole.
 ;;; Endpoints received in a message never offer rings (other places may
 ;;; hold and write the same endpoint), but read the rings offered to them.
+;;; Rings are 256 KB, or 4 MB when a large message asks for one (a large
+;;; message on a small ring retires it for a large one); a message over
+;;; half a ring goes in chunks.  A put that finds the ring full waits,
+;;; yielding, while the reader makes progress, then queues (puts never
+;;; wait for a reader that does not read).
 (library (spindle private place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
