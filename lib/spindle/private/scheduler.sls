@@ -695,9 +695,10 @@
                 (let ([next (queue-pop! rq #f)])
                   (spin-unlock! lock)
                   (leave-thread! w)
-                  (run-thread! w next)))))))
-    (enable-interrupts)
-    (check-requests!))
+                  (run-thread! w next))))))
+      (enable-interrupts)
+      ;; t is still the current thread: a thread resumes as itself
+      (check-requests-of! t)))
 
   (define (on-timer)
     (let ([w (worker-param)])
@@ -734,31 +735,32 @@
 
   ;; Acts on pending kill, suspend and break requests of the current thread.
   ;; Called with interrupts enabled, outside critical sections.
-  (define (check-requests!)
-    (let ([t (current-gthread)])
-      (let loop ()
-        (cond
-          [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
-          [(gthread-suspended? t)
-           (disable-interrupts)
-           (park!)
-           (enable-interrupts)
-           (loop)]
-          [(and (gthread-break-pending t) (gthread-break-enabled? t))
-           (let ([kind (gthread-break-pending t)])
-             (gthread-break-pending-set! t #f)
-             (raise
-               (condition
+  (define (check-requests!) (check-requests-of! (current-gthread)))
+
+  (define (check-requests-of! t)
+    (let loop ()
+      (cond
+        [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
+        [(gthread-suspended? t)
+         (disable-interrupts)
+         (park!)
+         (enable-interrupts)
+         (loop)]
+        [(and (gthread-break-pending t) (gthread-break-enabled? t))
+         (let ([kind (gthread-break-pending t)])
+           (gthread-break-pending-set! t #f)
+           (raise
+             (condition
+               (case kind
+                 [(hang-up) (make-break-hang-up-condition)]
+                 [(terminate) (make-break-terminate-condition)]
+                 [else (make-break-condition)])
+               (make-message-condition
                  (case kind
-                   [(hang-up) (make-break-hang-up-condition)]
-                   [(terminate) (make-break-terminate-condition)]
-                   [else (make-break-condition)])
-                 (make-message-condition
-                   (case kind
-                     [(hang-up) "hang-up break"]
-                     [(terminate) "terminate break"]
-                     [else "user break"])))))]
-          [else (void)]))))
+                   [(hang-up) "hang-up break"]
+                   [(terminate) "terminate break"]
+                   [else "user break"])))))]
+        [else (void)])))
 
   ;; Threads and pools print briefly (a thread's record graph is cyclic).
   (record-writer (record-type-descriptor gthread)
