@@ -318,7 +318,7 @@
   ;;   survivor is copied once, and the oldest generation only once the heap
   ;;   is `growth` times what it held after its last collection (each such
   ;;   collection costs a copy of the live heap: paced geometrically, they
-  ;;   add a fraction of the final heap).  growth starts at 4 and doubles
+  ;;   add a fraction of the final heap).  growth starts at 4 and grows 4x
   ;;   (to 64 at most) each time a collection of the oldest generation frees
   ;;   less than a quarter of the heap, and returns to 4 when one frees more;
   ;; - otherwise the radix rule, except that the oldest generation waits
@@ -350,7 +350,7 @@
         (set! gc-growing? (> (* 8 (- after gc-after)) (- before gc-after)))
         (set! gc-after after)
         (when (fx= g maxg)
-          (set! gc-growth (if (> (* 4 after) (* 3 before)) (fxmin 64 (fx* 2 gc-growth)) 4))
+          (set! gc-growth (if (> (* 4 after) (* 3 before)) (fxmin 64 (fx* 4 gc-growth)) 4))
           (set! gc-full-after after)))
       (when gc-debug
         (fprintf (console-error-port) "gc g=~a ~a ms heap ~a MB\n" g (- (real-time) t0)
