@@ -694,7 +694,10 @@
                 (queue-push! rq t)
                 (let ([next (queue-pop! rq #f)])
                   (spin-unlock! lock)
-                  (leave-thread! w)
+                  ;; leave-thread! without what run-thread! redoes at once
+                  ;; (the timer and the worker's current thread)
+                  (when tracing? (trace-run-end!))
+                  (count-switch! w)
                   (run-thread! w next))))))
       (enable-interrupts)
       ;; t is still the current thread: a thread resumes as itself
