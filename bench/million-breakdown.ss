@@ -23,7 +23,7 @@
     (for-each thread-wait ts)
     (let ([s2 (statistics)] [t2 (real-time)])
       (define (gc a b) (let ([d (time-difference (sstats-gc-real b) (sstats-gc-real a))]) (+ (* 1000 (time-second d)) (quotient (time-nanosecond d) 1000000))))
-      (printf "total ~a ms; spawn+park ~a ms (gc ~a, ~a colls, ~a B/thread alloc); release ~a ms (gc ~a); rss ~a MB\n"
+      (printf "total ~a ms; spawn+park ~a ms (gc ~a, ~a colls, ~a B/thread alloc); release ~a ms (gc ~a, ~a B/thread alloc); rss ~a MB\n"
               (- t2 t0) (- t1 t0) (gc s0 s1) (- (sstats-gc-count s1) (sstats-gc-count s0))
               (quotient (- (sstats-bytes s1) (sstats-bytes s0)) n)
-              (- t2 t1) (gc s1 s2) rss))))
+              (- t2 t1) (gc s1 s2) (quotient (- (sstats-bytes s2) (sstats-bytes s1)) n) rss))))

@@ -250,13 +250,17 @@
                    (when tm (cancel-timer! tm)))
                  (gthread-syncer-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
-                   (let ([tok (vector-ref tokens i)])
-                     (when tok
-                       (let ([p (branch-prim (vector-ref bv i))])
-                         ((prim-evt-cancel p) p tok)))))
+                   (cancel! (branch-prim (vector-ref bv i)) (vector-ref tokens i)))
                  s))]
           [(eq? (attempt j #f) #t) s]
           [else (poll (fx+ j 1))]))))
+
+  ;; Takes back a registration (tok: what p's attempt returned when asked to
+  ;; register).  A waiter the committing partner already dequeued (the usual
+  ;; case) needs no visit to p's lock.
+  (define (cancel! p tok)
+    (unless (or (not tok) (eq? tok #t) (queue-node-unlinked? tok))
+      ((prim-evt-cancel p) p tok)))
 
   ;; Parks t until s is done (committed by a partner, a timer, or here when
   ;; a kill, break or suspend request is pending).  Interrupts disabled.
@@ -298,7 +302,7 @@
           (let ([tok ((prim-evt-attempt p) p s 0 #t)])
             (park-until-done! t s p)
             (gthread-syncer-set! t #f)
-            (when (and tok (not (eq? tok #t))) ((prim-evt-cancel p) p tok))))
+            (cancel! p tok)))
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
             (begin (check-requests!) (sync-prim p))
