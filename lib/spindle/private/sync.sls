@@ -11,7 +11,8 @@
     choice-evt wrap-evt handle-evt handle-evt? guard-evt nack-guard-evt
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
-    register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!)
+    register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!
+    sync-prim)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
           (spindle private evt-core) (only (spindle private trace) tracing? trace-park-reason!))
 
@@ -265,14 +266,19 @@
   ;; Parks t until s is done (committed by a partner, a timer, or here when
   ;; a kill, break or suspend request is pending).  Interrupts disabled.
   ;; what: the branch vector, or the one primitive evt, for the trace.
-  (define (park-until-done! t s what)
-    (let wait ()
-      (unless (syncer-done? s)
-        (when (requests-pending? t) (commit-one! s 'interrupted '()))
-        (unless (syncer-done? s)
-          (when tracing? (trace-park-reason! (park-reason what)))
-          (park!)
-          (wait)))))
+  ;; A macro, not a procedure: every frame live at a park becomes a
+  ;; continuation object of its own (64 bytes and a stack piece a parked
+  ;; thread keeps), so the park path has as few frames as it can.
+  (define-syntax park-until-done!
+    (syntax-rules ()
+      [(_ t s what)
+       (let wait ()
+         (unless (syncer-done? s)
+           (when (requests-pending? t) (commit-one! s 'interrupted '()))
+           (unless (syncer-done? s)
+             (when tracing? (trace-park-reason! (park-reason what)))
+             (park!)
+             (wait))))]))
 
   ;; What a thread parked in sync waits on, for the trace.
   (define (park-reason what)
@@ -293,7 +299,9 @@
   ;; (sync p) for one primitive evt, no timeout: what sync-evts does, without
   ;; its branch vector, NACK box and closures (a channel round trip is four
   ;; of these, a parked thread keeps one).
-  (define (sync-prim p)
+  ;; void?: return (void), not p's result (semaphore-wait tail-calls this,
+  ;; one frame fewer in a parked thread).
+  (define (sync-prim p void?)
     (let ([t (current-gthread)])
       (disable-interrupts)
       (let ([s (make-syncer t)])
@@ -305,8 +313,8 @@
             (cancel! p tok)))
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
-            (begin (check-requests!) (sync-prim p))
-            (apply values (syncer-result s))))))
+            (begin (check-requests!) (sync-prim p void?))
+            (if void? (void) (apply values (syncer-result s)))))))
 
   ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
   ;; random shares one state among all OS threads.
@@ -434,7 +442,7 @@
 
   (define (sync . evts)
     (if (and (pair? evts) (null? (cdr evts)) (prim-evt? (car evts)))
-        (sync-prim (car evts))
+        (sync-prim (car evts) #f)
         (sync-evts 'sync evts #f #f (lambda () (assert #f)))))
 
   (define (timeout->deadline who timeout)
