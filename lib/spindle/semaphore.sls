@@ -161,7 +161,7 @@
         (let ([n (unbox b)])
           (if (fx> n 0)
               (unless (box-cas! b n (fx- n 1)) (loop))
-              (begin (sync sem) (void)))))))
+              (sync-prim sem #t))))))   ; a tail call: one frame fewer when parked
 
   (define (semaphore-wait/enable-break sem)
     (check 'semaphore-wait/enable-break sem)

@@ -33,6 +33,7 @@
             keep? quiet?             ; keep results; print nothing on failure
             death                    ; box: #f, then the death latch or 'dead (see dead-latch)
             (mutable thread)
+            (mutable body)           ; the thunk until it starts, its escape while it runs, then #f
             ;; made on first use, under data-lock: most threads never need them
             (mutable mailbox) (mutable suspend-latch) (mutable resume-latch)
             (mutable specific)       ; SRFI-18 thread-specific
@@ -41,8 +42,8 @@
 
   (define (latch-itself l) l)
 
-  (define (new-tdata keep? quiet? t)
-    (make-tdata 'running '() keep? quiet? (box #f) t #f #f #f #f '()))
+  (define (new-tdata keep? quiet? t thunk)
+    (make-tdata 'running '() keep? quiet? (box #f) t thunk #f #f #f #f '()))
 
   ;; The death latch is made only when someone waits (a million parked
   ;; threads nobody waits for keep no latch).  death moves by CAS from #f to
@@ -101,7 +102,7 @@
     (or (gthread-data t)
         (with-data-lock
           (or (gthread-data t)
-              (let ([d (new-tdata #f #f t)])
+              (let ([d (new-tdata #f #f t #f)])
                 (gthread-finisher-set! t
                   (if (eq? (gthread-name t) 'main)
                       (lambda (outcome) (exit 0))
@@ -173,24 +174,40 @@
   (define (finish-current-thread! outcome)
     (let ([t (current-gthread)]) (finish-thread! t (gthread-data t) outcome '())))
 
-  (define (thread-body thunk d)
-    (lambda (t)
-      (let ([r (call/cc
-                 (lambda (k)
-                   ;; the handler is in place before interrupts are enabled:
-                   ;; a break that came before the start (or a preemption
-                   ;; that delivers one) must end this thread, not reach the
-                   ;; OS thread's base handler
-                   (current-exception-state
-                     (create-exception-state
-                       (lambda (c)
-                         (unless (tdata-quiet? d) (report-failure t c))
-                         (k (cons 'failed c)))))
-                   (enable-interrupts)
-                   (check-requests!)
-                   (call-with-values thunk
-                     (lambda vals (cons 'ok (if (tdata-keep? d) vals (list (void))))))))])
-        (finish-thread! t d (car r) (cdr r)))))
+  ;; Every thread made here starts with this procedure, the handler of
+  ;; thread-exception-state and thread-values: none of them is a closure of
+  ;; the thread's, so a parked thread keeps fewer objects (a million of them
+  ;; are copied by each collection that moves them).
+  (define (run-thread-body t)
+    (let* ([d (gthread-data t)]
+           [r (call/cc
+                (lambda (k)
+                  (let ([thunk (tdata-body d)])
+                    (tdata-body-set! d k)
+                    ;; the handler is in place before interrupts are enabled:
+                    ;; a break that came before the start (or a preemption
+                    ;; that delivers one) must end this thread, not reach the
+                    ;; OS thread's base handler
+                    (current-exception-state thread-exception-state)
+                    (enable-interrupts)
+                    (check-requests!)
+                    (call-with-values thunk thread-values))))])
+      (tdata-body-set! d #f)
+      (finish-thread! t d (car r) (cdr r))))
+
+  (define (thread-values . vals)
+    (cons 'ok (if (tdata-keep? (gthread-data (current-gthread))) vals (list (void)))))
+
+  ;; A raise that no handler of the thread's takes ends the thread (through
+  ;; its escape, so that dynamic-wind exits run).  Shared by every thread.
+  (define thread-exception-state
+    (create-exception-state
+      (lambda (c)
+        (let* ([t (current-gthread)] [d (gthread-data t)] [k (tdata-body d)])
+          (unless (tdata-quiet? d) (report-failure t c))
+          (if (procedure? k)
+              (k (cons 'failed c))
+              (finish-thread! t d 'failed c))))))   ; raised while ending
 
   (define name-counter (box 0))
   (define (next-name)
@@ -208,12 +225,12 @@
                 [(eq? pool 'own) (make-pool 1 #f)]
                 [(parallel-thread-pool? pool) pool]
                 [else (assertion-violation who "expected #f, 'own or a parallel thread pool" pool)])]
-           [d (new-tdata keep? quiet? #f)]
+           [d (new-tdata keep? quiet? #f thunk)]
            [creator (current-gthread)]
            [t (spawn! p (or name (next-name))
                       (snapshot-parameterization
                         (or (gthread-params creator) empty-parameterization))
-                      (thread-body thunk d) #f)])
+                      run-thread-body #f)])
       (tdata-thread-set! d t)
       (gthread-data-set! t d)
       (gthread-finisher-set! t finish-current-thread!)
@@ -353,7 +370,7 @@
              ;; on the monotonic clock: a wall-clock step never changes the wait
              (begin (sync (alarm-evt (fl+ (monotonic-ms) (* 1000. secs)) #t)) (void))))]))
 
-  (define (yield) (current-thread) (yield!))
+  (define (yield) (yield!))
 
   ;; ---------------------------------------------------------------- mailboxes
   (define (raise-not-running t)

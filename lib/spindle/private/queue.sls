@@ -3,7 +3,8 @@
 ;;; Not thread-safe: every owner guards it with its own lock.
 (library (spindle private queue)
   (export make-queue queue? queue-empty? queue-length
-          queue-push! queue-push-front! queue-pop! queue-remove! queue-clear! queue->list)
+          queue-push! queue-push-front! queue-pop! queue-remove! queue-clear! queue->list
+          queue-node-unlinked?)
   (import (chezscheme))
 
   ;; A node is linked iff its queue field is the queue holding it.
@@ -54,6 +55,10 @@
   ;; Unlinks node n if it is still in q; harmless otherwise.
   (define (queue-remove! q n)
     (when (eq? (node-owner n) q) (unlink! q n)))
+
+  ;; #t for a node no queue holds any more.  Safe without the owner's lock:
+  ;; a node is linked once, then unlinked once, never linked again.
+  (define (queue-node-unlinked? v) (and (node? v) (not (node-owner v))))
 
   (define (queue-clear! q)
     (let loop () (unless (queue-empty? q) (queue-pop! q #f) (loop))))

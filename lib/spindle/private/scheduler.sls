@@ -318,7 +318,7 @@
   ;;   survivor is copied once, and the oldest generation only once the heap
   ;;   is `growth` times what it held after its last collection (each such
   ;;   collection costs a copy of the live heap: paced geometrically, they
-  ;;   add a fraction of the final heap).  growth starts at 4 and doubles
+  ;;   add a fraction of the final heap).  growth starts at 4 and grows 4x
   ;;   (to 64 at most) each time a collection of the oldest generation frees
   ;;   less than a quarter of the heap, and returns to 4 when one frees more;
   ;; - otherwise the radix rule, except that the oldest generation waits
@@ -350,7 +350,7 @@
         (set! gc-growing? (> (* 8 (- after gc-after)) (- before gc-after)))
         (set! gc-after after)
         (when (fx= g maxg)
-          (set! gc-growth (if (> (* 4 after) (* 3 before)) (fxmin 64 (fx* 2 gc-growth)) 4))
+          (set! gc-growth (if (> (* 4 after) (* 3 before)) (fxmin 64 (fx* 4 gc-growth)) 4))
           (set! gc-full-after after)))
       (when gc-debug
         (fprintf (console-error-port) "gc g=~a ~a ms heap ~a MB\n" g (- (real-time) t0)
@@ -694,10 +694,14 @@
                 (queue-push! rq t)
                 (let ([next (queue-pop! rq #f)])
                   (spin-unlock! lock)
-                  (leave-thread! w)
-                  (run-thread! w next)))))))
-    (enable-interrupts)
-    (check-requests!))
+                  ;; leave-thread! without what run-thread! redoes at once
+                  ;; (the timer and the worker's current thread)
+                  (when tracing? (trace-run-end!))
+                  (count-switch! w)
+                  (run-thread! w next))))))
+      (enable-interrupts)
+      ;; t is still the current thread: a thread resumes as itself
+      (check-requests-of! t)))
 
   (define (on-timer)
     (let ([w (worker-param)])
@@ -734,31 +738,32 @@
 
   ;; Acts on pending kill, suspend and break requests of the current thread.
   ;; Called with interrupts enabled, outside critical sections.
-  (define (check-requests!)
-    (let ([t (current-gthread)])
-      (let loop ()
-        (cond
-          [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
-          [(gthread-suspended? t)
-           (disable-interrupts)
-           (park!)
-           (enable-interrupts)
-           (loop)]
-          [(and (gthread-break-pending t) (gthread-break-enabled? t))
-           (let ([kind (gthread-break-pending t)])
-             (gthread-break-pending-set! t #f)
-             (raise
-               (condition
+  (define (check-requests!) (check-requests-of! (current-gthread)))
+
+  (define (check-requests-of! t)
+    (let loop ()
+      (cond
+        [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
+        [(gthread-suspended? t)
+         (disable-interrupts)
+         (park!)
+         (enable-interrupts)
+         (loop)]
+        [(and (gthread-break-pending t) (gthread-break-enabled? t))
+         (let ([kind (gthread-break-pending t)])
+           (gthread-break-pending-set! t #f)
+           (raise
+             (condition
+               (case kind
+                 [(hang-up) (make-break-hang-up-condition)]
+                 [(terminate) (make-break-terminate-condition)]
+                 [else (make-break-condition)])
+               (make-message-condition
                  (case kind
-                   [(hang-up) (make-break-hang-up-condition)]
-                   [(terminate) (make-break-terminate-condition)]
-                   [else (make-break-condition)])
-                 (make-message-condition
-                   (case kind
-                     [(hang-up) "hang-up break"]
-                     [(terminate) "terminate break"]
-                     [else "user break"])))))]
-          [else (void)]))))
+                   [(hang-up) "hang-up break"]
+                   [(terminate) "terminate break"]
+                   [else "user break"])))))]
+        [else (void)])))
 
   ;; Threads and pools print briefly (a thread's record graph is cyclic).
   (record-writer (record-type-descriptor gthread)

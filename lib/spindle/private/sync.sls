@@ -11,7 +11,8 @@
     choice-evt wrap-evt handle-evt handle-evt? guard-evt nack-guard-evt
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
-    register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!)
+    register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!
+    sync-prim)
   (import (chezscheme) (spindle private queue) (spindle private scheduler)
           (spindle private evt-core) (only (spindle private trace) tracing? trace-park-reason!))
 
@@ -250,25 +251,34 @@
                    (when tm (cancel-timer! tm)))
                  (gthread-syncer-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
-                   (let ([tok (vector-ref tokens i)])
-                     (when tok
-                       (let ([p (branch-prim (vector-ref bv i))])
-                         ((prim-evt-cancel p) p tok)))))
+                   (cancel! (branch-prim (vector-ref bv i)) (vector-ref tokens i)))
                  s))]
           [(eq? (attempt j #f) #t) s]
           [else (poll (fx+ j 1))]))))
 
+  ;; Takes back a registration (tok: what p's attempt returned when asked to
+  ;; register).  A waiter the committing partner already dequeued (the usual
+  ;; case) needs no visit to p's lock.
+  (define (cancel! p tok)
+    (unless (or (not tok) (eq? tok #t) (queue-node-unlinked? tok))
+      ((prim-evt-cancel p) p tok)))
+
   ;; Parks t until s is done (committed by a partner, a timer, or here when
   ;; a kill, break or suspend request is pending).  Interrupts disabled.
   ;; what: the branch vector, or the one primitive evt, for the trace.
-  (define (park-until-done! t s what)
-    (let wait ()
-      (unless (syncer-done? s)
-        (when (requests-pending? t) (commit-one! s 'interrupted '()))
-        (unless (syncer-done? s)
-          (when tracing? (trace-park-reason! (park-reason what)))
-          (park!)
-          (wait)))))
+  ;; A macro, not a procedure: every frame live at a park becomes a
+  ;; continuation object of its own (64 bytes and a stack piece a parked
+  ;; thread keeps), so the park path has as few frames as it can.
+  (define-syntax park-until-done!
+    (syntax-rules ()
+      [(_ t s what)
+       (let wait ()
+         (unless (syncer-done? s)
+           (when (requests-pending? t) (commit-one! s 'interrupted '()))
+           (unless (syncer-done? s)
+             (when tracing? (trace-park-reason! (park-reason what)))
+             (park!)
+             (wait))))]))
 
   ;; What a thread parked in sync waits on, for the trace.
   (define (park-reason what)
@@ -289,7 +299,9 @@
   ;; (sync p) for one primitive evt, no timeout: what sync-evts does, without
   ;; its branch vector, NACK box and closures (a channel round trip is four
   ;; of these, a parked thread keeps one).
-  (define (sync-prim p)
+  ;; void?: return (void), not p's result (semaphore-wait tail-calls this,
+  ;; one frame fewer in a parked thread).
+  (define (sync-prim p void?)
     (let ([t (current-gthread)])
       (disable-interrupts)
       (let ([s (make-syncer t)])
@@ -298,11 +310,11 @@
           (let ([tok ((prim-evt-attempt p) p s 0 #t)])
             (park-until-done! t s p)
             (gthread-syncer-set! t #f)
-            (when (and tok (not (eq? tok #t))) ((prim-evt-cancel p) p tok))))
+            (cancel! p tok)))
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
-            (begin (check-requests!) (sync-prim p))
-            (apply values (syncer-result s))))))
+            (begin (check-requests!) (sync-prim p void?))
+            (if void? (void) (apply values (syncer-result s)))))))
 
   ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
   ;; random shares one state among all OS threads.
@@ -430,7 +442,7 @@
 
   (define (sync . evts)
     (if (and (pair? evts) (null? (cdr evts)) (prim-evt? (car evts)))
-        (sync-prim (car evts))
+        (sync-prim (car evts) #f)
         (sync-evts 'sync evts #f #f (lambda () (assert #f)))))
 
   (define (timeout->deadline who timeout)
