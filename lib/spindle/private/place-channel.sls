@@ -16,16 +16,45 @@
 ;;; The process's I/O poller (spindle private poller) watches the sockets:
 ;;; a worker with nothing to run sleeps in it, busy workers look at it on
 ;;; each timer tick.
+;;;
+;;; Shared-memory rings (spindle private shm-ring).  An endpoint made in
+;;; this process and never sent away (`exclusive?`: it is the only writer
+;;; of its direction) offers its peer a ring once the channel is busy (after
+;;; offer-after messages, or at once for a large one): an offer frame (kind
+;;; 2) on the socket carries the ring's memfd and its two eventfds.  From
+;;; then on its messages without descriptors go into the ring, written once,
+;;; with no system call while the reader is awake; the socket keeps
+;;; descriptor passing and end-of-stream.  Order is kept because each side
+;;; reads one source at a time:
+;;; - the reader takes socket frames up to the offer, then only the ring
+;;;   (the socket is paused) until the ring ends: a retire frame in it, a
+;;;   hang-up of the socket (the writer is gone: the ring is drained first),
+;;;   or the reader giving it up;
+;;; - the writer retires its ring (retire frame, queued in order) before a
+;;;   message with descriptors and when its endpoint is sent away; an
+;;;   endpoint sent away closes the ring it reads (ring-close!, then drains
+;;;   it into the frames that travel with it), so the writer's next publish
+;;;   fails and that message and the rest go over the socket, whole.
+;;; Endpoints received in a message never offer rings (other places may
+;;; hold and write the same endpoint), but read the rings offered to them.
+;;; Rings are 256 KB, or 4 MB when a large message asks for one (a large
+;;; message on a small ring retires it for a large one); a message over
+;;; half a ring goes in chunks.  A put that finds the ring full waits,
+;;; yielding, while the reader makes progress, then queues (puts never
+;;; wait for a reader that does not read).
 (library (spindle private place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
   (import (chezscheme) (spindle private unix) (spindle private queue) (spindle private buffer-pool)
+          (spindle private shm-ring)
+          (only (spindle private posix-io) eventfd-drain! eventfd-signal!)
           (only (spindle private poller) watch-level! change-level! unwatch-level!)
           (only (spindle async-channel) make-async-channel async-channel-get
                 async-channel-try-get async-channel-push-back! async-channel-take-all!)
           (only (spindle thread) yield)
+          (only (spindle private ffi) os-yield!)
           (only (spindle private sync) wrap-evt guard-evt))
 
   (define header-size 16)
@@ -52,12 +81,20 @@
             (mutable quiet?)
             (mutable parked)         ; getters parked on the inbox (may overcount)
             (mutable evt-used?)
-            (mutable interest))      ; the epoll mask now registered
+            (mutable interest)       ; the epoll mask now registered
+            ;; shared-memory rings (see the top of the file)
+            (mutable exclusive?)     ; may offer rings: made here, never sent away
+            (mutable out-ring)       ; the ring this endpoint writes, or #f
+            (mutable unringed)       ; messages sent since it had an active ring
+            (mutable in-ring)        ; the active ring this endpoint reads, or #f
+            (mutable area-paused?)   ; socket parsing stopped at an offer
+            (mutable large))         ; #(buffer size got raw?): a ring message in chunks
     (protocol
       (lambda (new)
         (lambda (fd)
           (new fd (make-mutex) (make-queue) (make-async-channel) #f #f #f #f
-               (malloc read-area) 0 #f 0 0 '() #f 0 #f 0))))
+               (malloc read-area) 0 #f 0 0 '() #f 0 #f 0
+               #f #f 0 #f #f #f))))
     (nongenerative spindle-place-endpoint-v1) (sealed #t))
 
   ;; A pending frame: foreign buffer, its size, bytes sent, descriptor
@@ -95,7 +132,10 @@
               (when (and w (or (eq? (car w) e) (bwp-object? (car w))))
                 (hashtable-delete! by-inode ino)))
             (close-fd (endpoint-fd e))
-            (free (endpoint-header e)))
+            (free (endpoint-header e))
+            (let ([r (endpoint-out-ring e)]) (when r (ring-release! r)))
+            (let ([r (endpoint-in-ring e)]) (when r (ring-release! r)))
+            (let ([l (endpoint-large e)]) (when l (buffer-free (vector-ref l 0) (vector-ref l 1)))))
           (loop)))))
 
   (define (track! ep)
@@ -122,7 +162,8 @@
   ;; delivered (see endpoint-take-unread!); parsed before the socket.
   (define descriptor->endpoint
     (case-lambda
-      [(fd) (descriptor->endpoint fd #f '())]
+      ;; a descriptor made here, for this endpoint alone
+      [(fd) (let ([e (descriptor->endpoint fd #f '())]) (endpoint-exclusive?-set! e #t) e)]
       [(fd unread unread-fds)
        (let* ([known (endpoint-of-inode (descriptor-inode fd))]
               [e (or known (begin (set-nonblocking! fd) (track! (make-endpoint fd))))])
@@ -146,17 +187,28 @@
   (define registered-lock (make-mutex))
 
   (define (endpoint-event! e mask)
-    (when (fxlogtest mask epoll-out) (flush! e))
-    (cond
-      [(endpoint-reading? e)
-       (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (pull! e))]
-      ;; a write-only registration whose peer is gone
-      [(fxlogtest mask epoll-hangup-mask) (flush! e) (unregister! e)]))
+    (let ([hang-up? (fxlogtest mask epoll-hangup-mask)])
+      ;; every peer end is closed: nobody reads the ring this writes
+      (when hang-up?
+        (with-endpoint-lock e
+          (let ([r (endpoint-out-ring e)]) (when r (ring-state-set! r 'dead)))))
+      (when (or hang-up? (fxlogtest mask epoll-out)) (flush! e))
+      (cond
+        [(endpoint-reading? e)
+         (when (fxlogtest mask (fxior epoll-in epoll-hangup-mask)) (pull! e hang-up?))]
+        ;; a write-only registration whose peer is gone
+        [hang-up? (unregister! e)])))
 
   ;; With the endpoint lock held: the epoll interest that matches its state.
+  ;; The ring read here asks its writer for wake-ups when the socket would
+  ;; be watched (a getter may park); frames that came before that are
+  ;; pulled by the poller at once.
   (define (update-interest! e)
-    (let ([mask (fxior (if (and (endpoint-reading? e) (not (endpoint-quiet? e))) epoll-in 0)
-                       (if (endpoint-writing? e) epoll-out 0))])
+    (let* ([in? (and (endpoint-reading? e) (not (endpoint-quiet? e)))]
+           [mask (fxior (if in? epoll-in 0) (if (endpoint-writing? e) epoll-out 0))]
+           [r (endpoint-in-ring e)])
+      (when (and r (ring-want-data! r in?) in?)
+        (eventfd-signal! (ring-data-efd r)))
       (unless (fx= mask (endpoint-interest e))
         (endpoint-interest-set! e mask)
         (change-level! (endpoint-fd e) mask))))
@@ -195,6 +247,14 @@
   ;; descriptors that carried them; the receiver of e parses them first.
   (define (endpoint-take-unread! e)
     (with-endpoint-lock e
+      ;; rings: other places may now write and read this endpoint
+      (endpoint-exclusive?-set! e #f)
+      (retire-out-ring! e)
+      (let ([r (endpoint-in-ring e)])
+        (when r
+          (ring-close! r)
+          (for-each (lambda (f) (async-channel-push-back! (endpoint-inbox e) f))
+                    (reverse (pull-ring! e '() #t)))))
       (when (endpoint-reading? e)
         (endpoint-reading?-set! e #f)
         (update-interest! e))
@@ -237,6 +297,7 @@
          (let ([bv (make-bytevector hgot)])
            (memcpy-to-bytevector! bv (endpoint-header e) hgot)
            (endpoint-header-got-set! e 0)
+           (endpoint-area-paused?-set! e #f)
            bv)]
         [else #f])))
 
@@ -258,62 +319,279 @@
   ;; ---------------------------------------------------------------- sending
   ;; Sends the frame of payload bv with the descriptors of owners
   ;; (endpoints or shared vectors, by their fd), then closes close-after.
+  ;; A message without descriptors goes into the ring when there is one.
   (define (endpoint-send! e bv raw? owner-fds owners close-after)
+    (when (fx> (length owner-fds) (fx* max-fds-per-message header-size))
+      (assertion-violation 'place-channel-put "too many channels and shared vectors in one message"
+                           (length owner-fds)))
+    (if (and (null? owner-fds) (null? close-after))
+        ;; A full ring makes the put wait (yielding) while its reader
+        ;; makes progress, then queue: no copy, no kick while both run.
+        (let wait ([deadline #f] [seen #f])
+          (let ([head (with-endpoint-lock e (send-plain! e bv raw? (or (not deadline) (fx< (now-ns) deadline))))])
+            (when head
+              (yield)
+              (os-yield!)
+              (wait (if (eqv? head seen) deadline (fx+ (now-ns) full-patience-ns)) head))))
+        (let ([p (socket-frame bv (if raw? 1 0) owner-fds owners close-after)])
+          (with-endpoint-lock e
+            (retire-out-ring! e)
+            (queue-frame! e p)))))
+
+  ;; A pending socket frame of payload bv.
+  (define (socket-frame bv kind owner-fds owners close-after)
     (let* ([n (bytevector-length bv)]
            [size (fx+ header-size n)]
            [buf (buffer-alloc size)])
-      (when (fx> (length owner-fds) (fx* max-fds-per-message header-size))
-        (buffer-free buf size)
-        (assertion-violation 'place-channel-put "too many channels and shared vectors in one message"
-                             (length owner-fds)))
       (foreign-set! 'unsigned-64 buf 0 n)
       (foreign-set! 'unsigned-32 buf 8 (length owner-fds))
-      (foreign-set! 'unsigned-32 buf 12 (if raw? 1 0))
+      (foreign-set! 'unsigned-32 buf 12 kind)
       (memcpy-from-bytevector! (+ buf header-size) bv n)
-      (let ([p (make-pending buf size 0 owners owner-fds close-after)])
-        (with-endpoint-lock e
-          ;; a non-empty queue is already being drained (EPOLLOUT armed)
-          (let ([idle? (queue-empty? (endpoint-out e))])
-            (queue-push! (endpoint-out e) p)
-            (when idle? (drain! e)))))))
+      (make-pending buf size 0 owners owner-fds close-after)))
+
+  ;; With the lock held.
+  (define (queue-frame! e p)
+    ;; a non-empty queue is already being drained (EPOLLOUT armed, or a
+    ;; ring's room awaited)
+    (let ([idle? (queue-empty? (endpoint-out e))])
+      (queue-push! (endpoint-out e) p)
+      (when idle? (drain! e))))
+
+  ;; A message for a ring, queued: its payload in a frame buffer (the
+  ;; sender's bytevector may change after the put).  sent: payload bytes
+  ;; published, -1 while the header of a chunked message is not.  kind
+  ;; 'retire: the retire frame, no payload.
+  (define-record-type ring-item
+    (fields ring kind buffer size raw? (mutable sent))
+    (nongenerative spindle-place-ring-item-v1) (sealed #t))
+
+  (define offer-after 8)                  ; messages before a busy channel gets a ring
+  (define offer-size (* 64 1024))         ; a message this large gets one at once
+  (define small-ring (* 256 1024))        ; ring sizes (powers of 2)
+  (define large-ring (* 4 1024 1024))
+  (define offer-kind 2)                   ; socket frame kind of an offer
+
+  ;; How long a put that finds the ring full waits with no progress of its
+  ;; reader before it queues its message.
+  (define full-patience-ns 2000000)
+
+  (define (now-ns)
+    (let ([t (current-time 'time-monotonic)])
+      (fx+ (fx* (time-second t) 1000000000) (time-nanosecond t))))
+
+  ;; With the lock held.  Returns #f once sent or queued, or, if wait? and
+  ;; a message that fits the ring finds it full, the reader's position
+  ;; seen (the caller tries again soon).
+  (define (send-plain! e bv raw? wait?)
+    (let* ([n (bytevector-length bv)] [r (out-ring-for! e n)] [q (endpoint-out e)])
+      (cond
+        [(not r) (queue-frame! e (socket-frame bv (if raw? 1 0) '() '() '())) #f]
+        [(and (queue-empty? q) (fx<= n (ring-frame-limit r)))
+         (case (ring-put! r frame-message (if raw? 1 0) n (lambda (a) (memcpy-from-bytevector! a bv n)))
+           [(ok) #f]
+           [(closed) (ring-state-set! r 'dead) (queue-ring-item! e r bv n raw?)]
+           [else (if wait? (ring-head-seen r) (queue-ring-item! e r bv n raw?))])]
+        [else (queue-ring-item! e r bv n raw?)])))
+
+  (define (queue-ring-item! e r bv n raw?)
+    (let ([buf (buffer-alloc n)])
+      (memcpy-from-bytevector! buf bv n)
+      (queue-frame! e (make-ring-item r 'message buf n raw? (if (fx> n (ring-frame-limit r)) -1 0)))
+      #f))
+
+  ;; With the lock held: the active ring to write a message of n bytes
+  ;; into, offering one if the channel is busy; or #f.
+  (define (out-ring-for! e n)
+    (let ([r (endpoint-out-ring e)])
+      (cond
+        [(and r (eq? (ring-state r) 'active))
+         ;; a large message on a small ring: a large ring takes over
+         (if (and (fx> n (ring-frame-limit r)) (fx< (ring-capacity r) large-ring)
+                  (queue-empty? (endpoint-out e)))
+             (begin
+               (retire-out-ring! e)
+               (and (queue-empty? (endpoint-out e)) (offer-ring! e n)))
+             r)]
+        [(not (endpoint-exclusive? e)) #f]
+        [else
+         (endpoint-unringed-set! e (fx+ 1 (endpoint-unringed e)))
+         (and (or (fx>= (endpoint-unringed e) offer-after) (fx>= n offer-size))
+              (queue-empty? (endpoint-out e))
+              (offer-ring! e n))])))
+
+  ;; With the lock held.  A retired ring large enough is offered again
+  ;; if its last reader has read it all; else a new one is made (the
+  ;; reader keeps its own mapping of the old one until it has read it).
+  ;; A failure to make one (out of descriptors or memory) leaves the
+  ;; endpoint on the socket for good.
+  (define (offer-ring! e n)
+    (let ([old (endpoint-out-ring e)] [size (if (fx>= n offer-size) large-ring small-ring)])
+      (let ([r (cond
+                 [(and old (fx>= (ring-capacity old) size) (ring-reusable? old)) (ring-reset! old) old]
+                 [(and old (eq? (ring-state old) 'retiring)) #f]
+                 [else
+                  (when old
+                    (want-room! e old #f)
+                    (ring-release! old)
+                    (endpoint-out-ring-set! e #f))
+                  (guard (c [#t (endpoint-exclusive?-set! e #f) #f])
+                    (make-writer-ring 'place-channel-put size))])])
+        (and r
+             (let ([cap (make-bytevector 8)])
+               (bytevector-u64-native-set! cap 0 (ring-capacity r))
+               (endpoint-out-ring-set! e r)
+               (endpoint-unringed-set! e 0)
+               (queue-frame! e (socket-frame cap offer-kind
+                                             (list (ring-memfd r) (ring-data-efd r) (ring-space-efd r))
+                                             '() '()))
+               r)))))
+
+  ;; With the lock held: the active ring (if any) ends after what is queued.
+  (define (retire-out-ring! e)
+    (let ([r (endpoint-out-ring e)])
+      (when (and r (eq? (ring-state r) 'active))
+        (ring-state-set! r 'retiring)
+        (queue-frame! e (make-ring-item r 'retire 0 0 #f 0)))))
 
   (define (discard! p)
-    (for-each close-fd (pending-close-after p))
-    (buffer-free (pending-buffer p) (pending-size p)))
+    (if (ring-item? p)
+        (free-item! p)
+        (begin
+          (for-each close-fd (pending-close-after p))
+          (buffer-free (pending-buffer p) (pending-size p)))))
+
+  (define (free-item! p)
+    (when (eq? (ring-item-kind p) 'message)
+      (buffer-free (ring-item-buffer p) (ring-item-size p))))
 
   ;; With the endpoint lock held: writes queued frames until the socket is
-  ;; full, then arms EPOLLOUT.  A vanished peer drops everything queued.
-  ;; A send carries at most max-fds-per-message descriptors; while more
-  ;; remain it sends one byte, so each batch rides on bytes of the header.
+  ;; full, then arms EPOLLOUT, or until the ring is, then asks for a kick
+  ;; when the reader makes room.  A vanished peer drops everything queued.
   (define (drain! e)
     (let ([q (endpoint-out e)])
       (let loop ()
         (let ([p (queue-pop! q #f)])
           (when p
-            (let* ([fds (pending-fds p)]
-                   [more? (fx> (length fds) max-fds-per-message)]
-                   [batch (if more? (list-head fds max-fds-per-message) fds)]
-                   [r (send-frame-chunk (endpoint-fd e)
-                                        (+ (pending-buffer p) (pending-sent p))
-                                        (if more? 1 (fx- (pending-size p) (pending-sent p)))
-                                        batch)])
-              (cond
-                [(eq? r 'again) (queue-push-front! q p) (want-writable! e #t)]
-                [(eq? r 'closed)
-                 (discard! p)
-                 (let drop () (let ([p (queue-pop! q #f)]) (when p (discard! p) (drop))))
-                 (want-writable! e #f)]
-                [else
-                 (unless (null? batch)
-                   (pending-fds-set! p (list-tail fds (length batch)))
-                   (when (null? (pending-fds p))
-                     (for-each close-fd (pending-close-after p))
-                     (pending-close-after-set! p '())))
-                 (pending-sent-set! p (fx+ (pending-sent p) r))
-                 (if (fx= (pending-sent p) (pending-size p))
-                     (begin (buffer-free (pending-buffer p) (pending-size p)) (loop))
-                     (begin (queue-push-front! q p) (loop)))])))
-          (when (and (queue-empty? q) (endpoint-writing? e)) (want-writable! e #f))))))
+            (if (ring-item? p)
+                (case (ring-step! e p)
+                  [(done) (loop)]
+                  [(blocked) (queue-push-front! q p) (want-room! e (ring-item-ring p) (item-need p))]
+                  [else (queue-push-front! q (ring-item->socket-frame p)) (loop)])
+                (when (socket-step! e q p) (loop)))))
+        (when (queue-empty? q)
+          (when (endpoint-writing? e) (want-writable! e #f))
+          (let ([r (endpoint-out-ring e)])
+            (when r (want-room! e r #f)))))))
+
+  ;; The payload bytes a blocked item waits room for.
+  (define (item-need p)
+    (let ([r (ring-item-ring p)] [size (ring-item-size p)] [sent (ring-item-sent p)])
+      (cond
+        [(or (eq? (ring-item-kind p) 'retire) (fx< sent 0)) 0]
+        [(fx<= size (ring-frame-limit r)) size]
+        [else (fxmin (fx- size sent) 4096)])))
+
+  ;; One socket frame: #t to go on with the next.
+  ;; A send carries at most max-fds-per-message descriptors; while more
+  ;; remain it sends one byte, so each batch rides on bytes of the header.
+  (define (socket-step! e q p)
+    (let* ([fds (pending-fds p)]
+           [more? (fx> (length fds) max-fds-per-message)]
+           [batch (if more? (list-head fds max-fds-per-message) fds)]
+           [r (send-frame-chunk (endpoint-fd e)
+                                (+ (pending-buffer p) (pending-sent p))
+                                (if more? 1 (fx- (pending-size p) (pending-sent p)))
+                                batch)])
+      (cond
+        [(eq? r 'again) (queue-push-front! q p) (want-writable! e #t) #f]
+        [(eq? r 'closed)
+         (discard! p)
+         (let drop () (let ([p (queue-pop! q #f)]) (when p (discard! p) (drop))))
+         (let ([r (endpoint-out-ring e)]) (when r (ring-state-set! r 'dead)))
+         (want-writable! e #f)
+         #f]
+        [else
+         (unless (null? batch)
+           (pending-fds-set! p (list-tail fds (length batch)))
+           (when (null? (pending-fds p))
+             (for-each close-fd (pending-close-after p))
+             (pending-close-after-set! p '())))
+         (pending-sent-set! p (fx+ (pending-sent p) r))
+         (if (fx= (pending-sent p) (pending-size p))
+             (buffer-free (pending-buffer p) (pending-size p))
+             (queue-push-front! q p))
+         #t])))
+
+  ;; One ring item: 'done, 'blocked (the ring is full) or 'socket (its ring
+  ;; is closed by the reader, or its peer gone: the message goes whole over
+  ;; the socket; a retire frame is dropped).
+  (define (ring-step! e p)
+    (let ([r (ring-item-ring p)])
+      (define (result res)
+        (case res
+          [(ok) #t]
+          [(full) 'blocked]
+          [else (ring-state-set! r 'dead) 'socket]))
+      (cond
+        [(eq? (ring-state r) 'dead)
+         (if (eq? (ring-item-kind p) 'retire) 'done 'socket)]
+        [(eq? (ring-item-kind p) 'retire)
+         (let ([res (result (ring-put! r frame-retire 0 0 (lambda (a) (void))))])
+           (cond
+             [(eq? res #t) (ring-state-set! r 'retired) 'done]
+             [(eq? res 'socket) 'done]
+             [else res]))]
+        [else
+         (let ([buf (ring-item-buffer p)] [size (ring-item-size p)] [aux (if (ring-item-raw? p) 1 0)])
+           (let loop ()
+             (let ([sent (ring-item-sent p)])
+               (cond
+                 [(fx= sent size)
+                  (buffer-free buf size)
+                  'done]
+                 [(fx< sent 0)
+                  (let ([res (result (ring-put! r frame-large aux 8 (lambda (a) (foreign-set! 'unsigned-64 a 0 size))))])
+                    (if (eq? res #t) (begin (ring-item-sent-set! p 0) (loop)) res))]
+                 [(fx<= size (ring-frame-limit r))
+                  (let ([res (result (ring-put! r frame-message aux size
+                                                (lambda (a) (memmove! a buf size))))])
+                    (if (eq? res #t) (begin (ring-item-sent-set! p size) (loop)) res))]
+                 [else
+                  (let* ([want (fxmin (fx- size sent) (fxsrl (ring-frame-limit r) 1))]
+                         [n (ring-room r want)])
+                    (if (fx< n (fxmin want 4096))
+                        'blocked
+                        (let ([res (result (ring-put! r frame-chunk 0 n
+                                                      (lambda (a) (memmove! a (+ buf sent) n))))])
+                          (if (eq? res #t) (begin (ring-item-sent-set! p (fx+ sent n)) (loop)) res))))]))))])))
+
+  ;; The socket frame of a ring item whose ring is gone, from its start.
+  (define (ring-item->socket-frame p)
+    (let* ([n (ring-item-size p)] [size (fx+ header-size n)] [buf (buffer-alloc size)])
+      (foreign-set! 'unsigned-64 buf 0 n)
+      (foreign-set! 'unsigned-32 buf 8 0)
+      (foreign-set! 'unsigned-32 buf 12 (if (ring-item-raw? p) 1 0))
+      (memmove! (+ buf header-size) (ring-item-buffer p) n)
+      (free-item! p)
+      (make-pending buf size 0 '() '() '())))
+
+  ;; With the lock held.  need: #f, no more waiting; or the payload bytes
+  ;; awaited: a kick on the ring's space eventfd runs flush!.  The endpoint
+  ;; is registered meanwhile, so that wait-for-output! sees its queue and
+  ;; a hang-up drops it.
+  (define (want-room! e r need)
+    (let ([efd (ring-space-efd r)])
+      (if need
+          (begin
+            (register! e)
+            (unless (ring-watched? r)
+              (ring-watched?-set! r #t)
+              (watch-level! efd epoll-in (lambda (mask) (eventfd-drain! efd) (flush! e))))
+            ;; room made before the flag was seen: no kick comes
+            (when (ring-want-room! r need) (eventfd-signal! efd)))
+          (when (ring-watched? r)
+            (ring-watched?-set! r #f)
+            (unwatch-level! efd)))))
 
   (define (want-writable! e on?)
     (unless (eq? on? (endpoint-writing? e))
@@ -349,14 +627,21 @@
   ;; Frames for the inbox are queued before the lock is released, so two
   ;; pullers can never deliver out of order.  A hook (the launcher's control
   ;; channel, pulled by the poller alone) gets them after.
-  (define (pull! e)
+  ;; hang-up?: every peer end is closed (the ring read here, drained, ends).
+  (define pull!
+    (case-lambda
+      [(e) (pull! e #f)]
+      [(e hang-up?) (pull-frames! e hang-up?)]))
+
+  (define (pull-frames! e hang-up?)
     (let ([hook (endpoint-hook e)])
       (let-values ([(frames end?)
                     (with-endpoint-lock e
-                      (if (endpoint-ended? e)
+                      ;; (a poller thread may come here after a look at
+                      ;; reading?, just as e is sent away: it reads nothing)
+                      (if (or (endpoint-ended? e) (not (endpoint-reading? e)))
                           (values '() #f)
-                          (let-values ([(frames end?)
-                                        (read-frames! e '() (lambda (a n) (recv-chunk (endpoint-fd e) a n)) read-budget)])
+                          (let-values ([(frames end?) (take-frames! e hang-up?)])
                             (unless hook
                               (for-each (lambda (f) (async-channel-push-back! (endpoint-inbox e) f)) frames)
                               (when end? (endpoint-reading?-set! e #f)
@@ -375,11 +660,108 @@
   (define read-budget (* 4 1024 1024))
 
   (define (read-frames! e acc read budget)
-    (let loop ([acc acc] [budget budget])
-      (if (fx<= budget 0)
-          (values (reverse acc) #f)
-          (let-values ([(acc n end?) (read-step! e acc read)])
-            (if n (loop acc (fx- budget n)) (values (reverse acc) end?))))))
+    (let-values ([(acc budget end?) (read-source! e acc read budget)])
+      (values (reverse acc) end?)))
+
+  ;; With the lock held: (values frames-in-order end-of-stream?) from the
+  ;; ring while one is active, else from the socket; an offer taken from
+  ;; the socket switches to its ring at once.
+  (define (take-frames! e hang-up?)
+    (let loop ([acc '()] [budget read-budget])
+      (let ([acc (if (endpoint-in-ring e) (pull-ring! e acc hang-up?) acc)])
+        (if (endpoint-in-ring e)
+            (values (reverse acc) #f)
+            (let-values ([(acc budget end?)
+                          (read-source! e acc (lambda (a n) (recv-chunk (endpoint-fd e) a n)) budget)])
+              (if (and (endpoint-in-ring e) (not end?))
+                  (loop acc budget)
+                  (values (reverse acc) end?)))))))
+
+  ;; With the lock held: (values acc budget-left end-of-stream?); stops at
+  ;; an offer (the rest of the read area waits for the ring's end).
+  (define (read-source! e acc read budget)
+    (let ([acc (if (endpoint-area-paused? e)
+                   (begin (endpoint-area-paused?-set! e #f) (parse-area! e acc))
+                   acc)])
+      (let loop ([acc acc] [budget budget])
+        (if (or (fx<= budget 0) (endpoint-in-ring e))
+            (values acc budget #f)
+            (let-values ([(acc n end?) (read-step! e acc read)])
+              (if n (loop acc (fx- budget n)) (values acc budget end?)))))))
+
+  ;; With the lock held: adds the ring's frames to acc (newest first).  A
+  ;; retire frame, or the writer's hang-up, ends the ring here.
+  (define (pull-ring! e acc hang-up?)
+    (let ([r (endpoint-in-ring e)] [acc acc] [retired? #f])
+      (define (deliver! bv raw?) (set! acc (cons (list* bv raw? '()) acc)))
+      (let ([ok? (ring-read! r
+                   (lambda (kind aux a len)
+                     (cond
+                       [(fx= kind frame-message)
+                        (let ([bv (make-bytevector len)])
+                          (memcpy-to-bytevector! bv a len)
+                          (deliver! bv (fx= aux 1)))
+                        #t]
+                       [(fx= kind frame-large)
+                        (drop-large! e)
+                        (let ([size (foreign-ref 'unsigned-64 a 0)])
+                          (endpoint-large-set! e (vector (buffer-alloc size) size 0 (fx= aux 1))))
+                        #t]
+                       [(fx= kind frame-chunk)
+                        (let ([l (endpoint-large e)])
+                          (when l
+                            (let ([buf (vector-ref l 0)] [size (vector-ref l 1)] [got (vector-ref l 2)])
+                              (memmove! (+ buf got) a len)
+                              (vector-set! l 2 (fx+ got len))
+                              (when (fx= (fx+ got len) size)
+                                (let ([bv (make-bytevector size)])
+                                  (memcpy-to-bytevector! bv buf size)
+                                  (drop-large! e)
+                                  (deliver! bv (vector-ref l 3)))))))
+                        #t]
+                       [(fx= kind frame-retire) (set! retired? #t) #f]
+                       [else #t])))])
+        (when (or retired? hang-up? (not ok?)) (drop-in-ring! e))
+        acc)))
+
+  ;; With the lock held: a message in chunks that will not be finished is dropped.
+  (define (drop-large! e)
+    (let ([l (endpoint-large e)])
+      (when l
+        (buffer-free (vector-ref l 0) (vector-ref l 1))
+        (endpoint-large-set! e #f))))
+
+  (define (drop-in-ring! e)
+    (let ([r (endpoint-in-ring e)])
+      (endpoint-in-ring-set! e #f)
+      (drop-large! e)
+      (when (ring-watched? r)
+        (ring-watched?-set! r #f)
+        (unwatch-level! (ring-data-efd r)))
+      (ring-release! r)))
+
+  ;; With the lock held: the offer frame whose header is at `header` (its
+  ;; descriptors are the next three received) becomes the ring read here.
+  ;; Its data eventfd, watched by the poller, is kicked by the writer only
+  ;; while this side asks for it (see update-interest!).
+  (define (adopt-offer! e header capacity)
+    (let-values ([(fds rest) (split (endpoint-fds e) (foreign-ref 'unsigned-32 header 8))])
+      (endpoint-fds-set! e rest)
+      (when (endpoint-in-ring e) (drop-in-ring! e))
+      (if (fx= (length fds) 3)
+          (let ([r (adopt-reader-ring 'place-channel-get (car fds) (cadr fds) (caddr fds) capacity)]
+                [efd (cadr fds)])
+            (endpoint-in-ring-set! e r)
+            (ring-watched?-set! r #t)
+            (watch-level! efd epoll-in
+              (lambda (mask)
+                ;; (the ring may be gone, its descriptor closed)
+                (when (with-endpoint-lock e
+                        (and (eq? (endpoint-in-ring e) r) (begin (eventfd-drain! efd) #t)))
+                  (pull! e))))
+            (let ([in? (and (endpoint-reading? e) (not (endpoint-quiet? e)))])
+              (when (and (ring-want-data! r in?) in?) (eventfd-signal! efd))))
+          (for-each close-fd fds))))
 
   ;; One read: (values acc bytes-read-or-#f end-of-stream?); #f when the
   ;; source has nothing now, has ended, or gave less than asked (it is
@@ -410,7 +792,7 @@
                           (begin
                             (endpoint-payload-got-set! e (fx+ (endpoint-payload-got e) r))
                             (if (fx= (endpoint-payload-got e) (endpoint-payload-size e))
-                                (cons (take-payload-frame! e) acc)
+                                (let ([f (take-payload-frame! e)]) (if f (cons f acc) acc))
                                 acc))
                           (begin
                             (endpoint-header-got-set! e (fx+ (endpoint-header-got e) r))
@@ -428,10 +810,19 @@
                 (endpoint-header-got-set! e avail)
                 acc)
               (let ([size (foreign-ref 'unsigned-64 area pos)] [body (fx- avail header-size)])
-                (if (fx<= size body)
+                (cond
+                  [(and (fx<= size body) (fx= offer-kind (foreign-ref 'unsigned-32 area (fx+ pos 12))))
+                   (adopt-offer! e (+ area pos) (foreign-ref 'unsigned-64 area (fx+ pos header-size)))
+                   (let ([next (fx+ pos header-size size)])
+                     (memmove! area (+ area next) (fx- got next))
+                     (endpoint-header-got-set! e (fx- got next))
+                     (endpoint-area-paused?-set! e #t)
+                     acc)]
+                  [(fx<= size body)
                     (let ([bv (make-bytevector size)])
                       (memcpy-to-bytevector! bv (+ area pos header-size) size)
-                      (loop (fx+ pos header-size size) (cons (frame bv e (+ area pos)) acc)))
+                      (loop (fx+ pos header-size size) (cons (frame bv e (+ area pos)) acc)))]
+                  [else
                     (let ([buf (buffer-alloc size)])
                       (memmove! buf (+ area pos header-size) body)
                       (unless (fx= pos 0) (memmove! area (+ area pos) header-size))
@@ -439,16 +830,19 @@
                       (endpoint-payload-set! e buf)
                       (endpoint-payload-size-set! e size)
                       (endpoint-payload-got-set! e body)
-                      acc))))))))
+                      acc)])))))))
 
-  ;; With the lock held: the frame whose payload buffer is complete.
+  ;; With the lock held: the frame whose payload buffer is complete (#f
+  ;; for an offer, taken).
   (define (take-payload-frame! e)
     (let ([bv (make-bytevector (endpoint-payload-size e))])
       (memcpy-to-bytevector! bv (endpoint-payload e) (endpoint-payload-size e))
       (buffer-free (endpoint-payload e) (endpoint-payload-size e))
       (endpoint-payload-set! e #f)
       (endpoint-header-got-set! e 0)
-      (frame bv e (endpoint-header e))))
+      (if (fx= offer-kind (foreign-ref 'unsigned-32 (endpoint-header e) 12))
+          (begin (adopt-offer! e (endpoint-header e) (bytevector-u64-native-ref bv 0)) #f)
+          (frame bv e (endpoint-header e)))))
 
   ;; A delivered frame: (bytevector raw? . fds), its descriptors taken from
   ;; those received so far (they ride on the frame's first bytes).
@@ -464,7 +858,9 @@
 
   ;; The poller calls (hook bytevector fds) for each frame, and (hook #f '())
   ;; at the end of the stream, instead of queueing them.
+  ;; (Such an endpoint talks to a program that reads plain frames: no rings.)
   (define (endpoint-set-frame-hook! e hook)
+    (endpoint-exclusive?-set! e #f)
     (endpoint-hook-set! e hook)
     (start-reading! e))
 
@@ -490,23 +886,35 @@
   ;; (counted in `parked`, so no later spinner turns it off under it), and
   ;; any evt use of the endpoint, for good.  A thread killed while it spins
   ;; leaves the endpoint quiet, which every later waiter undoes.
+  ;; A getter on a ring spins for a time instead (a look at a ring costs
+  ;; little; a writer may be copying a large message in): the next
+  ;; message of a busy channel then needs no wake-up.
   (define spin-tries 40)
+  (define ring-spin-ns 100000)
 
   (define (endpoint-get e decode)
     (start-reading! e)
     (let ([inbox (endpoint-inbox e)])
       (open-item e
                  (or (async-channel-try-get inbox)
+                     (and (ring-has-frames? e) (begin (pull! e) (async-channel-try-get inbox)))
                      (begin
                        (with-endpoint-lock e
                          (when (and (fx= 0 (endpoint-parked e)) (not (endpoint-evt-used? e)))
                            (endpoint-quiet?-set! e #t)
                            (update-interest! e)))
-                       (let spin ([i 0])
-                         (pull! e)
+                       (let spin ([i 0] [deadline #f])
+                         ;; an empty ring is seen without the lock
+                         (unless (and (endpoint-in-ring e) (not (ring-has-frames? e))) (pull! e))
                          (or (async-channel-try-get inbox)
-                             (if (fx< i spin-tries)
-                                 (begin (yield) (spin (fx+ i 1)))
+                             (if (if (endpoint-in-ring e)
+                                     (or (not deadline) (fx< (fxand i 15) 15) (fx< (now-ns) deadline))
+                                     (fx< i spin-tries))
+                                 (begin
+                                   (yield)
+                                   ;; the writer may wait for this core
+                                   (when (and (endpoint-in-ring e) (fx= 3 (fxand i 3))) (os-yield!))
+                                   (spin (fx+ i 1) (or deadline (and (endpoint-in-ring e) (fx+ (now-ns) ring-spin-ns)))))
                                  (begin
                                    (with-endpoint-lock e
                                      (endpoint-parked-set! e (fx+ (endpoint-parked e) 1))
@@ -517,6 +925,10 @@
                                        (endpoint-parked-set! e (fx- (endpoint-parked e) 1)))
                                      item)))))))
                  decode)))
+
+  ;; A look without the lock: the ring read here has frames.
+  (define (ring-has-frames? e)
+    (let ([r (endpoint-in-ring e)]) (and r (ring-ready? r))))
 
   (define (endpoint-evt e decode)
     (guard-evt
