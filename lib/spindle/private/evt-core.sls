@@ -69,9 +69,19 @@
     (and (commit-one! s branch result)
          (begin (let ([t (syncer-thread s)]) (when t (unpark! t))) #t)))
 
-  (define-record-type waiter
+  ;; What a primitive evt queues for a registered sync: the syncer, the
+  ;; branch index and a value of the evt's.  The common case (branch 0, no
+  ;; value: a sync on one evt) is the syncer itself, one object fewer per
+  ;; parked thread.
+  (define-record-type (full-waiter make-full-waiter full-waiter?)
     (fields syncer branch value)
     (nongenerative spindle-waiter-v1) (sealed #t))
+
+  (define (make-waiter s branch value)
+    (if (and (eqv? branch 0) (not value)) s (make-full-waiter s branch value)))
+  (define (waiter-syncer w) (if (syncer? w) w (full-waiter-syncer w)))
+  (define (waiter-branch w) (if (syncer? w) 0 (full-waiter-branch w)))
+  (define (waiter-value w) (if (syncer? w) #f (full-waiter-value w)))
 
   (define-record-type prim-evt
     (fields attempt cancel)
@@ -140,4 +150,4 @@
 
   (record-prints-as! (record-type-descriptor prim-evt) "evt")
   (record-prints-as! (record-type-descriptor syncer) "syncer")
-  (record-prints-as! (record-type-descriptor waiter) "waiter"))
+  (record-prints-as! (record-type-descriptor full-waiter) "waiter"))
