@@ -13,8 +13,9 @@
 ;;; - A thread is in at most one run queue, and only while its park state is
 ;;;   running and its continuation (or start procedure) is set.
 ;;; - A worker never returns into a thread's stack bottom: fresh threads start
-;;;   on the worker's base continuation, and a finished thread leaves by
-;;;   re-entering that base, so stacks never chain across threads.
+;;;   on the worker's base continuation, and a finished thread schedules the
+;;;   next one from its dead stack, which invoking the next continuation (or
+;;;   the base) drops, so stacks never chain across threads.
 ;;; - Switching never runs dynamic-wind thunks: the winders list is set to the
 ;;;   target's own before its continuation is invoked.
 (library (spindle private scheduler)
@@ -645,8 +646,11 @@
         (pool-threads-set! p (fx- (pool-threads p) 1))
         (when (and (pool-closed? p) (fx= (pool-threads p) 0))
           (wake-all! p)))
+      ;; Straight on to the next thread: invoking its continuation (or the
+      ;; base, for a fresh one) drops this dead stack, so nothing chains;
+      ;; a worker with no base yet makes one first.
       (if (worker-base w)
-          (invoke-base! w 'schedule)
+          (schedule-next w)
           (call/1cc (lambda (k) (enter-base! w 'schedule))))))
 
   ;; Switches away until unpark!.  Returns at once if an unpark came first.
