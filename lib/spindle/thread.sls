@@ -174,29 +174,40 @@
   (define (finish-current-thread! outcome)
     (let ([t (current-gthread)]) (finish-thread! t (gthread-data t) outcome '())))
 
-  ;; Every thread made here starts with this procedure, the handler of
-  ;; thread-exception-state and thread-values: none of them is a closure of
-  ;; the thread's, so a parked thread keeps fewer objects (a million of them
-  ;; are copied by each collection that moves them).
+  ;; Every thread made here starts with this procedure and shares the
+  ;; handler of thread-exception-state: a parked thread keeps few objects (a
+  ;; million of them are copied by each collection that moves them).
   (define (run-thread-body t)
-    (let* ([d (gthread-data t)]
-           [r (call/cc
-                (lambda (k)
-                  (let ([thunk (tdata-body d)])
-                    (tdata-body-set! d k)
-                    ;; the handler is in place before interrupts are enabled:
-                    ;; a break that came before the start (or a preemption
-                    ;; that delivers one) must end this thread, not reach the
-                    ;; OS thread's base handler
-                    (current-exception-state thread-exception-state)
-                    (enable-interrupts)
-                    (check-requests!)
-                    (call-with-values thunk thread-values))))])
-      (tdata-body-set! d #f)
-      (finish-thread! t d (car r) (cdr r))))
+    (let ([d (gthread-data t)])
+      ;; The thunk runs in tail position inside call/cc, and its values come
+      ;; back to the receiver below: one frame fewer in every parked thread.
+      ;; A failure escapes with failed-tag and the condition.
+      (call-with-values
+        (lambda ()
+          (call/cc
+            (lambda (k)
+              (let ([thunk (tdata-body d)])
+                (tdata-body-set! d k)
+                ;; the handler is in place before interrupts are enabled:
+                ;; a break that came before the start (or a preemption
+                ;; that delivers one) must end this thread, not reach the
+                ;; OS thread's base handler
+                (current-exception-state thread-exception-state)
+                (enable-interrupts)
+                (check-requests!)
+                (thunk)))))
+        (case-lambda
+          [(a b)
+           (tdata-body-set! d #f)
+           (if (eq? a failed-tag)
+               (finish-thread! t d 'failed b)
+               (finish-thread! t d 'ok (if (tdata-keep? d) (list a b) (list (void)))))]
+          [vals
+           (tdata-body-set! d #f)
+           (finish-thread! t d 'ok (if (tdata-keep? d) vals (list (void))))]))))
 
-  (define (thread-values . vals)
-    (cons 'ok (if (tdata-keep? (gthread-data (current-gthread))) vals (list (void)))))
+  ;; Only the escape of a failing thread returns it (never user code).
+  (define failed-tag (list 'failed))
 
   ;; A raise that no handler of the thread's takes ends the thread (through
   ;; its escape, so that dynamic-wind exits run).  Shared by every thread.
@@ -206,7 +217,7 @@
         (let* ([t (current-gthread)] [d (gthread-data t)] [k (tdata-body d)])
           (unless (tdata-quiet? d) (report-failure t c))
           (if (procedure? k)
-              (k (cons 'failed c))
+              (k failed-tag c)
               (finish-thread! t d 'failed c))))))   ; raised while ending
 
   (define name-counter (box 0))
