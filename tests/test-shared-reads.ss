@@ -126,4 +126,26 @@
     (close-port err)
     (subprocess-wait proc)))
 
+;; Readers parked in get-u8 and lookahead-u8 (one holds the input lock,
+;; the others wait for it) on several pools: a write on the same socket
+;; goes through meanwhile, and closing the port wakes every reader with
+;; "port is closed".
+(test "parked single-byte readers block no writer; closing wakes them all"
+  (let* ([l (tcp-listen 0 4 #t "127.0.0.1")] [port (listener-port l)])
+    (let-values ([(in out) (tcp-connect "127.0.0.1" port)] [(sin sout) (tcp-accept l)])
+      (tcp-close l)
+      (let* ([pools (list (make-parallel-thread-pool 2) #f (make-parallel-thread-pool 1))]
+             [readers (map (lambda (r)
+                             (thread (lambda ()
+                                       (guard (c [(and (i/o-error? c) (message-condition? c)) (condition-message c)])
+                                         ((if (even? r) get-u8 lookahead-u8) in)))
+                                     (list-ref pools (mod r 3)) 'results))
+                           (iota 4))])
+        (sleep 0.1)
+        (put-bytevector out (string->utf8 "ping"))
+        (check-equal "the write went through" (string->utf8 "ping") (get-bytevector-n sin 4))
+        (close-port in)
+        (check-equal "every reader woke with the error" (make-list 4 "port is closed") (map thread-wait readers)))
+      (for-each close-port (list out sin sout)))))
+
 (done)

@@ -316,6 +316,18 @@
   (define make-port-handler
     (record-constructor (make-record-constructor-descriptor port-handler-rtd #f #f)))
 
+  ;; The port flag bits that make a port block-buffered for Chez (a
+  ;; custom port has them, a bare handler port has not): without them
+  ;; transcoded-port gives the port a one-character buffer, and get-line
+  ;; on it costs three times as much.  Found by difference, not hard-coded.
+  (define block-buffered-flags
+    (let* ([custom (make-custom-binary-input-port "probe" (lambda (bv start n) 0) #f #f #f)]
+           [bare (#%$make-binary-input-port "probe" (#%$port-handler custom) (make-bytevector 1) #f)])
+      (fold-left (lambda (acc i)
+                   (let ([bit (fxsll 1 i)])
+                     (if (and (#%$port-flags-set? custom bit) (not (#%$port-flags-set? bare bit))) (fxior acc bit) acc)))
+                 0 (iota 24))))
+
   (define (port-closed-error who p)
     (raise (condition (make-i/o-port-error p) (make-who-condition who)
                       (make-message-condition "not permitted on a closed port") (make-irritants-condition (list p)))))
@@ -436,13 +448,19 @@
                                   (with-mutex ports-lock
                                     (and (not (port-closed? p)) (begin (#%mark-port-closed! p) #t))))
                             (port-closed! h void #f))))
-                      #vu8() #f))]
+                      ;; Chez's buffer: its size is set to 0 below, before
+                      ;; the port is seen, and stays 0 (Chez's file ports
+                      ;; keep at least one byte; so do we)
+                      (make-bytevector 1) #f))]
            [out (and out?
                      (make-custom-binary-output-port name
                        (lambda (bv start n) (write-all! h bv start n))
                        #f #f
                        (lambda () (port-closed! h shut-write #t))))])
       ;; Chez's buffers are kept out of the way (see the top of the file)
+      (when in
+        (set-binary-port-input-size! in 0)
+        (#%$set-port-flags! in block-buffered-flags))
       (when out (set-binary-port-output-buffer! out (make-bytevector output-buffer-size)))
       (with-interrupts-disabled
         (with-mutex ports-lock
