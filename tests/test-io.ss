@@ -310,8 +310,8 @@
              [readers (map (lambda (r)
                              (thread (lambda ()
                                        (let loop ([sum 0] [count 0])
-                                         ;; bulk reads: single bytes go through Chez's
-                                         ;; one-byte buffer (see fd-port.sls)
+                                         ;; bulk reads (single bytes and text:
+                                         ;; tests/test-shared-reads.ss)
                                          (let ([b (get-bytevector-some in)])
                                            (cond
                                              [(eof-object? b) (cons sum count)]

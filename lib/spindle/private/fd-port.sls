@@ -7,19 +7,18 @@
 ;;; Each read and each write call runs under its direction's lock, held
 ;;; across a park, so a put call's bytes go out contiguous and each read
 ;;; call takes bytes no other call takes.  Chez's own buffers are kept
-;;; almost empty, so threads on several OS threads never share one: input
-;;; is buffered in the handle, under the input lock, behind a one-byte Chez
-;;; buffer (lookahead-u8 needs one); output is written through: each put
-;;; call of more than output-buffer-size bytes is one write(2) (build a
+;;; out of the way, so threads on several OS threads never share one:
+;;; the input port is built on Chez's port-handler record (as synchronized
+;;; ports are) with an empty Chez buffer, so every get-u8, lookahead-u8,
+;;; unget-u8 and bulk read is one call of its handler, which works on the
+;;; handle's buffer under the input lock; output is written through: each
+;;; put call of more than output-buffer-size bytes is one write(2) (build a
 ;;; bytevector, or use a transcoded port, whose buffer is flushed in one
 ;;; call).  Chez 9.5.8's custom ports mishandle put-u8 with an output
 ;;; buffer under three bytes, so a few single bytes are held by Chez until
-;;; the next flush or put.  Likewise a byte that get-u8 or lookahead-u8
-;;; brought into Chez's input buffer can be seen by a read on another OS
-;;; thread at the same instant: threads on several OS threads that share
-;;; one input port should read it in bulk (get-bytevector-some, -n).  The lock belongs to a thread, and a dead
+;;; the next flush or put.  The lock belongs to a thread, and a dead
 ;;; owner's lock is taken over, so a thread killed while it waits inside a
-;;; read or write blocks nobody.
+;;; read or write blocks nobody; a read that raises releases it first.
 ;;;
 ;;; A handle owns the descriptor.  Its `users` box counts the system calls
 ;;; in flight (times 2) plus a closing bit: the descriptor is closed by
@@ -46,12 +45,13 @@
             (mutable abandoned?)        ; the output port closes without a FIN
             (mutable in-closed?) (mutable out-closed?)
             in-lock out-lock            ; port-locks, see above
-            (mutable in-buf) (mutable in-start) (mutable in-end))  ; bytes read, not yet taken
+            (mutable in-buf) (mutable in-start) (mutable in-end)  ; bytes read, not yet taken
+            (mutable in-eof?))          ; an unget-u8 of eof: the next get gives eof
     (protocol
       (lambda (new)
         (lambda (fd name kind open-ports)
           (new fd (fd-watch fd) name kind (box 0) open-ports '() #f #f #f
-               (make-port-lock) (make-port-lock) #f 0 0))))
+               (make-port-lock) (make-port-lock) #f 0 0 #f))))
     (nongenerative spindle-fd-handle-v1) (sealed #t))
 
   (define (handle-closed? h) (fxodd? (unbox (handle-users h))))
@@ -214,25 +214,154 @@
         (when (and r (fx> r 0)) (handle-in-end-set! h (fx+ end r)))
         r)))
 
-  ;; At least one byte, or 0 at end of file; parks while none is there.
-  ;; Large reads go straight into bv.
-  (define (read-some! h bv start n)
-    (with-port-lock (handle-in-lock h)
-      (let loop ()
+;; ---------------------------------------------------------------- input port
+  ;; Every input handler runs under the input lock: (locked-input h body)
+  ;; takes it, runs body, and releases it; body returns its result, or a
+  ;; failure holding a condition that is raised once the lock is free (so a
+  ;; reader that fails never keeps the lock from the others).
+  (define-record-type failure (fields condition) (nongenerative spindle-fd-failure-v1) (sealed #t))
+
+  (define-syntax locked-input
+    (syntax-rules ()
+      [(_ h body ...)
+       (let ([lock (handle-in-lock h)])
+         (port-lock! lock)
+         (let ([r (begin body ...)])
+           (port-unlock! lock)
+           (if (failure? r) (raise (failure-condition r)) r)))]))
+
+  (define (closed-failure who h)
+    (make-failure (guard (c [#t c]) (closed-error who h))))
+
+  ;; With the input lock held: #t once a byte is buffered (parking while
+  ;; the descriptor has none), #f at end of file, or a failure.
+  (define (await-input! who h)
+    (let loop ()
+      (cond
+        [(fx> (buffered h) 0) #t]
+        [(handle-in-eof? h) #f]
+        [else
+         (let* ([seq (fd-seq (handle-rec h) 'read)] [r (fill-buffer! h)])
+           (cond
+             [(or (not r) (handle-in-closed? h)) (closed-failure who h)]
+             [(fx> r 0) #t]
+             [(fx= r 0) #f]
+             [(fx= r (fx- 0 errno-again)) (return-buffer! h) (handle-wait-read! h seq) (loop)]
+             ;; a reset peer reads as an error, as in Racket
+             [else (make-failure (guard (c [#t c]) (raise-os-error who r 'read (handle-name h))))]))])))
+
+  ;; With the input lock held: at least one byte into bv, the count, or
+  ;; eof, or a failure; parks while none is there.  Large reads go
+  ;; straight into bv.
+  (define (read-some! who h bv start n)
+    (let loop ()
+      (cond
+        [(fx> (buffered h) 0) (take-buffered! h bv start n)]
+        [(handle-in-eof? h) (handle-in-eof?-set! h #f) (eof-object)]
+        [(fx< n 4096) (let ([r (await-input! who h)])
+                        (cond [(eq? r #t) (take-buffered! h bv start n)] [r r] [else (eof-object)]))]
+        [else
+         (let* ([seq (fd-seq (handle-rec h) 'read)]
+                [r (handle-call h (lambda (fd) (sys-read fd bv start n)))])
+           (cond
+             [(or (not r) (handle-in-closed? h)) (closed-failure who h)]
+             [(fx> r 0) r]
+             [(fx= r 0) (eof-object)]
+             [(fx= r (fx- 0 errno-again)) (return-buffer! h) (handle-wait-read! h seq) (loop)]
+             [else (make-failure (guard (c [#t c]) (raise-os-error who r 'read (handle-name h))))]))])))
+
+  ;; With the input lock held: the next byte (taken if take?), or eof.
+  (define (next-byte! who h take?)
+    (let ([r (await-input! who h)])
+      (cond
+        [(eq? r #t)
+         (let* ([i (handle-in-start h)] [b (bytevector-u8-ref (handle-in-buf h) i)])
+           (when take? (handle-in-start-set! h (fx+ i 1)))
+           b)]
+        [r r]
+        [else (when take? (handle-in-eof?-set! h #f)) (eof-object)])))
+
+  ;; With the input lock held: puts byte x (or eof) back in front.
+  (define (unget-byte! h x)
+    (if (eof-object? x)
+        (handle-in-eof?-set! h #t)
+        (let ([buf (handle-in-buf h)] [start (handle-in-start h)])
+          (cond
+            [(not buf)
+             (let ([buf (borrow-buffer!)])
+               (handle-in-buf-set! h buf)
+               (bytevector-u8-set! buf 0 x)
+               (handle-in-start-set! h 0)
+               (handle-in-end-set! h 1))]
+            [(fx> start 0)
+             (bytevector-u8-set! buf (fx- start 1) x)
+             (handle-in-start-set! h (fx- start 1))]
+            [else
+             (let* ([k (buffered h)]
+                    [to (if (fx< k (bytevector-length buf)) buf (make-bytevector (fx+ k 1)))])
+               (bytevector-copy! buf 0 to 1 k)
+               (bytevector-u8-set! to 0 x)
+               (handle-in-buf-set! h to)
+               (handle-in-end-set! h (fx+ k 1)))]))))
+
+  ;; Chez's own port-handler record (io-types.ss; synchronized-port.sls
+  ;; makes its ports from it too).
+  (define port-handler-rtd
+    (make-record-type-descriptor 'port-handler #f '#{port-handler cx3umjhy9nkkuqku-a} #t #t
+      '#((immutable ready?) (immutable lookahead) (immutable unget) (immutable get)
+         (immutable get-some) (immutable clear-input) (immutable put) (immutable put-some)
+         (immutable flush) (immutable clear-output) (immutable close-port)
+         (immutable port-position) (immutable set-port-position!) (immutable port-length)
+         (immutable set-port-length!) (immutable port-nonblocking?) (immutable set-port-nonblocking!))))
+  (define make-port-handler
+    (record-constructor (make-record-constructor-descriptor port-handler-rtd #f #f)))
+
+  ;; The port flag bits that make a port block-buffered for Chez (a
+  ;; custom port has them, a bare handler port has not): without them
+  ;; transcoded-port gives the port a one-character buffer, and get-line
+  ;; on it costs three times as much.  Found by difference, not hard-coded.
+  (define block-buffered-flags
+    (let* ([custom (make-custom-binary-input-port "probe" (lambda (bv start n) 0) #f #f #f)]
+           [bare (#%$make-binary-input-port "probe" (#%$port-handler custom) (make-bytevector 1) #f)])
+      (fold-left (lambda (acc i)
+                   (let ([bit (fxsll 1 i)])
+                     (if (and (#%$port-flags-set? custom bit) (not (#%$port-flags-set? bare bit))) (fxior acc bit) acc)))
+                 0 (iota 24))))
+
+  (define (port-closed-error who p)
+    (raise (condition (make-i/o-port-error p) (make-who-condition who)
+                      (make-message-condition "not permitted on a closed port") (make-irritants-condition (list p)))))
+
+  ;; The input port's handler.  Its Chez buffer is empty and stays so:
+  ;; Chez calls the handler for every read, and the handler takes the
+  ;; input lock, so one byte goes to exactly one reader on any OS thread.
+  (define (make-input-handler h close!)
+    (define-syntax op
+      (syntax-rules ()
+        [(_ (who p arg ...) body ...)
+         (lambda (who p arg ...)
+           (when (port-closed? p) (port-closed-error who p))
+           (locked-input h body ...))]))
+    (make-port-handler
+      (lambda (who p)                                      ; ready?
+        (when (port-closed? p) (port-closed-error who p))
+        (or (handle-in-eof? h) (fx> (buffered h) 0) (not (eq? (port-fill-handle! h) 'again))))
+      (op (who p) (next-byte! who h #f))                   ; lookahead
+      (op (who p x) (unget-byte! h x))                     ; unget
+      (op (who p)                                          ; get
         (if (fx> (buffered h) 0)
-            (take-buffered! h bv start n)
-            (let* ([seq (fd-seq (handle-rec h) 'read)]
-                   [direct? (fx>= n 4096)]
-                   [r (if direct?
-                          (handle-call h (lambda (fd) (sys-read fd bv start n)))
-                          (fill-buffer! h))])
-              (cond
-                [(or (not r) (handle-in-closed? h)) (closed-error 'read h)]
-                [(fx= r 0) 0]
-                [(fx> r 0) (if direct? r (take-buffered! h bv start n))]
-                [(fx= r (fx- 0 errno-again)) (return-buffer! h) (handle-wait-read! h seq) (loop)]
-                ;; a reset peer reads as an error, as in Racket
-                [else (raise-os-error 'read r 'read (handle-name h))]))))))
+            (let* ([i (handle-in-start h)] [b (bytevector-u8-ref (handle-in-buf h) i)])
+              (handle-in-start-set! h (fx+ i 1))
+              b)
+            (next-byte! who h #t)))
+      (op (who p bv start n)                               ; get-some
+        (if (fx= n 0) 0 (read-some! who h bv start n)))
+      (op (who p)                                          ; clear-input
+        (handle-in-eof?-set! h #f)
+        (handle-in-start-set! h (handle-in-end h)))
+      #f #f #f #f                                          ; put, put-some, flush, clear-output
+      (lambda (who p) (close! p))
+      #f #f #f #f #f #f))
 
   ;; Writes all n bytes (the output lock keeps them contiguous); parks
   ;; while the descriptor is full.
@@ -311,10 +440,18 @@
                          (when (and (eq? kind 'socket) (not (handle-abandoned? h)))
                            (handle-call h (lambda (fd) (sys-shutdown fd 1)))))]
            [in (and in?
-                    (make-custom-binary-input-port name
-                      (lambda (bv start n) (read-some! h bv start n))
-                      #f #f
-                      (lambda () (port-closed! h void #f))))]
+                    (#%$make-binary-input-port name
+                      (make-input-handler h
+                        (lambda (p)
+                          ;; only the first close of the port counts
+                          (when (with-interrupts-disabled
+                                  (with-mutex ports-lock
+                                    (and (not (port-closed? p)) (begin (#%mark-port-closed! p) #t))))
+                            (port-closed! h void #f))))
+                      ;; Chez's buffer: its size is set to 0 below, before
+                      ;; the port is seen, and stays 0 (Chez's file ports
+                      ;; keep at least one byte; so do we)
+                      (make-bytevector 1) #f))]
            [out (and out?
                      (make-custom-binary-output-port name
                        (lambda (bv start n) (write-all! h bv start n))
@@ -322,8 +459,8 @@
                        (lambda () (port-closed! h shut-write #t))))])
       ;; Chez's buffers are kept out of the way (see the top of the file)
       (when in
-        (set-binary-port-input-buffer! in (make-bytevector 1))
-        (set-binary-port-input-size! in 0))
+        (set-binary-port-input-size! in 0)
+        (#%$set-port-flags! in block-buffered-flags))
       (when out (set-binary-port-output-buffer! out (make-bytevector output-buffer-size)))
       (with-interrupts-disabled
         (with-mutex ports-lock
@@ -357,23 +494,19 @@
       (when (and e (eq? (cdr e) 'out)) (handle-abandoned?-set! (car e) #t))
       (close-port p)))
 
-  (define (chez-buffered? p)
-    (fx< (binary-port-input-index p) (binary-port-input-size p)))
-
-  ;; Bytes that p can give without a system call.
+  ;; Bytes that p can give without a system call (read without the lock:
+  ;; a hint, as any count is once another reader may take them).
   (define (port-buffered-count p)
-    (let ([h (fd-port-handle p)])
-      (fx+ (if (chez-buffered? p) 1 0) (buffered h))))
+    (fxmax 0 (buffered (fd-port-handle p))))
 
   ;; #t if byte is among them.
   (define (port-buffered-has? p byte)
     (let* ([h (fd-port-handle p)] [buf (handle-in-buf h)])
-      (or (and (chez-buffered? p)
-               (fx= byte (bytevector-u8-ref (binary-port-input-buffer p) (binary-port-input-index p))))
-          (and buf
-               (let loop ([i (handle-in-start h)])
-                 (and (fx< i (handle-in-end h))
-                      (or (fx= (bytevector-u8-ref buf i) byte) (loop (fx+ i 1)))))))))
+      (and buf
+           (let ([end (fxmin (handle-in-end h) (bytevector-length buf))])
+             (let loop ([i (handle-in-start h)])
+               (and (fx< i end)
+                    (or (fx= (bytevector-u8-ref buf i) byte) (loop (fx+ i 1)))))))))
 
   ;; Reads what the descriptor has now into p's buffer, without blocking:
   ;; 'data, 'again (nothing now: the direction is marked idle, so its
@@ -381,23 +514,25 @@
   ;; the input lock), 'full, or 'end (end of file, an error or a closed
   ;; port: a read returns at once).
   (define (port-fill! p)
-    (let ([h (fd-port-handle p)])
-      (cond
-        [(or (port-closed? p) (handle-closed? h) (handle-in-closed? h)) 'end]
-        [(not (port-try-lock! (handle-in-lock h))) 'again]
-        [else
-         (let ([r (if (and (handle-in-buf h) (fx= (buffered h) (bytevector-length (handle-in-buf h))))
-                      'full
-                      (let* ([seq (fd-seq (handle-rec h) 'read)] [r (fill-buffer! h)])
-                        (cond
-                          [(and r (fx> r 0)) 'data]
-                          [(and r (fx= r (fx- 0 errno-again)))
-                           (fd-idle! (handle-rec h) 'read seq)
-                           (when (fx= 0 (buffered h)) (return-buffer! h))
-                           'again]
-                          [else 'end])))])
-           (port-unlock! (handle-in-lock h))
-           r)])))
+    (if (port-closed? p) 'end (port-fill-handle! (fd-port-handle p))))
+
+  (define (port-fill-handle! h)
+    (cond
+      [(or (handle-closed? h) (handle-in-closed? h)) 'end]
+      [(not (port-try-lock! (handle-in-lock h))) 'again]
+      [else
+       (let ([r (if (and (handle-in-buf h) (fx= (buffered h) (bytevector-length (handle-in-buf h))))
+                    'full
+                    (let* ([seq (fd-seq (handle-rec h) 'read)] [r (fill-buffer! h)])
+                      (cond
+                        [(and r (fx> r 0)) 'data]
+                        [(and r (fx= r (fx- 0 errno-again)))
+                         (fd-idle! (handle-rec h) 'read seq)
+                         (when (fx= 0 (buffered h)) (return-buffer! h))
+                         'again]
+                        [else 'end])))])
+         (port-unlock! (handle-in-lock h))
+         r)]))
 
   ;; Ready (with result v) when a read from p would not block: bytes are
   ;; buffered, or the descriptor has bytes or end of file (checked by
