@@ -46,22 +46,12 @@
 ;;;   ones; the output ones write straight to descriptors 1 and 2.
 (library (spindle synchronized-port)
   (export make-synchronized-port synchronized-port? with-port-lock call-with-port-lock)
-  (import (chezscheme)
+  (import (chezscheme) (spindle private port-handler)
           (only (spindle private scheduler) current-gthread gthread-dead?)
           (only (spindle private ffi) os-yield!)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-count-now)
           (only (spindle private sync) sync/timeout))
 
-  ;; ---------------------------------------------------------------- Chez's handler
-  (define port-handler-rtd
-    (make-record-type-descriptor 'port-handler #f '#{port-handler cx3umjhy9nkkuqku-a} #t #t
-      '#((immutable ready?) (immutable lookahead) (immutable unget) (immutable get)
-         (immutable get-some) (immutable clear-input) (immutable put) (immutable put-some)
-         (immutable flush) (immutable clear-output) (immutable close-port)
-         (immutable port-position) (immutable set-port-position!) (immutable port-length)
-         (immutable set-port-length!) (immutable port-nonblocking?) (immutable set-port-nonblocking!))))
-  (define make-port-handler
-    (record-constructor (make-record-constructor-descriptor port-handler-rtd #f #f)))
 
   ;; ---------------------------------------------------------------- locks
   (define-record-type plock

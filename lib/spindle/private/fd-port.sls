@@ -31,7 +31,7 @@
           handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call handle-wait-read! handle-wait-write!
           port-buffered-count port-buffered-has? port-fill! raise-os-error reclaim-unreachable-handles!)
-  (import (chezscheme) (spindle private poller) (spindle private posix-io)
+  (import (chezscheme) (spindle private port-handler) (spindle private poller) (spindle private posix-io)
           (only (spindle private scheduler) current-gthread gthread-dead?)
           (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set! sync/timeout)
           (only (spindle semaphore) make-semaphore semaphore-post)
@@ -303,18 +303,6 @@
                (bytevector-u8-set! to 0 x)
                (handle-in-buf-set! h to)
                (handle-in-end-set! h (fx+ k 1)))]))))
-
-  ;; Chez's own port-handler record (io-types.ss; synchronized-port.sls
-  ;; makes its ports from it too).
-  (define port-handler-rtd
-    (make-record-type-descriptor 'port-handler #f '#{port-handler cx3umjhy9nkkuqku-a} #t #t
-      '#((immutable ready?) (immutable lookahead) (immutable unget) (immutable get)
-         (immutable get-some) (immutable clear-input) (immutable put) (immutable put-some)
-         (immutable flush) (immutable clear-output) (immutable close-port)
-         (immutable port-position) (immutable set-port-position!) (immutable port-length)
-         (immutable set-port-length!) (immutable port-nonblocking?) (immutable set-port-nonblocking!))))
-  (define make-port-handler
-    (record-constructor (make-record-constructor-descriptor port-handler-rtd #f #f)))
 
   ;; The port flag bits that make a port block-buffered for Chez (a
   ;; custom port has them, a bare handler port has not): without them
