@@ -196,15 +196,11 @@
                 (enable-interrupts)
                 (check-requests!)
                 (thunk)))))
-        (case-lambda
-          [(a b)
-           (tdata-body-set! d #f)
-           (if (eq? a failed-tag)
-               (finish-thread! t d 'failed b)
-               (finish-thread! t d 'ok (if (tdata-keep? d) (list a b) (list (void)))))]
-          [vals
-           (tdata-body-set! d #f)
-           (finish-thread! t d 'ok (if (tdata-keep? d) vals (list (void))))]))))
+        (lambda vals
+          (tdata-body-set! d #f)
+          (if (and (pair? vals) (eq? (car vals) failed-tag))
+              (finish-thread! t d 'failed (cadr vals))
+              (finish-thread! t d 'ok (if (tdata-keep? d) vals (list (void)))))))))
 
   ;; Only the escape of a failing thread returns it (never user code).
   (define failed-tag (list 'failed))

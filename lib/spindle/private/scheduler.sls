@@ -332,7 +332,7 @@
   (define gc-growing? #f)      ; the last collection kept more than 1/8 of what was new
   (define gc-floor 16777216)   ; pacing starts from a 16 MB heap
   (define gc-growth 4)         ; see above
-  ;; The largest g < maxg such that radix^g divides n (Chez's own rule).
+  ;; The largest g <= maxg such that radix^g divides n (Chez's own rule).
   (define (radix-due n radix maxg)
     (let loop ([g 0] [m radix])
       (if (and (fx< g maxg) (fx= 0 (fxmodulo n m))) (loop (fx+ g 1) (fx* m radix)) g)))
@@ -590,18 +590,18 @@
   ;; Runs t on w (t from next-runnable: #f makes the worker exit).
   (define (run-thread! w t)
     (cond
-        [(not t) (invoke-base! w 'exit)]
-        [(gthread-cont t)
-         => (lambda (k)
-              (worker-current-set! w t)
-              (gthread-cont-set! t #f)
-              (when tracing? (trace-run-start! t))
-              (restore-context! t)
-              (#%$current-winders (gthread-winders t))
-              (set-timer quantum-ticks)
-              (k (void)))]
-        [(worker-base w) (invoke-base! w t)]
-        [else (enter-base! w t)]))
+      [(not t) (invoke-base! w 'exit)]
+      [(gthread-cont t)
+       => (lambda (k)
+            (worker-current-set! w t)
+            (gthread-cont-set! t #f)
+            (when tracing? (trace-run-start! t))
+            (restore-context! t)
+            (#%$current-winders (gthread-winders t))
+            (set-timer quantum-ticks)
+            (k (void)))]
+      [(worker-base w) (invoke-base! w t)]
+      [else (enter-base! w t)]))
 
   (define (start-fresh! w t)
     (worker-current-set! w t)
