@@ -7,7 +7,7 @@
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
 
 ;; The sum is kept as a fixnum so the loop does not allocate: the demo
-;; shows the scheduler, not the collector (see bench/RESULTS.md for that).
+;; shows the scheduler, not the collector (see bench/LOG.md for that).
 (define (go)
   (let loop ([i 0] [sum 0])
     (if (fx= i (expt 2 22))

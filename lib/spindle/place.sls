@@ -363,7 +363,7 @@
   ;; starts with 2 MB (~800 faults; its collections are cheap while its old
   ;; objects are the template's static ones) and goes back to the inherited
   ;; setting once its own live data outgrows twice that, where a small young
-  ;; generation would promote too much (hash-nums).  RESULTS.md, "Fresh places".
+  ;; generation would promote too much (hash-nums).  bench/LOG.md, "Fresh places".
   (define fresh-place-collect-trip-bytes (* 2 1024 1024))
 
   (define (start-small-young-generation!)
