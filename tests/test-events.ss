@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Events and sync (API.md §3-4): sync, sync/timeout, combinators,
+;;; Events and sync: sync, sync/timeout, combinators,
 ;;; channels, semaphores, async channels, exactly-once commit, fairness,
 ;;; cross-pool rendezvous, register-evt-record-type!.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))

@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Fork-join and communication groups (API.md 6.5).  The groups are in
+;;; Fork-join and communication groups.  The groups are in
 ;;; tests/fork-join-lib.sls (fork-join needs a library ending with
 ;;; lift-places); this file checks what they return and that no place
 ;;; process outlives its group.

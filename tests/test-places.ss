@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Places (API.md section 6.1-6.4): creation, messages, channel passing,
+;;; Places: creation, messages, channel passing,
 ;;; shared vectors, ends (crash, exit, kill, break), dynamic-place, errors,
 ;;; non-blocking puts, a many-place stress test and process clean-up.
 ;;; Place bodies live in tests/places/kinds.sls (place forms need a library).

@@ -1,5 +1,5 @@
 #!chezscheme
-;;; SRFI-18 on spindle (issue 5), written from SRFI-18's text and API.md §9.
+;;; SRFI-18 on spindle (issue 5), written from SRFI-18's text and the manual.
 (import (except (chezscheme) thread? sleep make-parameter make-mutex mutex? mutex-name)
         (srfi :18)
         (only (spindle) thread thread-wait kill-thread srfi-18-thread-pool make-parallel-thread-pool

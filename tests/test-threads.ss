@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Threads (API.md §2): creation, keep, keywords, wait, kill, break,
+;;; Threads: creation, keep, keywords, wait, kill, break,
 ;;; suspend/resume, sleep, yield, preemption, pools, mailboxes, parameters.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
 

@@ -1,5 +1,5 @@
 #!chezscheme
-;;; (util concurrent) (API.md §8): shared queues, priority queues, thread
+;;; (util concurrent): shared queues, priority queues, thread
 ;;; pools, futures, executors, shared boxes, bad input, and a stress test of
 ;;; a bounded queue shared by producers and consumers on several pools.
 ;;; Imports as the original tests do, plus spindle bits for the pools.

@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; Fork-join and communication groups (CGs): the SPMD layer of the Places
-;;; paper (Tew et al., DLS 2011; racketNAS).  See API.md section 6.5.
+;;; paper (Tew et al., DLS 2011; racketNAS).  The manual: doc/reference.md, "Fork-join".
 ;;;
 ;;; A group has np members with ids 0 .. np-1.  Member 0 is the caller of
 ;;; fork-join; members 1 .. np-1 are places started with the place form (so

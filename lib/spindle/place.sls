@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; Places: isolated parallel instances (OS processes) that talk through
-;;; place channels.  See API.md section 6.
+;;; place channels.  The manual: doc/reference.md, "Places".
 ;;;
 ;;; Places start from a template process (lib/spindle/private/place-zygote.ss),
 ;;; one per creating process, started on the first place.  It has compiled

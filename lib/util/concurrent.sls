@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; (util concurrent): Takashi Kato's portable concurrency API (as shipped by
-;;; Sagittarius Scheme), API.md §8, on spindle.  Re-exports its four parts
+;;; Sagittarius Scheme), on spindle.  Re-exports its four parts
 ;;; except the *sub* names (future fields and shared boxes, for executor
 ;;; code: import (util concurrent future) for those).  Its threads are
 ;;; SRFI-18 threads; it is meant to be imported beside

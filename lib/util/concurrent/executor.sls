@@ -1,5 +1,5 @@
 #!chezscheme
-;;; (util concurrent executor): Kato's executors (API.md §8) on spindle.
+;;; (util concurrent executor): Kato's executors on spindle (doc/reference.md).
 ;;;
 ;;; A thread-pool executor keeps, in acceptance order, one entry per
 ;;; accepted unfinished future: its state (queued, running, killing,

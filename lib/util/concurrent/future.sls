@@ -1,5 +1,5 @@
 #!chezscheme
-;;; (util concurrent future): Kato's futures (API.md §8) on spindle.
+;;; (util concurrent future): Kato's futures on spindle (doc/reference.md).
 ;;;
 ;;; A future's result field holds, while it is pending, a shared box (one-
 ;;; shot cell) that the task fills, or a procedure called by future-get (an

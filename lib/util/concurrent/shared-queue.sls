@@ -1,5 +1,5 @@
 #!chezscheme
-;;; (util concurrent shared-queue): Kato's shared queues (API.md §8) on
+;;; (util concurrent shared-queue): Kato's shared queues on
 ;;; spindle.
 ;;;
 ;;; A queue is guarded by one SRFI-18 mutex (the one shared-queue-lock!,

@@ -1,5 +1,5 @@
 #!chezscheme
-;;; (util concurrent thread-pool): Kato's thread pools (API.md §8) on spindle.
+;;; (util concurrent thread-pool): Kato's thread pools on spindle (doc/reference.md).
 ;;;
 ;;; WORKER KIND.  Workers are SRFI-18 threads made in the spindle pool that
 ;;; the Chez parameter srfi-18-thread-pool names when make-thread-pool is
