@@ -1,0 +1,129 @@
+#!chezscheme
+;;; The import direction of doc/internals.md, "Layers": a library may import
+;;; only libraries of its own layer or of a lower one.  Every library under
+;;; lib/ must have a layer here; an edge that points up fails, except the
+;;; few listed in known-upward-edges (each one is work still to do: remove
+;;; it from the list when it is gone, and never add one).
+(import (chezscheme) (harness))
+
+(define layer-order '(os core io places public umbrella compat))
+
+;; library name prefix (a list) -> layer; the longest matching prefix wins.
+(define layers
+  '(((spindle private unix) . os)
+    ((spindle private ffi) . os)
+    ((spindle private queue) . core)
+    ((spindle private trace) . core)
+    ((spindle private keywords) . core)
+    ((spindle private scheduler) . core)
+    ((spindle private evt-core) . core)
+    ((spindle private sync) . core)
+    ((spindle private posix-io) . io)
+    ((spindle private port-handler) . io)
+    ((spindle private poller) . io)
+    ((spindle private fd-port) . io)
+    ((spindle private socket) . io)
+    ((spindle private buffer-pool) . places)
+    ((spindle private shared-vector) . places)
+    ((spindle private shm-ring) . places)
+    ((spindle private place-message) . places)
+    ((spindle private place-channel) . places)
+    ((spindle private) . core)            ; a private library not listed above
+    ((spindle) . umbrella)
+    ((spindle) . public)                  ; (spindle x): see layer-of
+    ((util) . compat)
+    ((srfi) . compat)))
+
+;; Edges that still point up (doc/internals.md lists them).
+(define known-upward-edges
+  '(((spindle private fd-port) . (spindle semaphore))
+    ((spindle private fd-port) . (spindle custodian))
+    ((spindle private socket) . (spindle custodian))
+    ((spindle private place-channel) . (spindle thread))
+    ((spindle private place-channel) . (spindle async-channel))))
+
+(define (prefix? p l)
+  (or (null? p) (and (pair? l) (equal? (car p) (car l)) (prefix? (cdr p) (cdr l)))))
+
+(define (layer-of name)
+  (cond
+    [(equal? name '(spindle)) 'umbrella]
+    [(and (pair? name) (eq? (car name) 'spindle) (not (prefix? '(spindle private) name))) 'public]
+    [else
+     (let loop ([ls layers] [best #f] [best-len -1])
+       (cond
+         [(null? ls) best]
+         [(and (prefix? (caar ls) name) (> (length (caar ls)) best-len))
+          (loop (cdr ls) (cdar ls) (length (caar ls)))]
+         [else (loop (cdr ls) best best-len)]))]))
+
+(define (rank layer) (- (length layer-order) (length (memq layer layer-order))))
+
+;; The library name inside an import spec.
+(define (spec-library spec)
+  (if (and (pair? spec) (memq (car spec) '(only except prefix rename library for)))
+      (if (eq? (car spec) 'library) (cadr spec) (spec-library (cadr spec)))
+      spec))
+
+(define (strip-version name) (filter symbol? name))
+
+(define (library-form file)
+  (call-with-input-file file
+    (lambda (p)
+      (let loop ()
+        (let ([x (read p)])
+          (cond [(eof-object? x) #f]
+                [(and (pair? x) (eq? (car x) 'library)) x]
+                [else (loop)]))))))
+
+(define (imports-of form)
+  (let ([imp (assq 'import (cddr form))])
+    (map (lambda (s) (strip-version (spec-library s))) (cdr imp))))
+
+(define (sls-files dir)
+  (let loop ([dir dir])
+    (apply append
+      (map (lambda (f)
+             (let ([path (string-append dir "/" f)])
+               (cond [(file-directory? path) (loop path)]
+                     [(and (> (string-length f) 4)
+                           (string=? (substring f (- (string-length f) 4) (string-length f)) ".sls"))
+                      (list path)]
+                     [else '()])))
+           (directory-list dir)))))
+
+(define ours? (lambda (name) (and (pair? name) (memq (car name) '(spindle util srfi)))))
+
+(define libraries
+  (filter values
+    (map (lambda (f) (let ([form (library-form f)]) (and form (cons (cadr form) (imports-of form)))))
+         (sls-files "lib"))))
+
+(test "every library under lib/ has a layer"
+  (check-equal 'without-layer '() (filter (lambda (name) (not (layer-of name))) (map car libraries))))
+
+(test "the libraries were found" (check-equal 'found #t (> (length libraries) 30)))
+
+(define upward
+  (apply append
+    (map (lambda (l)
+           (let ([from (car l)])
+             (filter values
+               (map (lambda (to)
+                      (and (ours? to)
+                           (layer-of to)
+                           (> (rank (layer-of to)) (rank (layer-of from)))
+                           (not (member (cons from to) known-upward-edges))
+                           (list from '-> to)))
+                    (cdr l)))))
+         libraries)))
+
+(test "no library imports from a higher layer" (check-equal 'upward-edges '() upward))
+
+;; A listed upward edge that no longer exists must leave the list.
+(test "every known upward edge still exists"
+  (check-equal 'gone '()
+    (filter (lambda (e) (not (member (cdr e) (cdr (or (assoc (car e) libraries) '(#f))))))
+            known-upward-edges)))
+
+(done)
