@@ -114,7 +114,7 @@
                            (layer-of to)
                            (> (rank (layer-of to)) (rank (layer-of from)))
                            (not (member (cons from to) known-upward-edges))
-                           (list from '-> to)))
+                           (format "~s -> ~s" from to)))
                     (cdr l)))))
          libraries)))
 
