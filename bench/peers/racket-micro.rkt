@@ -42,6 +42,7 @@
 ;;
 ;; Usage: racket bench/peers/racket-micro.rkt [--quick]
 
+(require "racket-place-cache.rkt")
 (require racket/place racket/future racket/fixnum racket/format racket/path
          racket/file)
 
@@ -62,41 +63,6 @@
 (define (start-fib-place)
   (place ch
     (place-channel-put ch (fib (place-channel-get ch)))))
-
-;; Compile this module to a .zo under a cache root (unless already there and
-;; fresh) and return a compiled-file-roots list that finds it, or #f on failure.
-;; compiler/cm is deliberately not used: it would also recompile installed
-;; collections whose .zo stamps it distrusts into ROOT.
-(define (compiled-roots-for-places)
-  (define src (variable-reference->module-source (#%variable-reference)))
-  (with-handlers ([exn:fail? (lambda (e)
-                               (eprintf "racket-micro: no .zo cache (~a); places load from source\n"
-                                        (exn-message e))
-                               #f)])
-    (define root (build-path (find-system-path 'temp-dir) "spindle-racket-micro-zo"))
-    (define-values (dir name _) (split-path (simplify-path (path->complete-path src))))
-    (define zo-dir (build-path (reroot-path dir root) "compiled"))
-    (define zo (build-path zo-dir (path-add-extension name #".zo")))
-    (unless (and (file-exists? zo)
-                 (>= (file-or-directory-modify-seconds zo)
-                     (file-or-directory-modify-seconds src)))
-      (define code
-        (parameterize ([current-namespace (make-base-namespace)]
-                       [read-accept-reader #t]
-                       [read-accept-lang #t]
-                       [current-load-relative-directory dir])
-          (call-with-input-file src
-            (lambda (in)
-              (port-count-lines! in)
-              (compile (namespace-syntax-introduce (read-syntax src in)))))))
-      (make-directory* zo-dir)
-      (define tmp (make-temporary-file "rkt~a.zo" #f zo-dir))
-      (call-with-output-file tmp #:exists 'truncate
-        (lambda (out) (write code out)))
-      (rename-file-or-directory tmp zo #t))
-    ;; Appended last: installed collections keep using their usual roots
-    ;; (Debian, e.g., uses (same "/usr/lib/racket/compiled")).
-    (append (current-compiled-file-roots) (list root))))
 
 (module+ main
   (define quick?
@@ -136,7 +102,7 @@
 
   ;; Places created inside this parameterization load the cached .zo.
   (define place-roots
-    (or (compiled-roots-for-places) (current-compiled-file-roots)))
+    (or (compiled-roots-for-places (variable-reference->module-source (#%variable-reference)) "racket-micro") (current-compiled-file-roots)))
 
   ;; ---- spawn-join --------------------------------------------------------
   (let* ([n (scale 100000)]

@@ -29,6 +29,7 @@
 ;;
 ;; Usage: racket bench/peers/racket-places.rkt [--quick] [--runs K]
 
+(require "racket-place-cache.rkt")
 (require racket/place racket/list racket/file racket/path racket/port racket/format racket/future
          racket/system)
 
@@ -70,37 +71,6 @@
       (unless (eq? m 'stop)
         (place-channel-put ch (strfib m))
         (loop)))))
-
-;; Compile this module to a .zo under a cache root (unless already there and
-;; fresh) and return a compiled-file-roots list that finds it, or #f.
-(define (compiled-roots-for-places)
-  (define src (variable-reference->module-source (#%variable-reference)))
-  (with-handlers ([exn:fail? (lambda (e)
-                               (eprintf "racket-places: no .zo cache (~a); places load from source\n"
-                                        (exn-message e))
-                               #f)])
-    (define root (build-path (find-system-path 'temp-dir) "spindle-racket-places-zo"))
-    (define-values (dir name _) (split-path (simplify-path (path->complete-path src))))
-    (define zo-dir (build-path (reroot-path dir root) "compiled"))
-    (define zo (build-path zo-dir (path-add-extension name #".zo")))
-    (unless (and (file-exists? zo)
-                 (>= (file-or-directory-modify-seconds zo)
-                     (file-or-directory-modify-seconds src)))
-      (define code
-        (parameterize ([current-namespace (make-base-namespace)]
-                       [read-accept-reader #t]
-                       [read-accept-lang #t]
-                       [current-load-relative-directory dir])
-          (call-with-input-file src
-            (lambda (in)
-              (port-count-lines! in)
-              (compile (namespace-syntax-introduce (read-syntax src in)))))))
-      (make-directory* zo-dir)
-      (define tmp (make-temporary-file "rkt~a.zo" #f zo-dir))
-      (call-with-output-file tmp #:exists 'truncate
-        (lambda (out) (write code out)))
-      (rename-file-or-directory tmp zo #t))
-    (append (current-compiled-file-roots) (list root))))
 
 (module+ main
   (define args (vector->list (current-command-line-arguments)))
@@ -158,7 +128,7 @@
       (if (and others (> ms 0) (> (/ others (* (processor-count) ms)) 0.25) (> quiet-budget 0))
           (begin (set! retimed (add1 retimed)) (wait-for-quiet) (retry))
           ms)))
-  (define roots (or (compiled-roots-for-places) (current-compiled-file-roots)))
+  (define roots (or (compiled-roots-for-places (variable-reference->module-source (#%variable-reference)) "racket-places") (current-compiled-file-roots)))
   (define started '())
   (define (start make)
     (define p (parameterize ([current-compiled-file-roots roots]) (make)))

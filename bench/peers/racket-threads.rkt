@@ -21,6 +21,7 @@
 ;;          [--workloads LIST] [--sizes WL=V,...] [--dirs D1,D2]
 ;; bench/threads.ss passes all of these, so the sizes match its own.
 
+(require "racket-place-cache.rkt")
 (require racket/place racket/future racket/list racket/string racket/path
          racket/file racket/port)
 
@@ -120,39 +121,6 @@
          (place-channel-put ch (run-workload (car msg) (cadr msg) (caddr msg)))
          (loop)]))))
 
-;; Compile this module to a .zo under a cache root (unless already there and
-;; fresh) and return a compiled-file-roots list that finds it, or #f on
-;; failure, so that places do not compile this file from source (same scheme
-;; as racket-micro.rkt).
-(define (compiled-roots-for-places)
-  (define src (variable-reference->module-source (#%variable-reference)))
-  (with-handlers ([exn:fail? (lambda (e)
-                               (eprintf "racket-threads: no .zo cache (~a); places load from source\n"
-                                        (exn-message e))
-                               #f)])
-    (define root (build-path (find-system-path 'temp-dir) "spindle-racket-threads-zo"))
-    (define-values (dir name _) (split-path (simplify-path (path->complete-path src))))
-    (define zo-dir (build-path (reroot-path dir root) "compiled"))
-    (define zo (build-path zo-dir (path-add-extension name #".zo")))
-    (unless (and (file-exists? zo)
-                 (>= (file-or-directory-modify-seconds zo)
-                     (file-or-directory-modify-seconds src)))
-      (define code
-        (parameterize ([current-namespace (make-base-namespace)]
-                       [read-accept-reader #t]
-                       [read-accept-lang #t]
-                       [current-load-relative-directory dir])
-          (call-with-input-file src
-            (lambda (in)
-              (port-count-lines! in)
-              (compile (namespace-syntax-introduce (read-syntax src in)))))))
-      (make-directory* zo-dir)
-      (define tmp (make-temporary-file "rkt~a.zo" #f zo-dir))
-      (call-with-output-file tmp #:exists 'truncate
-        (lambda (out) (write code out)))
-      (rename-file-or-directory tmp zo #t))
-    (append (current-compiled-file-roots) (list root))))
-
 (module+ main
   (define args (vector->list (current-command-line-arguments)))
   (define (option name default)
@@ -190,7 +158,7 @@
                                               ","))))
   (define all-modes '(sequential coroutine futures places))
 
-  (define place-roots (compiled-roots-for-places))
+  (define place-roots (compiled-roots-for-places (variable-reference->module-source (#%variable-reference)) "racket-threads"))
   (define start (current-inexact-milliseconds))
   (define (progress fmt . xs)
     (eprintf "  [racket ~a s] ~a\n" (real->decimal-string (/ (- (current-inexact-milliseconds) start) 1000.0) 1)
