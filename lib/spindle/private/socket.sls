@@ -59,16 +59,25 @@
         [else (list (lambda () (raise-os-error 'accept r "cannot accept a connection" l)))])))
 
   ;; An accepted TCP connection is named after its peer ("127.0.0.1:54321",
-  ;; "[::1]:54321"), so that an error says which; a Unix one (whose peer
-  ;; has no name) after the listener.
+  ;; "[::1]:54321"; an IPv4 peer of an IPv6 listener by its IPv4 address),
+  ;; so that an error says which; a Unix one (whose peer has no name) after
+  ;; the listener.
   (define (accepted-name l fd)
     (let ([peer (and (eq? (listener-kind l) 'tcp) (socket-peer-address fd))])
       (if peer
           (let ([host (address->string peer)] [port (number->string (address-port peer))])
-            (if (fx= (address-family peer) af-inet6)
-                (string-append "[" host "]:" port)
-                (string-append host ":" port)))
+            (cond
+              [(not (fx= (address-family peer) af-inet6)) (string-append host ":" port)]
+              [(ipv4-mapped host) => (lambda (v4) (string-append v4 ":" port))]
+              [else (string-append "[" host "]:" port)]))
           (listener-name l))))
+
+  ;; "::ffff:a.b.c.d" -> "a.b.c.d"; else #f.
+  (define (ipv4-mapped host)
+    (let ([n (string-length host)])
+      (and (fx> n 7) (string-ci=? (substring host 0 7) "::ffff:")
+           (memv #\. (string->list host))
+           (substring host 7 n))))
 
   ;; try-accept's list -> the ports, or the raise of its error thunk.
   (define (accept-result . vals)
