@@ -50,7 +50,7 @@
     unix-socket-available? unix-socket-path? unix-socket-listen unix-socket-listener?
     unix-socket-accept unix-socket-accept-evt unix-socket-close-listener unix-socket-connect
     read-bytes-evt read-bytes-avail!-evt read-line-evt read-bytes-line-evt
-    write-bytes-evt eof-evt port-ready-evt
+    write-bytes-evt write-bytes-avail-evt eof-evt port-ready-evt make-pipe
     call-blocking
     ;; (spindle custodian)
     make-custodian custodian? current-custodian custodian-shutdown-all

@@ -8,11 +8,19 @@
 ;;;
 ;;; With several threads reading one port, a read chosen as ready may find
 ;;; the bytes taken by another reader and wait for more: give each port one
-;;; reader, or lock around the sync.
+;;; reader, or lock around the sync.  The same holds for writers and the
+;;; write evts.
+;;;
+;;; Output readiness is asked of the kernel each time (poll(2), and the
+;;; free space of the descriptor's buffer for write-bytes-evt), never taken
+;;; from the last epoll edge, so a full pipe or a peer that stopped reading
+;;; is not ready, and a write evt that is not chosen has written nothing.
+;;;
+;;; make-pipe makes an OS pipe whose two ends are parking ports.
 (library (spindle port)
   (export read-bytes-evt read-bytes-avail!-evt read-line-evt read-bytes-line-evt
-          write-bytes-evt eof-evt port-ready-evt)
-  (import (chezscheme) (spindle private fd-port) (spindle private poller)
+          write-bytes-evt write-bytes-avail-evt eof-evt port-ready-evt make-pipe)
+  (import (chezscheme) (spindle private fd-port) (spindle private poller) (spindle private posix-io)
           (only (spindle private sync) always-evt never-evt wrap-evt guard-evt replace-evt))
 
   (define (check-input who p)
@@ -111,20 +119,76 @@
                        (wrap-evt always-evt (lambda (_) (eof-object)))
                        never-evt))))
 
-  ;; Ready when out can take bytes; writes bv[start, end) and flushes.
-  ;; Result: the count.
+  (define (check-range who bv start end)
+    (unless (bytevector? bv) (assertion-violation who "expected a bytevector" bv))
+    (unless (and (fixnum? start) (fixnum? end) (fx<= 0 start end (bytevector-length bv)))
+      (assertion-violation who "bad range" start end)))
+
+  ;; All or nothing: ready when the kernel would take all of bv[start, end)
+  ;; now (its buffer's free space, estimated low, holds them; or the buffer
+  ;; is empty), and only then writes them, so choosing it never waits for
+  ;; the peer; if it is not chosen, nothing is written.  A bytevector larger
+  ;; than the buffer is ready once the buffer is empty, and its write may
+  ;; then wait for the peer to read the rest.  Result: the count.
   (define write-bytes-evt
     (case-lambda
       [(bv p) (write-bytes-evt bv p 0 (if (bytevector? bv) (bytevector-length bv) 0))]
       [(bv p start end)
-       (unless (bytevector? bv) (assertion-violation 'write-bytes-evt "expected a bytevector" bv))
-       (unless (and (fixnum? start) (fixnum? end) (fx<= 0 start end (bytevector-length bv)))
-         (assertion-violation 'write-bytes-evt "bad range" start end))
+       (check-range 'write-bytes-evt bv start end)
        (check-output 'write-bytes-evt p)
-       (wrap-evt (port-ready-evt p)
-                 (lambda (_) (put-bytevector p bv start (fx- end start)) (flush-output-port p) (fx- end start)))]))
+       (let ([n (fx- end start)])
+         (wrap-evt (if (fd-port? p) (fd-port-output-ready-evt p #t (fxmax n 1)) always-evt)
+                   (lambda (_) (put-bytevector p bv start n) (flush-output-port p) n)))]))
 
-  ;; The port as an evt (ready when a read or write would not block).
+  ;; Ready when the kernel would take some bytes now; writes as many of
+  ;; bv[start, end) as it takes at once (at least one; with another thread
+  ;; writing to the port meanwhile, it may wait for room).  Result: the
+  ;; count (0 for an empty range, ready at once).  Other ports take all.
+  (define write-bytes-avail-evt
+    (case-lambda
+      [(bv p) (write-bytes-avail-evt bv p 0 (if (bytevector? bv) (bytevector-length bv) 0))]
+      [(bv p start end)
+       (check-range 'write-bytes-avail-evt bv start end)
+       (check-output 'write-bytes-avail-evt p)
+       (let ([n (fx- end start)])
+         (cond
+           [(fx= n 0) (wrap-evt always-evt (lambda (_) 0))]
+           [(fd-port? p)
+            (wrap-evt (fd-port-output-ready-evt p #t 1)
+                      (lambda (_) (fd-port-write-some! 'write-bytes-avail-evt p bv start n)))]
+           [else (wrap-evt always-evt (lambda (_) (put-bytevector p bv start n) (flush-output-port p) n))]))]))
+
+  ;; (make-pipe [limit #f] [input-name 'pipe] [output-name 'pipe]) ->
+  ;; (values in out): an OS pipe, non-blocking and close-on-exec, whose ends
+  ;; are parking ports.  limit: #f for the kernel's default capacity (64
+  ;; KiB on Linux), or a positive count: the pipe then holds at least that
+  ;; many bytes (the kernel rounds up to a power of two pages, at most
+  ;; /proc/sys/fs/pipe-max-size unless privileged) before a write waits.
+  (define make-pipe
+    (case-lambda
+      [() (make-pipe #f 'pipe 'pipe)]
+      [(limit) (make-pipe limit 'pipe 'pipe)]
+      [(limit in-name) (make-pipe limit in-name 'pipe)]
+      [(limit in-name out-name)
+       (unless (or (not limit) (and (fixnum? limit) (fx> limit 0)))
+         (assertion-violation 'make-pipe "expected #f or a positive count" limit))
+       (let-values ([(r w) (make-nonblocking-pipe)])
+         (when (fx< r 0) (raise-os-error 'make-pipe r "cannot make a pipe"))
+         (when limit
+           (let ([e (set-pipe-capacity! w limit)])
+             (when (fx< e 0)
+               (sys-close r) (sys-close w)
+               (raise-os-error 'make-pipe e "cannot set the pipe's capacity" limit))))
+         (let*-values ([(in _) (guard (c [#t (sys-close w) (raise c)])
+                                 (make-fd-ports r (port-name-string in-name) 'pipe #t #f))]
+                       [(_ out) (make-fd-ports w (port-name-string out-name) 'pipe #f #t)])
+           (values in out)))]))
+
+  (define (port-name-string x)
+    (cond [(string? x) x] [(symbol? x) (symbol->string x)] [else (format "~a" x)]))
+
+  ;; The port as an evt (ready when a read or write would not block: for an
+  ;; output port, when the kernel would take a byte now).
   (define (port-ready-evt p)
     (unless (port? p) (assertion-violation 'port-ready-evt "expected a port" p))
     (wrap-evt p values)))

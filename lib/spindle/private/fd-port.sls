@@ -8,32 +8,44 @@
 ;;; across a park, so a put call's bytes go out contiguous and each read
 ;;; call takes bytes no other call takes.  Chez's own buffers are kept
 ;;; out of the way, so threads on several OS threads never share one:
-;;; the input port is built on Chez's port-handler record (as synchronized
-;;; ports are) with an empty Chez buffer, so every get-u8, lookahead-u8,
-;;; unget-u8 and bulk read is one call of its handler, which works on the
-;;; handle's buffer under the input lock; output is written through: each
-;;; put call of more than output-buffer-size bytes is one write(2) (build a
-;;; bytevector, or use a transcoded port, whose buffer is flushed in one
-;;; call).  Chez 9.5.8's custom ports mishandle put-u8 with an output
-;;; buffer under three bytes, so a few single bytes are held by Chez until
-;;; the next flush or put.  The lock belongs to a thread, and a dead
-;;; owner's lock is taken over, so a thread killed while it waits inside a
-;;; read or write blocks nobody; a read that raises releases it first.
+;;; both ports are built on Chez's port-handler record (as synchronized
+;;; ports are) with empty Chez buffers, so every get-u8, lookahead-u8,
+;;; unget-u8, put-u8 and bulk read or write is one call of its handler,
+;;; which works under the direction's lock.  Output is written through:
+;;; each put-u8 and put-bytevector has reached the kernel when it returns
+;;; (parking while the descriptor is full), and flush has nothing to do.
+;;; The output port is marked line-buffered for Chez, so that a textual
+;;; port made over it with transcoded-port (which keeps a buffer of its
+;;; own) passes its text on at every newline.  The lock belongs to a
+;;; thread, and a dead owner's lock is taken over, so a thread killed while
+;;; it waits inside a read or write blocks nobody; a call that raises
+;;; releases it first.
+;;;
+;;; A port records its handle and direction in its info field (Chez's
+;;; per-port slot), so no table keeps a dropped port's handle alive.
 ;;;
 ;;; A handle owns the descriptor.  Its `users` box counts the system calls
 ;;; in flight (times 2) plus a closing bit: the descriptor is closed by
 ;;; whoever leaves it closing with no call in flight, so a call never runs
 ;;; on a descriptor number that was closed and reused meanwhile.  No count
 ;;; is held while a thread waits, so a thread killed in a wait leaks
-;;; nothing; a handle that becomes unreachable is closed by a guardian.
+;;; nothing.  A handle that becomes unreachable is closed by a guardian,
+;;; drained when a port is made and after every collection (a wrapper of
+;;; collect-request-handler): a port dropped while young closes its
+;;; descriptor at the next collection; one that lived through k
+;;; collections is found unreachable only when its generation is next
+;;; collected.  Guardians are not safe to use from two OS threads at once:
+;;; this one is registered and drained under reclaim-lock (a Chez mutex,
+;;; held with interrupts disabled, never across the closing).
 (library (spindle private fd-port)
-  (export make-fd-ports make-fd-ports/custodian open-handle abandon-port! fd-port? fd-port-handle fd-port-input-ready-evt fd-port-output-ready-evt
+  (export make-fd-ports make-fd-ports/custodian open-handle abandon-port! fd-port? fd-port-handle
+          fd-port-input-ready-evt fd-port-output-ready-evt fd-port-write-some!
           handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call handle-wait-read! handle-wait-write!
           port-buffered-count port-buffered-has? port-fill! raise-os-error reclaim-unreachable-handles!)
   (import (chezscheme) (spindle private port-handler) (spindle private poller) (spindle private posix-io)
           (only (spindle private scheduler) current-gthread gthread-dead?)
-          (only (spindle private sync) always-evt wrap-evt guard-evt port-evt-proc-set! sync/timeout)
+          (only (spindle private sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set! sync/timeout)
           (only (spindle semaphore) make-semaphore semaphore-post)
           (only (spindle custodian) custodian-register! make-custodian-kind current-custodian))
 
@@ -41,17 +53,17 @@
     (fields fd rec name kind            ; kind: socket or pipe
             users                       ; box: 2 x calls in flight + closing bit
             (mutable open-ports)        ; ports still open (under interrupts disabled)
-            (mutable on-close)          ; thunks run once the descriptor is closed
             (mutable abandoned?)        ; the output port closes without a FIN
             (mutable in-closed?) (mutable out-closed?)
             in-lock out-lock            ; port-locks, see above
             (mutable in-buf) (mutable in-start) (mutable in-end)  ; bytes read, not yet taken
-            (mutable in-eof?))          ; an unget-u8 of eof: the next get gives eof
+            (mutable in-eof?)           ; an unget-u8 of eof: the next get gives eof
+            out-byte)                   ; put-u8's bytevector, used under the output lock
     (protocol
       (lambda (new)
         (lambda (fd name kind open-ports)
-          (new fd (fd-watch fd) name kind (box 0) open-ports '() #f #f #f
-               (make-port-lock) (make-port-lock) #f 0 0 #f))))
+          (new fd (fd-watch fd) name kind (box 0) open-ports #f #f #f
+               (make-port-lock) (make-port-lock) #f 0 0 #f (make-bytevector 1)))))
     (nongenerative spindle-fd-handle-v1) (sealed #t))
 
   (define (handle-closed? h) (fxodd? (unbox (handle-users h))))
@@ -118,9 +130,7 @@
                 (when (fx= n 0) (really-close! h)))
               (loop))))))
 
-  (define (really-close! h)
-    (sys-close (handle-fd h))
-    (for-each (lambda (thunk) (thunk)) (handle-on-close h)))
+  (define (really-close! h) (sys-close (handle-fd h)))
 
   ;; Runs (call fd) with the descriptor held open; #f if it is closed.
   (define (handle-call h call)
@@ -153,12 +163,13 @@
     (fd-idle! (handle-rec h) 'write seq)
     (fd-wait! (handle-rec h) 'write))
 
-  (define (closed-error who h)
-    (raise (condition (make-i/o-error) (make-who-condition who)
-                      (make-message-condition "port is closed") (make-irritants-condition (list (handle-name h))))))
+  ;; Every use of a closed port (closed before the call, or while the call
+  ;; waited) raises this: an &i/o-port error naming the operation.
+  (define (closed-error who p)
+    (raise (condition (make-i/o-port-error p) (make-who-condition who)
+                      (make-message-condition "port is closed") (make-irritants-condition (list p)))))
 
   (define in-buffer-size 16384)
-  (define output-buffer-size 3)
 
   ;; With the input lock held: the buffered count.
   (define (buffered h) (fx- (handle-in-end h) (handle-in-start h)))
@@ -230,12 +241,12 @@
            (port-unlock! lock)
            (if (failure? r) (raise (failure-condition r)) r)))]))
 
-  (define (closed-failure who h)
-    (make-failure (guard (c [#t c]) (closed-error who h))))
+  (define (closed-failure who p)
+    (make-failure (guard (c [#t c]) (closed-error who p))))
 
   ;; With the input lock held: #t once a byte is buffered (parking while
   ;; the descriptor has none), #f at end of file, or a failure.
-  (define (await-input! who h)
+  (define (await-input! who p h)
     (let loop ()
       (cond
         [(fx> (buffered h) 0) #t]
@@ -243,7 +254,7 @@
         [else
          (let* ([seq (fd-seq (handle-rec h) 'read)] [r (fill-buffer! h)])
            (cond
-             [(or (not r) (handle-in-closed? h)) (closed-failure who h)]
+             [(or (not r) (handle-in-closed? h)) (closed-failure who p)]
              [(fx> r 0) #t]
              [(fx= r 0) #f]
              [(fx= r (fx- 0 errno-again)) (return-buffer! h) (handle-wait-read! h seq) (loop)]
@@ -253,26 +264,26 @@
   ;; With the input lock held: at least one byte into bv, the count, or
   ;; eof, or a failure; parks while none is there.  Large reads go
   ;; straight into bv.
-  (define (read-some! who h bv start n)
+  (define (read-some! who p h bv start n)
     (let loop ()
       (cond
         [(fx> (buffered h) 0) (take-buffered! h bv start n)]
         [(handle-in-eof? h) (handle-in-eof?-set! h #f) (eof-object)]
-        [(fx< n 4096) (let ([r (await-input! who h)])
+        [(fx< n 4096) (let ([r (await-input! who p h)])
                         (cond [(eq? r #t) (take-buffered! h bv start n)] [r r] [else (eof-object)]))]
         [else
          (let* ([seq (fd-seq (handle-rec h) 'read)]
                 [r (handle-call h (lambda (fd) (sys-read fd bv start n)))])
            (cond
-             [(or (not r) (handle-in-closed? h)) (closed-failure who h)]
+             [(or (not r) (handle-in-closed? h)) (closed-failure who p)]
              [(fx> r 0) r]
              [(fx= r 0) (eof-object)]
              [(fx= r (fx- 0 errno-again)) (return-buffer! h) (handle-wait-read! h seq) (loop)]
              [else (make-failure (guard (c [#t c]) (raise-os-error who r 'read (handle-name h))))]))])))
 
   ;; With the input lock held: the next byte (taken if take?), or eof.
-  (define (next-byte! who h take?)
-    (let ([r (await-input! who h)])
+  (define (next-byte! who p h take?)
+    (let ([r (await-input! who p h)])
       (cond
         [(eq? r #t)
          (let* ([i (handle-in-start h)] [b (bytevector-u8-ref (handle-in-buf h) i)])
@@ -308,6 +319,9 @@
   ;; custom port has them, a bare handler port has not): without them
   ;; transcoded-port gives the port a one-character buffer, and get-line
   ;; on it costs three times as much.  Found by difference, not hard-coded.
+  ;; Chez's port-flag-line-buffered (see the top of the file).
+  (define line-buffered-flag #x400)
+
   (define block-buffered-flags
     (let* ([custom (make-custom-binary-input-port "probe" (lambda (bv start n) 0) #f #f #f)]
            [bare (#%$make-binary-input-port "probe" (#%$port-handler custom) (make-bytevector 1) #f)])
@@ -315,10 +329,6 @@
                    (let ([bit (fxsll 1 i)])
                      (if (and (#%$port-flags-set? custom bit) (not (#%$port-flags-set? bare bit))) (fxior acc bit) acc)))
                  0 (iota 24))))
-
-  (define (port-closed-error who p)
-    (raise (condition (make-i/o-port-error p) (make-who-condition who)
-                      (make-message-condition "not permitted on a closed port") (make-irritants-condition (list p)))))
 
   ;; The input port's handler.  Its Chez buffer is empty and stays so:
   ;; Chez calls the handler for every read, and the handler takes the
@@ -328,22 +338,22 @@
       (syntax-rules ()
         [(_ (who p arg ...) body ...)
          (lambda (who p arg ...)
-           (when (port-closed? p) (port-closed-error who p))
+           (when (port-closed? p) (closed-error who p))
            (locked-input h body ...))]))
     (make-port-handler
       (lambda (who p)                                      ; ready?
-        (when (port-closed? p) (port-closed-error who p))
+        (when (port-closed? p) (closed-error who p))
         (or (handle-in-eof? h) (fx> (buffered h) 0) (not (eq? (port-fill-handle! h) 'again))))
-      (op (who p) (next-byte! who h #f))                   ; lookahead
+      (op (who p) (next-byte! who p h #f))                 ; lookahead
       (op (who p x) (unget-byte! h x))                     ; unget
       (op (who p)                                          ; get
         (if (fx> (buffered h) 0)
             (let* ([i (handle-in-start h)] [b (bytevector-u8-ref (handle-in-buf h) i)])
               (handle-in-start-set! h (fx+ i 1))
               b)
-            (next-byte! who h #t)))
+            (next-byte! who p h #t)))
       (op (who p bv start n)                               ; get-some
-        (if (fx= n 0) 0 (read-some! who h bv start n)))
+        (if (fx= n 0) 0 (read-some! who p h bv start n)))
       (op (who p)                                          ; clear-input
         (handle-in-eof?-set! h #f)
         (handle-in-start-set! h (handle-in-end h)))
@@ -351,54 +361,111 @@
       (lambda (who p) (close! p))
       #f #f #f #f #f #f))
 
-  ;; Writes all n bytes (the output lock keeps them contiguous); parks
-  ;; while the descriptor is full.
-  (define (write-all! h bv start n)
-    (with-port-lock (handle-out-lock h)
-      (let loop ([start start] [left n])
-        (if (fx= left 0)
-            n
-            (let ([k (write-some! h bv start left)])
-              (loop (fx+ start k) (fx- left k)))))))
+  ;; ---------------------------------------------------------------- output port
+  ;; With the output lock held: writes all n bytes; parks while the
+  ;; descriptor is full.
+  (define (write-all! who p h bv start n)
+    (let loop ([start start] [left n])
+      (unless (fx= left 0)
+        (let ([k (write-some! who p h bv start left)])
+          (loop (fx+ start k) (fx- left k))))))
 
-  ;; Writes at least one byte; parks while the descriptor is full.
-  (define (write-some! h bv start n)
-    (if (fx= n 0)
-        0
-        (let ([socket? (eq? (handle-kind h) 'socket)])
-          (let loop ()
-            (let* ([seq (fd-seq (handle-rec h) 'write)]
-                   [r (handle-call h (lambda (fd) (sys-write fd bv start n socket?)))])
-              (cond
-                [(or (not r) (handle-out-closed? h)) (closed-error 'write h)]
-                [(fx> r 0) r]
-                [(or (fx= r 0) (fx= r (fx- 0 errno-again))) (handle-wait-write! h seq) (loop)]
-                [else (raise-os-error 'write r 'write (handle-name h))]))))))
+  ;; With the output lock held: writes at least one byte (n > 0) and
+  ;; returns the count; parks while the descriptor is full.
+  (define (write-some! who p h bv start n)
+    (let ([socket? (eq? (handle-kind h) 'socket)])
+      (let loop ()
+        (let* ([seq (fd-seq (handle-rec h) 'write)]
+               [r (handle-call h (lambda (fd) (sys-write fd bv start n socket?)))])
+          (cond
+            [(or (not r) (handle-out-closed? h)) (closed-error who p)]
+            [(fx> r 0) r]
+            [(or (fx= r 0) (fx= r (fx- 0 errno-again))) (handle-wait-write! h seq) (loop)]
+            [else (raise-os-error who r 'write (handle-name h))])))))
+
+  ;; The output port's handler.  Its Chez buffer is empty and stays so:
+  ;; Chez calls put for every put-u8 and put-some for every bulk write
+  ;; (put-bytevector, a transcoded port's flush), each under the output
+  ;; lock, which a raise releases (with-port-lock).
+  (define (make-output-handler h close!)
+    (define-syntax op
+      (syntax-rules ()
+        [(_ (who p arg ...) body ...)
+         (lambda (who p arg ...)
+           (when (port-closed? p) (closed-error who p))
+           body ...)]))
+    (make-port-handler
+      #f #f #f #f #f #f                                    ; the input operations
+      (op (who p b)                                        ; put
+        (with-port-lock (handle-out-lock h)
+          (bytevector-u8-set! (handle-out-byte h) 0 b)
+          (write-all! who p h (handle-out-byte h) 0 1)))
+      (op (who p bv start n)                               ; put-some
+        (with-port-lock (handle-out-lock h) (write-all! who p h bv start n))
+        n)
+      (op (who p) (void))                                  ; flush: nothing is held
+      (op (who p) (void))                                  ; clear-output
+      (lambda (who p) (close! p))
+      #f #f #f #f #f #f))
+
+  ;; One write of at least one byte of bv[start, start+n) (n > 0) on
+  ;; output port p, under its lock: the count.  Parks while p is full.
+  (define (fd-port-write-some! who p bv start n)
+    (when (port-closed? p) (closed-error who p))
+    (let ([h (fd-port-handle p)])
+      (with-port-lock (handle-out-lock h) (write-some! who p h bv start n))))
 
   ;; ---------------------------------------------------------------- ports
-  ;; Unreachable handles close their descriptor.
+  ;; Unreachable handles close their descriptor (see the top of the file).
   (define reclaim (make-guardian))
+  (define reclaim-lock (make-mutex))
+
+  (define (guard-handle! h)
+    (with-interrupts-disabled (with-mutex reclaim-lock (reclaim h))))
+
+  ;; With reclaim-lock held: the handles found unreachable.
+  (define (unreachable-handles)
+    (let loop ([acc '()])
+      (let ([h (reclaim)])
+        (if h (loop (cons h acc)) acc))))
 
   (define (reclaim-unreachable-handles!)
-    (let loop ()
-      (let ([h (reclaim)])
-        (when h (close-handle! h) (loop)))))
+    (for-each close-handle!
+      (with-interrupts-disabled (with-mutex reclaim-lock (unreachable-handles)))))
 
-  ;; port -> (handle . direction), for sync, tcp-addresses and custodians.
-  (define ports (make-weak-eq-hashtable))
-  (define ports-lock (make-mutex))
+  ;; After every collection, on the OS thread that ran it while the others
+  ;; wait.  The lock is only tried: a thread holding it has interrupts
+  ;; disabled, so it cannot be among those waiting, but it may be inside
+  ;; mutex-acquire on another OS thread; then the next port made drains it.
+  (define collect-hook-installed
+    (let ([handler (collect-request-handler)])
+      (collect-request-handler
+        (lambda ()
+          (handler)
+          (for-each close-handle!
+            (with-interrupts-disabled
+              (if (mutex-acquire reclaim-lock #f)
+                  (let ([l (unreachable-handles)]) (mutex-release reclaim-lock) l)
+                  '())))))
+      #t))
+
+  ;; A port's info: its handle and direction ('in or 'out); closing? is a
+  ;; box set by the first close of the port (only that one counts).
+  (define-record-type fd-entry
+    (fields handle dir closing?)
+    (nongenerative spindle-fd-entry-v1) (sealed #t))
 
   (define (fd-port-entry p)
-    (with-interrupts-disabled (with-mutex ports-lock (hashtable-ref ports p #f))))
+    (let ([i (#%$port-info p)]) (and (fd-entry? i) i)))
   (define (fd-port? p) (and (port? p) (fd-port-entry p) #t))
-  (define (fd-port-handle p) (let ([e (fd-port-entry p)]) (and e (car e))))
+  (define (fd-port-handle p) (let ([e (fd-port-entry p)]) (and e (fd-entry-handle e))))
 
   ;; A handle for a descriptor that has no ports (a listening socket),
   ;; closed with close-handle! or when unreachable.
   (define (open-handle fd name kind)
     (reclaim-unreachable-handles!)
     (let ([h (make-handle fd name kind 1)])
-      (reclaim h)
+      (guard-handle! h)
       h))
 
   ;; One port closed: the last one closes the handle.  on-output-close runs
@@ -427,34 +494,32 @@
            [shut-write (lambda ()
                          (when (and (eq? kind 'socket) (not (handle-abandoned? h)))
                            (handle-call h (lambda (fd) (sys-shutdown fd 1)))))]
+           ;; only the first close of a port counts (a transcoded port's
+           ;; close reaches the handler through Chez's copy of the port)
+           [closer (lambda (e on-close out?)
+                     (lambda (p)
+                       (#%mark-port-closed! p)
+                       (when (box-cas! (fd-entry-closing? e) #f #t)
+                         (port-closed! h on-close out?))))]
+           [in-entry (make-fd-entry h 'in (box #f))]
+           [out-entry (make-fd-entry h 'out (box #f))]
            [in (and in?
                     (#%$make-binary-input-port name
-                      (make-input-handler h
-                        (lambda (p)
-                          ;; only the first close of the port counts
-                          (when (with-interrupts-disabled
-                                  (with-mutex ports-lock
-                                    (and (not (port-closed? p)) (begin (#%mark-port-closed! p) #t))))
-                            (port-closed! h void #f))))
+                      (make-input-handler h (closer in-entry void #f))
                       ;; Chez's buffer: its size is set to 0 below, before
                       ;; the port is seen, and stays 0 (Chez's file ports
                       ;; keep at least one byte; so do we)
-                      (make-bytevector 1) #f))]
+                      (make-bytevector 1) in-entry))]
            [out (and out?
-                     (make-custom-binary-output-port name
-                       (lambda (bv start n) (write-all! h bv start n))
-                       #f #f
-                       (lambda () (port-closed! h shut-write #t))))])
+                     (#%$make-binary-output-port name
+                       (make-output-handler h (closer out-entry shut-write #t))
+                       #vu8() out-entry))])
       ;; Chez's buffers are kept out of the way (see the top of the file)
       (when in
         (set-binary-port-input-size! in 0)
         (#%$set-port-flags! in block-buffered-flags))
-      (when out (set-binary-port-output-buffer! out (make-bytevector output-buffer-size)))
-      (with-interrupts-disabled
-        (with-mutex ports-lock
-          (when in (hashtable-set! ports in (cons h 'in)))
-          (when out (hashtable-set! ports out (cons h 'out)))))
-      (reclaim h)
+      (when out (#%$set-port-flags! out line-buffered-flag))
+      (guard-handle! h)
       ;; the ports belong to the current custodian (a shut-down one refuses
       ;; them: the descriptor is closed and the error raised)
       (guard (c [#t (close-handle! h) (raise c)])
@@ -470,16 +535,14 @@
       (lambda (p)
         (let ([h (fd-port-handle p)])
           (when h (close-handle! h))
-          (guard (c [#t (void)])
-            (when (output-port? p) (set-binary-port-output-index! p 0))
-            (close-port p))))
+          (guard (c [#t (void)]) (close-port p))))
       port-closed?))
 
   ;; Closes p; an output port of a socket sends no FIN (Racket's
   ;; tcp-abandon-port), so the peer sees the end only when the socket closes.
   (define (abandon-port! p)
     (let ([e (fd-port-entry p)])
-      (when (and e (eq? (cdr e) 'out)) (handle-abandoned?-set! (car e) #t))
+      (when (and e (eq? (fd-entry-dir e) 'out)) (handle-abandoned?-set! (fd-entry-handle e) #t))
       (close-port p)))
 
   ;; Bytes that p can give without a system call (read without the lock:
@@ -534,10 +597,28 @@
                 (fd-ready-evt (handle-rec (fd-port-handle p)) 'read v)
                 (wrap-evt always-evt (lambda (_) v)))))))
 
-  ;; Ready when the descriptor may take bytes (or p is closed).
-  (define (fd-port-output-ready-evt p v)
-    (let ([h (fd-port-handle p)])
-      (fd-ready-evt (handle-rec h) 'write v)))
+  ;; Ready (with result v) when a write of `need` bytes to p would not
+  ;; block, checked with the kernel each time it is tried (need 1:
+  ;; poll(2); more: the buffer's free space, descriptor-output-room), or
+  ;; when p is closed or failed (a write raises at once).  While not ready
+  ;; it waits for the descriptor's next write edge and looks again.
+  (define (fd-port-output-ready-evt p v need)
+    (let* ([h (fd-port-handle p)] [rec (handle-rec h)])
+      (define (check)
+        (let ([seq (fd-seq rec 'write)])
+          (if (or (port-closed? p) (handle-out-closed? h)
+                  (let ([r (handle-call h (lambda (fd)
+                                            (and (descriptor-writable? fd)
+                                                 (or (fx<= need 1)
+                                                     (let ([room (descriptor-output-room fd (handle-kind h))])
+                                                       (or (not room) (fx>= room need)))))))])
+                    ;; #f from handle-call: closed
+                    (or r (handle-closed? h))))
+              (wrap-evt always-evt (lambda (_) v))
+              (begin
+                (fd-idle! rec 'write seq)
+                (replace-evt (fd-ready-evt rec 'write #t) (lambda (_) (check)))))))
+      (guard-evt check)))
 
   ;; Every port is an evt: spindle's descriptor ports are ready when a
   ;; read (or write) would not block, other ports at once.  Result: the port.
@@ -546,5 +627,5 @@
       (let ([e (fd-port-entry p)])
         (cond
           [(not e) (wrap-evt always-evt (lambda (_) p))]
-          [(eq? (cdr e) 'in) (fd-port-input-ready-evt p p)]
-          [else (fd-port-output-ready-evt p p)])))))
+          [(eq? (fd-entry-dir e) 'in) (fd-port-input-ready-evt p p)]
+          [else (fd-port-output-ready-evt p p 1)])))))

@@ -20,7 +20,8 @@
           af-inet af-inet6 af-unix
           make-eventfd eventfd-signal! eventfd-drain!
           epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level!
-          make-nonblocking-pipe set-descriptor-blocking! lookup-host)
+          make-nonblocking-pipe set-descriptor-blocking! set-pipe-capacity! lookup-host
+          descriptor-writable? descriptor-output-room)
   (import (chezscheme) (only (spindle private unix) c-string free))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -262,10 +263,50 @@
           (values r #f)
           (values (bytevector-s32-native-ref fds 0) (bytevector-s32-native-ref fds 4)))))
 
+  ;; Makes the pipe hold at least n bytes (F_SETPIPE_SZ; the kernel rounds
+  ;; up to a power of two pages): the capacity, or -errno.
+  (define (set-pipe-capacity! fd n) (checked (c-fcntl fd 1031 n)))
+
   (define (set-descriptor-blocking! fd blocking?)
     (let ([flags (c-fcntl fd 3 0)])                  ; F_GETFL
       (c-fcntl fd 4 (if blocking? (fxand flags (fxnot #x800)) (fxior flags #x800)))
       (void)))
+
+  ;; ---------------------------------------------------------------- output readiness
+  (define c-poll (foreign-procedure "poll" (u8* unsigned-long int) int))
+  (define c-ioctl-int (foreign-procedure "ioctl" (int unsigned-long u8*) int))
+
+  ;; #t if a write to fd would take bytes now, or would fail at once (an
+  ;; error or hang-up): poll(2) with no timeout, not the last epoll edge.
+  (define (descriptor-writable? fd)
+    (let ([pfd (make-bytevector 8 0)])
+      (bytevector-s32-native-set! pfd 0 fd)
+      (bytevector-s16-native-set! pfd 4 4)                  ; POLLOUT
+      (and (fx= 1 (checked (c-poll pfd 1 0)))
+           (fxlogtest (bytevector-s16-native-ref pfd 6) (fxior 4 8 16 32)))))  ; OUT ERR HUP NVAL
+
+  (define (int-ioctl fd request)
+    (let ([v (make-bytevector 4 0)])
+      (and (fx= 0 (checked (c-ioctl-int fd request v))) (bytevector-s32-native-ref v 0))))
+
+  ;; A lower bound on the bytes a non-blocking write to fd takes now
+  ;; (kind 'pipe or 'socket), estimated from the kernel's counts: the free
+  ;; space of its buffer (a pipe: F_GETPIPE_SZ less FIONREAD; a socket:
+  ;; SO_SNDBUF less SIOCOUTQ), less what the kernel's own bookkeeping may
+  ;; take (two partly used pages of a pipe; half of a socket's free space,
+  ;; for the buffers' overhead).  An empty buffer gives its whole size.
+  ;; #f if the counts cannot be read.
+  (define (descriptor-output-room fd kind)
+    (if (eq? kind 'pipe)
+        (let ([cap (checked (c-fcntl fd 1032 0))] [used (int-ioctl fd #x541B)])   ; F_GETPIPE_SZ, FIONREAD
+          (and (fx> cap 0) used
+               (if (fx= used 0) cap (fxmax 0 (fx- (fx- cap used) 8192)))))
+        (let ([v (make-bytevector 4 0)] [len (make-bytevector 4 0)] [queued (int-ioctl fd #x5411)])  ; SIOCOUTQ
+          (bytevector-s32-native-set! len 0 4)
+          (and queued
+               (fx= 0 (checked (c-getsockopt fd 1 7 v len)))      ; SOL_SOCKET, SO_SNDBUF
+               (let ([size (bytevector-s32-native-ref v 0)])
+                 (if (fx= queued 0) size (fxmax 0 (fxquotient (fx- size queued) 2))))))))
 
   ;; ---------------------------------------------------------------- eventfd, epoll
   (define c-eventfd (foreign-procedure "eventfd" (unsigned int) int))

@@ -53,10 +53,31 @@
         [(fx>= r 0)
          (configure r)
          (guard (c [#t (list (lambda () (raise c)))])
-           (let-values ([(in out) (make-fd-ports/custodian r (listener-name l) 'socket #t #t custodian)])
+           (let-values ([(in out) (make-fd-ports/custodian r (accepted-name l r) 'socket #t #t custodian)])
              (list in out)))]
         [(fx= r (fx- 0 errno-again)) #f]
         [else (list (lambda () (raise-os-error 'accept r "cannot accept a connection" l)))])))
+
+  ;; An accepted TCP connection is named after its peer ("127.0.0.1:54321",
+  ;; "[::1]:54321"; an IPv4 peer of an IPv6 listener by its IPv4 address),
+  ;; so that an error says which; a Unix one (whose peer has no name) after
+  ;; the listener.
+  (define (accepted-name l fd)
+    (let ([peer (and (eq? (listener-kind l) 'tcp) (socket-peer-address fd))])
+      (if peer
+          (let ([host (address->string peer)] [port (number->string (address-port peer))])
+            (cond
+              [(not (fx= (address-family peer) af-inet6)) (string-append host ":" port)]
+              [(ipv4-mapped host) => (lambda (v4) (string-append v4 ":" port))]
+              [else (string-append "[" host "]:" port)]))
+          (listener-name l))))
+
+  ;; "::ffff:a.b.c.d" -> "a.b.c.d"; else #f.
+  (define (ipv4-mapped host)
+    (let ([n (string-length host)])
+      (and (fx> n 7) (string-ci=? (substring host 0 7) "::ffff:")
+           (memv #\. (string->list host))
+           (substring host 7 n))))
 
   ;; try-accept's list -> the ports, or the raise of its error thunk.
   (define (accept-result . vals)
