@@ -5,18 +5,38 @@
 ;;; Each spindle figure sits beside the raw Chez primitive it builds on
 ;;; (raw.*) and, with --peers, Racket 8.7's figures from the same run.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
-        (bench-harness)
         (only (spindle private unix) shell-command))
 
-(check-arguments! "bench" '("--quick" "--peers" "micro" "scale" "sharing") '()
-  (lambda (port) (fprintf port "usage: spindle bench [--quick] [--peers] [micro] [scale] [sharing]\n")))
-(define quick? (flag? "--quick"))
-(define peers? (flag? "--peers"))
+(define args (command-line-arguments))
+(define quick? (member "--quick" args))
+(define peers? (member "--peers" args))
 (define suites
-  (let ([s (filter (lambda (a) (not (and (> (string-length a) 1) (string=? (substring a 0 2) "--")))) bench-args)])
+  (let ([s (filter (lambda (a) (not (and (> (string-length a) 1) (string=? (substring a 0 2) "--")))) args)])
     (if (null? s) '("micro" "scale") s)))
 
 (define (scaled n) (if quick? (max 1 (quotient n 10)) n))
+
+(define (now-ns)
+  (let ([t (current-time 'time-monotonic)])
+    (+ (* (time-second t) 1000000000) (time-nanosecond t))))
+
+;; Best of `runs` timings of (thunk), in ns.
+(define (best-ns runs thunk)
+  (let loop ([i 0] [best #f])
+    (if (= i runs)
+        best
+        (let ([t0 (now-ns)])
+          (thunk)
+          (let ([dt (- (now-ns) t0)])
+            (loop (+ i 1) (if (or (not best) (< dt best)) dt best)))))))
+
+(define (report name value unit)
+  (printf "~a ~a ~a\n" name
+          (let ([v (exact->inexact value)])
+            (cond [(>= v 100) (round v)]
+                  [else (/ (round (* v 1000)) 1000)]))
+          unit)
+  (flush-output-port (current-output-port)))
 
 ;; ---------------------------------------------------------------- micro
 (define (bench-spawn-join)
@@ -105,9 +125,17 @@
           [(eof-object? line) (close-port p) 0]
           [(and (> (string-length line) 6) (string=? (substring line 0 6) "VmRSS:"))
            (close-port p)
-           (/ (string->number (car (cdr (split-string line #\space #\tab))))
+           (/ (string->number (car (filter (lambda (s) (> (string-length s) 0))
+                                           (cdr (split line #\space #\tab)))))
               1024.)]
           [else (loop)])))))
+
+(define (split s . seps)
+  (let loop ([i 0] [start 0] [acc '()])
+    (cond
+      [(= i (string-length s)) (reverse (cons (substring s start i) acc))]
+      [(memv (string-ref s i) seps) (loop (+ i 1) (+ i 1) (cons (substring s start i) acc))]
+      [else (loop (+ i 1) start acc)])))
 
 (define (million-threads suffix)
   (collect-rendezvous)   ; (collect) refuses while idle workers exist

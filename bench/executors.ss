@@ -43,15 +43,25 @@
               srfi-18-thread-pool parameterize
               place-channel-put place-channel-get place-kill)
         (only (bench-places) start-workers stop-places)
-        (only (bench-harness) check-arguments! flag? option positive-int split-string now-ms)
         (only (spindle private unix) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
-(check-arguments! "executors" '("--quick" "--no-peers") '("--runs")
-  (lambda (port) (fprintf port "usage: spindle bench executors [--quick] [--runs K] [--no-peers]\n")))
-(define quick? (flag? "--quick"))
-(define peers? (not (flag? "--no-peers")))
-(define runs (positive-int "executors" "--runs" (option "--runs" "3")))
+(define args (command-line-arguments))
+(define (usage port)
+  (fprintf port "usage: spindle bench executors [--quick] [--runs K] [--no-peers]\n"))
+(let check ([a args])
+  (cond
+    [(null? a) (void)]
+    [(member (car a) '("--quick" "--no-peers")) (check (cdr a))]
+    [(member (car a) '("--help" "-h")) (usage (current-output-port)) (exit 0)]
+    [(and (equal? (car a) "--runs") (pair? (cdr a)) (string->number (cadr a)))
+     (check (cddr a))]
+    [else (fprintf (current-error-port) "executors: bad argument ~s\n" (car a))
+          (usage (current-error-port)) (exit 2)]))
+(define quick? (and (member "--quick" args) #t))
+(define peers? (not (member "--no-peers" args)))
+(define runs (cond [(member "--runs" args) => (lambda (l) (string->number (cadr l)))]
+                   [else 3]))
 (define counts (if quick? '(100 1000) '(100 1000 10000)))
 (define sum-ns (if quick? '(50000 500000) '(50000 500000 5000000)))
 (define sum-ws '(1 2 4 8))
@@ -61,6 +71,9 @@
     (pool . "thread pool + queue") (executor . "thread-pool executor")))
 
 ;; ---------------------------------------------------------------- timing
+(define (now-ms)
+  (let ([t (current-time 'time-monotonic)])
+    (+ (* 1000.0 (time-second t)) (/ (time-nanosecond t) 1e6))))
 (define (runs-for count) runs)
 ;; best of k real-time timings of (thunk); thunk returns a check value
 (define (best-of k thunk check)
@@ -219,7 +232,7 @@
        (let loop ()
          (let ([line (get-line from)])
            (unless (eof-object? line)
-             (let ([ws (split-string line #\space #\tab)])
+             (let ([ws (split line)])
                (cond
                  [(and (>= (string-length line) 3) (string=? (substring line 0 3) ";;;")) (void)]
                  [(and (= (length ws) 3) (string=? (caddr ws) "ms") (string->number (cadr ws)))
@@ -228,6 +241,12 @@
                        (printf "# ~a: ~a\n" name line)]))
              (loop))))
        (close-port from))]))
+(define (split s)
+  (let loop ([cs (string->list s)] [cur '()] [acc '()])
+    (define (push) (if (null? cur) acc (cons (list->string (reverse cur)) acc)))
+    (cond [(null? cs) (reverse (push))]
+          [(char-whitespace? (car cs)) (loop (cdr cs) '() (push))]
+          [else (loop (cdr cs) (cons (car cs) cur) acc)])))
 
 ;; ---------------------------------------------------------------- main
 (define flags (format "~a--runs ~a" (if quick? "--quick " "") runs))

@@ -41,16 +41,26 @@
 ;;; wants it >= 1) and a table with the targets.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
         (only (bench-workloads) strfib)
-        (bench-harness)
         (only (spindle private unix) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
-(check-arguments! "places" '("--quick" "--no-peers") '("--runs")
-  (lambda (port) (fprintf port "usage: spindle bench places [--quick] [--no-peers] [--runs K]\n")))
-(define quick? (flag? "--quick"))
-(define peers? (not (flag? "--no-peers")))
-(define runs (positive-int "places" "--runs" (option "--runs" "3")))
-(define strfib-runs (if (flag? "--runs") runs 5))
+(define args (command-line-arguments))
+(define (usage port)
+  (fprintf port "usage: spindle bench places [--quick] [--no-peers] [--runs K]\n"))
+(let check ([a args])
+  (cond
+    [(null? a) (void)]
+    [(member (car a) '("--quick" "--no-peers")) (check (cdr a))]
+    [(member (car a) '("--help" "-h")) (usage (current-output-port)) (exit 0)]
+    [(and (equal? (car a) "--runs") (pair? (cdr a))
+          (let ([v (string->number (cadr a))]) (and v (exact? v) (integer? v) (> v 0))))
+     (check (cddr a))]
+    [else (fprintf (current-error-port) "places: bad argument ~s\n" (car a))
+          (usage (current-error-port)) (exit 2)]))
+(define quick? (and (member "--quick" args) #t))
+(define peers? (not (member "--no-peers" args)))
+(define runs (cond [(member "--runs" args) => (lambda (l) (string->number (cadr l)))] [else 3]))
+(define strfib-runs (if (member "--runs" args) runs 5))
 
 (define n-create (if quick? 10 20))
 (define n-roundtrip (if quick? 5000 20000))
@@ -66,10 +76,38 @@
             [else (loop (- i 1))]))))
 
 ;; ---------------------------------------------------------------- helpers
+(define (now-ms)
+  (let ([t (current-time 'time-monotonic)])
+    (+ (* 1000. (time-second t)) (/ (time-nanosecond t) 1e6))))
+
+(define (fmt v)
+  (let ([v (exact->inexact v)])
+    (cond [(>= v 100) (number->string (exact (round v)))]
+          [(>= v 1) (format "~,2f" v)]
+          [else (format "~,3f" v)])))
+
 (define figures (make-hashtable equal-hash equal?)) ; name -> value
-(define (report-figure name value unit)
+(define (report name value unit)
   (hashtable-set! figures name value)
-  (report (string-append "places." name) value unit))
+  (printf "places.~a ~a ~a\n" name (fmt value) unit)
+  (flush-output-port (current-output-port)))
+
+(define (note fmt . xs)
+  (printf "# ~a\n" (apply format fmt xs))
+  (flush-output-port (current-output-port)))
+
+;; best (smallest) of k results of (thunk)
+(define (best-of k thunk)
+  (let loop ([i 0] [best #f])
+    (if (= i k) best (let ([v (thunk)]) (loop (+ i 1) (if (or (not best) (< v best)) v best))))))
+
+;; (collect) refuses while spindle's other threads exist: a major collection
+;; through the rendezvous.
+(define (full-collect)
+  (let ([h (collect-request-handler)])
+    (collect-request-handler (lambda () (collect (collect-maximum-generation))))
+    (collect-rendezvous)
+    (collect-request-handler h)))
 
 ;; Every place started here, so that none outlives the suite.
 (define started '())
@@ -92,13 +130,13 @@
 (define (bench-create)
   (let* ([t0 (now-ms)] [p (start 'echo)])
     (expect p 'ready)
-    (report-figure "create-first" (- (now-ms) t0) "ms")
+    (report "create-first" (- (now-ms) t0) "ms")
     (stop! p))
   (let loop ([i 0] [times '()])
     (if (= i n-create)
         (begin
-          (report-figure "create" (/ (apply + times) n-create) "ms")
-          (report-figure "create-min" (apply min times) "ms"))
+          (report "create" (/ (apply + times) n-create) "ms")
+          (report "create-min" (apply min times) "ms"))
         (let* ([t0 (now-ms)] [p (start 'echo)])
           (expect p 'ready)
           (let ([dt (- (now-ms) t0)])
@@ -110,7 +148,7 @@
   (let ([p (start 'echo)])
     (expect p 'ready)
     (do ([i 0 (fx+ i 1)]) ((fx= i 1000)) (place-channel-put/get p i))
-    (report-figure "roundtrip-small"
+    (report "roundtrip-small"
             (best-of runs
               (lambda ()
                 (let ([t0 (now-ms)])
@@ -135,7 +173,7 @@
                          (/ k (/ (- (now-ms) t0) 1000.)))))])
       (send-mb 5)
       (full-collect)
-      (report-figure "throughput-1mb" (- (best-of runs (lambda () (- (send-mb n-mb))))) "MB/s"))
+      (report "throughput-1mb" (- (best-of runs (lambda () (- (send-mb n-mb))))) "MB/s"))
     (stop! p)))
 
 (define pipe-command "sh -c 'read x; echo ready; cat >/dev/null; echo done'")
@@ -164,12 +202,12 @@
 
 (define (bench-pipe)
   (pipe-run 5)
-  (report-figure "throughput-1mb-pipe" (- (best-of runs (lambda () (- (pipe-run n-mb))))) "MB/s"))
+  (report "throughput-1mb-pipe" (- (best-of runs (lambda () (- (pipe-run n-mb))))) "MB/s"))
 
 (define (bench-memcpy)
   (let ([dst (make-bytevector mib 0)])
     (bytevector-copy! payload 0 dst 0 mib)
-    (report-figure "memcpy-1mb"
+    (report "memcpy-1mb"
             (- (best-of runs
                  (lambda ()
                    (let ([t0 (now-ms)])
@@ -184,7 +222,35 @@
 ;; took over a quarter of the machine is taken again after a quiet moment
 ;; (others under 10% for 250 ms), spending at most quiet-budget-ms waiting;
 ;; every group of figures also starts at such a moment.
-(define quiet (make-quiet (if quick? 30000. 120000.)))
+(define (tms t) (+ (* 1000. (time-second t)) (/ (time-nanosecond t) 1e6)))
+(define (cpu-ms) (tms (current-time 'time-process)))
+(define (machine-busy-ms)
+  (guard (e [#t #f])
+    (let* ([line (call-with-input-file "/proc/stat" get-line)]
+           [xs (map string->number (cdr (split line)))])
+      ;; user nice system idle iowait irq softirq steal ...; USER_HZ = 100
+      (* 10 (- (apply + (list-head xs (min 8 (length xs)))) (list-ref xs 3) (list-ref xs 4))))))
+(define quiet-budget-ms (if quick? 30000. 120000.))
+(define retimed 0)
+(define (wait-for-quiet)
+  (let loop ()
+    (when (> quiet-budget-ms 0)
+      (let* ([m0 (machine-busy-ms)] [c0 (cpu-ms)] [t0 (now-ms)])
+        (sleep 0.25)
+        (let* ([dt (- (now-ms) t0)] [m1 (machine-busy-ms)]
+               [others (and m0 m1 (- m1 m0 (- (cpu-ms) c0)))])
+          (set! quiet-budget-ms (- quiet-budget-ms dt))
+          (when (and others (> others (* 0.1 (processor-count) dt)))
+            (loop)))))))
+;; thunk -> (ms . places-cpu-ms); returns ms
+(define (timed/quiet thunk)
+  (let retry ()
+    (let* ([m0 (machine-busy-ms)] [c0 (cpu-ms)] [r (thunk)] [c1 (cpu-ms)] [m1 (machine-busy-ms)]
+           [ms (car r)]
+           [others (and m0 m1 (- m1 m0 (- c1 c0) (cdr r)))])
+      (if (and others (> ms 0) (> (/ others (* (processor-count) ms)) 0.25) (> quiet-budget-ms 0))
+          (begin (set! retimed (+ retimed 1)) (wait-for-quiet) (retry))
+          ms))))
 
 ;; ---------------------------------------------------------------- strfib
 (define (bench-strfib)
@@ -194,7 +260,7 @@
   (let* ([expected (strfib strfib-k)]   ; warmup and checksum
          [seq (best-of strfib-runs
                 (lambda ()
-                  (timed/quiet quiet
+                  (timed/quiet
                     (lambda ()
                       (full-collect)
                       (let ([t0 (now-ms)])
@@ -215,7 +281,7 @@
          ;; one run: (fresh with-start warm); retaken (fresh places) while others were busy
          [one-run (lambda ()
                     (let ([r #f])
-                      (timed/quiet quiet
+                      (timed/quiet
                         (lambda ()
                           (full-collect)
                           (let* ([t0 (now-ms)] [a (start 'worker)] [b (start 'worker)])
@@ -231,19 +297,26 @@
          [par (apply min (map car results))]
          [par-start (apply min (map cadr results))]
          [par-warm (apply min (map caddr results))])
-    (report-figure "strfib-seq" seq "ms")
-    (report-figure "strfib-par" par "ms")
-    (report-figure "strfib-speedup-2" (/ seq par) "x")
-    (report-figure "strfib-speedup-2-with-start" (/ seq par-start) "x")
-    (report-figure "strfib-speedup-2-warm" (/ seq par-warm) "x")
+    (report "strfib-seq" seq "ms")
+    (report "strfib-par" par "ms")
+    (report "strfib-speedup-2" (/ seq par) "x")
+    (report "strfib-speedup-2-with-start" (/ seq par-start) "x")
+    (report "strfib-speedup-2-warm" (/ seq par-warm) "x")
     (note "strfib ~a, per run (fresh places, then warm): CPU ms of each place / its collector ms:~a" strfib-k
           (apply string-append
-                 (map (lambda (l) (format " ~a+~a/~a+~a" (format-figure (car l)) (format-figure (cadr l)) (format-figure (caddr l)) (format-figure (cadddr l))))
+                 (map (lambda (l) (format " ~a+~a/~a+~a" (fmt (car l)) (fmt (cadr l)) (fmt (caddr l)) (fmt (cadddr l))))
                       (reverse place-cpu))))))
 
 ;; ---------------------------------------------------------------- peers
 (define (string-prefix? p s)
   (and (<= (string-length p) (string-length s)) (string=? p (substring s 0 (string-length p)))))
+
+(define (split s)
+  (let loop ([cs (string->list s)] [cur '()] [acc '()])
+    (define (push) (if (null? cur) acc (cons (list->string (reverse cur)) acc)))
+    (cond [(null? cs) (reverse (push))]
+          [(char-whitespace? (car cs)) (loop (cdr cs) '() (push))]
+          [else (loop (cdr cs) (cons (car cs) cur) acc)])))
 
 (define (run-racket)
   (cond
@@ -259,7 +332,7 @@
        (let loop ()
          (let ([line (get-line from)])
            (unless (eof-object? line)
-             (let ([ws (split-string line #\space #\tab)])
+             (let ([ws (split line)])
                (if (and (= (length ws) 3) (string-prefix? "places.racket-" (car ws)) (string->number (cadr ws)))
                    (begin
                      (hashtable-set! figures (substring (car ws) 7 (string-length (car ws)))
@@ -292,11 +365,11 @@
       (lambda (s)
         (let ([a (fig (car s))] [b (fig (string-append "racket-" (car s)))])
           (when (and a b (> b 0))
-            (report-figure (string-append "ratio-" (car s)) (/ a b) "x"))))
+            (report (string-append "ratio-" (car s)) (/ a b) "x"))))
       summary))
   ;; issue 12's target: at least Racket's (its places share one address space)
   (let ([a (fig "throughput-1mb")] [b (fig "racket-throughput-1mb")])
-    (when (and a b (> b 0)) (report-figure "throughput-vs-racket" (/ a b) "x")))
+    (when (and a b (> b 0)) (report "throughput-vs-racket" (/ a b) "x")))
   (printf "\n| figure | spindle | Racket 8.7 | spindle/Racket | target | met? |\n")
   (printf "|---|---:|---:|---:|---:|---|\n")
   (for-each
@@ -304,9 +377,9 @@
       (let* ([name (car s)] [unit (cadr s)] [target (caddr s)]
              [a (fig name)] [b (fig (string-append "racket-" name))])
         (printf "| ~a | ~a | ~a | ~a | ~a | ~a |\n" name
-                (if a (format "~a ~a" (format-figure a) unit) "-")
-                (if b (format "~a ~a" (format-figure b) unit) "-")
-                (if (and a b (> b 0)) (format "~a" (format-figure (/ a b))) "-")
+                (if a (format "~a ~a" (fmt a) unit) "-")
+                (if b (format "~a ~a" (fmt b) unit) "-")
+                (if (and a b (> b 0)) (format "~a" (fmt (/ a b))) "-")
                 (if target (format "~a ~a ~a" (car target) (cdr target) unit) "-")
                 (cond [(not (and target a)) "-"]
                       [((if (eq? (car target) '<=) <= >=) a (cdr target)) "yes"]
@@ -322,12 +395,12 @@
 (define t-start (now-ms))
 (guard (e [#t (kill-all!) (raise e)])
   ;; each group starts at a quiet moment (within the waiting budget)
-  (for-each (lambda (bench) (wait-for-quiet! quiet) (bench))
+  (for-each (lambda (bench) (wait-for-quiet) (bench))
             (list bench-create bench-roundtrip bench-throughput bench-pipe bench-memcpy bench-strfib)))
 (kill-all!)
-(when (> (quiet-retimed quiet) 0)
-  (note "~a strfib timing(s) taken again because other processes took over a quarter of the machine" (quiet-retimed quiet)))
-(note "~,1f s of the waiting budget for quiet moments left" (/ (- (if quick? 30000. 120000.) (quiet-waited-ms quiet)) 1000.))
+(when (> retimed 0)
+  (note "~a strfib timing(s) taken again because other processes took over a quarter of the machine" retimed))
+(note "~,1f s of the waiting budget for quiet moments left" (/ quiet-budget-ms 1000.))
 (run-racket)
 (print-summary)
 (printf "# total ~,1f s, loadavg at the end ~a\n" (/ (- (now-ms) t-start) 1000.) (loadavg))

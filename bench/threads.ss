@@ -63,11 +63,12 @@
         (spindle)
         (bench-workloads)
         (only (bench-places) start-workers stop-places)
-        (bench-harness)
         (only (spindle private unix) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
-(define known-flags '("--quick" "--no-peers" "--save" "--no-save" "--no-gc" "--verbose"))
+(define args (command-line-arguments))
+
+(define known-flags '("--quick" "--no-peers" "--save" "--no-save" "--no-gc" "--verbose" "--help" "-h"))
 (define known-options '("--n" "--runs" "--peers" "--workloads" "--modes" "--sizes" "--dirs"
                         "--out" "--collect-trip-bytes" "--quiet-wait"))
 
@@ -77,29 +78,57 @@
   (fprintf port "         [--sizes WL=V,...] [--dirs D1,D2] [--save | --out DIR | --no-save]\n")
   (fprintf port "         [--collect-trip-bytes B] [--no-gc] [--quiet-wait S] [--verbose]\n"))
 
-(check-arguments! "threads" known-flags known-options usage)
+(let check ([a args])
+  (cond
+    [(null? a) (void)]
+    [(member (car a) known-flags) (check (cdr a))]
+    [(and (member (car a) known-options) (pair? (cdr a))) (check (cddr a))]
+    [else (fprintf (current-error-port) "threads: bad argument ~s\n" (car a))
+          (usage (current-error-port))
+          (exit 2)]))
 
-(define args bench-args)
-(define (split-list s) (split-string s #\,))
+(when (or (member "--help" args) (member "-h" args)) (usage (current-output-port)) (exit 0))
+
+(define (flag? s) (and (member s args) #t))
+(define (option name default)
+  (let loop ([a args])
+    (cond [(or (null? a) (null? (cdr a))) default]
+          [(string=? (car a) name) (cadr a)]
+          [else (loop (cdr a))])))
+
+(define (split s sep)
+  (let loop ([i 0] [start 0] [acc '()])
+    (cond
+      [(= i (string-length s)) (reverse (cons (substring s start i) acc))]
+      [(char=? (string-ref s i) sep) (loop (+ i 1) (+ i 1) (cons (substring s start i) acc))]
+      [else (loop (+ i 1) start acc)])))
+
+(define (split-list s) (filter (lambda (x) (> (string-length x) 0)) (split s #\,)))
 
 (define (string-prefix? p s)
   (and (<= (string-length p) (string-length s)) (string=? p (substring s 0 (string-length p)))))
 
+(define (positive-int who s)
+  (let ([v (string->number s)])
+    (unless (and v (exact? v) (integer? v) (> v 0))
+      (fprintf (current-error-port) "threads: ~a expects positive integers, got ~s\n" who s)
+      (exit 2))
+    v))
+
 (define quick? (flag? "--quick"))
 (define verbose? (flag? "--verbose"))
 (define no-gc? (flag? "--no-gc"))
-(define runs (positive-int "threads" "--runs" (option "--runs" "3")))
-(define quiet
-  (make-quiet
-    (* 1000. (let ([s (option "--quiet-wait" #f)])
-               (cond [(not s) (if quick? 45 180)]
-                     [(string=? s "0") 0]
-                     [else (positive-int "threads" "--quiet-wait" s)])))))
+(define runs (positive-int "--runs" (option "--runs" "3")))
+(define quiet-budget-ms
+  (* 1000. (let ([s (option "--quiet-wait" #f)])
+             (cond [(not s) (if quick? 45 180)]
+                   [(string=? s "0") 0]
+                   [else (positive-int "--quiet-wait" s)]))))
 
 (define n-explicit? (and (option "--n" #f) #t))
 (define ns
   (if n-explicit?
-      (map (lambda (s) (positive-int "threads" "--n" s)) (split-list (option "--n" "")))
+      (map (lambda (s) (positive-int "--n" s)) (split-list (option "--n" "")))
       (let ([capped (filter (lambda (n) (<= n (processor-count))) '(1 2 4 8))])
         (if (null? capped) '(1) capped))))
 
@@ -117,7 +146,7 @@
            (map (lambda (d) (string-append root "/" d)) '("lib" "tests" "bench" "examples")))))
 
 (let ([b (option "--collect-trip-bytes" #f)])
-  (when b (collect-trip-bytes (positive-int "threads" "--collect-trip-bytes" b))))
+  (when b (collect-trip-bytes (positive-int "--collect-trip-bytes" b))))
 
 ;; ---------------------------------------------------------------- workloads
 ;; The workloads live in bench/bench-workloads.sls, so that places (mode
@@ -184,10 +213,10 @@
 
 (define size-overrides
   (map (lambda (kv)
-         (let ([parts (split-string kv #\=)])
+         (let ([parts (split kv #\=)])
            (unless (= (length parts) 2)
              (fprintf (current-error-port) "threads: bad --sizes entry ~s\n" kv) (exit 2))
-           (cons (car parts) (positive-int "threads" "--sizes" (cadr parts)))))
+           (cons (car parts) (positive-int "--sizes" (cadr parts)))))
        (split-list (option "--sizes" ""))))
 
 (define (size-of w)
@@ -276,6 +305,28 @@
        ps))
 
 ;; ---------------------------------------------------------------- timing
+(define (tms t) (+ (* 1000. (time-second t)) (/ (time-nanosecond t) 1e6)))
+(define (now-ms) (tms (current-time 'time-monotonic)))
+(define (cpu-ms) (tms (current-time 'time-process)))
+(define (gc-ms) (tms (current-time 'time-collector-real)))
+
+;; Busy CPU ms of the whole machine (every process), from /proc/stat; #f if
+;; unreadable.  Minus our own CPU ms it is what other processes took.
+(define (machine-busy-ms)
+  (guard (e [#t #f])
+    (let* ([line (call-with-input-file "/proc/stat" get-line)]
+           [xs (map string->number (cdr (filter (lambda (s) (> (string-length s) 0)) (split line #\space))))])
+      ;; user nice system idle iowait irq softirq steal ...; USER_HZ = 100
+      (* 10 (- (apply + (list-head xs (min 8 (length xs)))) (list-ref xs 3) (list-ref xs 4))))))
+
+(define (full-collect)
+  ;; collect itself refuses to run while other threads are active (spindle's
+  ;; idle workers): go through the rendezvous with a major-collection handler.
+  (let ([h (collect-request-handler)])
+    (collect-request-handler (lambda () (collect (collect-maximum-generation))))
+    (collect-rendezvous)
+    (collect-request-handler h)))
+
 ;; One measurement, after a major collection:
 ;; #(real-ms cpu-ms gc-ms collections heap-growth results others-cpu-ms).
 ;; --no-gc raises collect-trip-bytes to 2^40 during the timed run, so that no
@@ -327,11 +378,37 @@
   (fprintf (current-error-port) "[~,1fs] ~a\n" (/ (- (now-ms) start-ms) 1000.) (apply format fmt xs))
   (flush-output-port (current-error-port)))
 
+;; Share of the machine other processes took during a measurement, or #f.
+(define (others-share res)
+  (let ([o (vector-ref res 6)])
+    (and o (> (vector-ref res 0) 0) (/ o (* (processor-count) (vector-ref res 0))))))
+
+(define waited-ms 0.)
+(define remeasured 0)
+
+;; Waits, in 250 ms samples, until other processes take under 10% of the
+;; machine, or the budget is spent.
+(define (wait-for-quiet)
+  (let loop ()
+    (when (> quiet-budget-ms 0)
+      (let* ([m0 (machine-busy-ms)] [c0 (cpu-ms)] [t0 (now-ms)])
+        (sleep 0.25)
+        (let* ([dt (- (now-ms) t0)] [m1 (machine-busy-ms)]
+               [others (and m0 m1 (- m1 m0 (- (cpu-ms) c0)))])
+          (set! quiet-budget-ms (- quiet-budget-ms dt))
+          (set! waited-ms (+ waited-ms dt))
+          (when (and others (> others (* 0.1 (processor-count) dt)))
+            (loop)))))))
+
 ;; Measures; while other processes took over a quarter of the machine and
 ;; the quiet-wait budget lasts, waits for quiet and measures again.
 (define (measure/quiet thunk)
-  (retake-while-busy quiet (lambda () (measure thunk))
-    (lambda (res) (vector-ref res 6)) (lambda (res) (vector-ref res 0))))
+  (let retry ()
+    (let ([res (measure thunk)])
+      (let ([share (others-share res)])
+        (if (and share (> share 0.25) (> quiet-budget-ms 0))
+            (begin (set! remeasured (+ remeasured 1)) (wait-for-quiet) (retry))
+            res)))))
 
 (define (bench-workload w)
   (let* ([size (size-of w)] [proc (workload-proc w)]
@@ -407,11 +484,11 @@
 
 (define (parse-peer-line name line)
   ;; PEER.WORKLOAD.MODE.nN SPEEDUP x REAL CPU [GC]
-  (let ([fields (split-string line #\space)])
+  (let ([fields (filter (lambda (s) (> (string-length s) 0)) (split line #\space))])
     (and (>= (length fields) 5)
          (string-prefix? (string-append name ".") (car fields))
          (let* ([key (substring (car fields) (+ 1 (string-length name)) (string-length (car fields)))]
-                [parts (split-string key #\.)])
+                [parts (split key #\.)])
            (and (>= (length parts) 3)
                 (let* ([rev (reverse parts)]
                        [nstr (car rev)] [mode (cadr rev)]
@@ -773,9 +850,9 @@
                          (sort < (fold-left (lambda (acc x) (if (memv (car x) acc) acc (cons (car x) acc)))
                                             '() place-startups)))))
   (note! "spindle places cells: cpu and gc add up the places' own CPU and collector ms as they report them"))
-(when (> (quiet-retimed quiet) 0)
+(when (> remeasured 0)
   (note! "~a spindle measurement(s) repeated because other processes took over a quarter of the machine; ~,1f s spent waiting for quiet"
-         (quiet-retimed quiet) (/ (quiet-waited-ms quiet) 1000.)))
+         remeasured (/ waited-ms 1000.)))
 (for-each run-peer peers)
 
 (out "~a" header)
