@@ -58,7 +58,7 @@
         (and (string? stat) (string? cmd) (string-contains? cmd text)
              (let* ([close (let find ([i (- (string-length stat) 1)])
                              (if (char=? (string-ref stat i) #\)) i (find (- i 1))))]
-                    [rest (substring stat (+ close 3) (string-length stat))]
+                    [rest (substring stat (+ close 4) (string-length stat))]
                     [sp (let find ([i 0]) (if (char=? (string-ref rest i) #\space) i (find (+ i 1))))])
                (eqv? ppid (string->number (substring rest 0 sp)))))))
     (filter values (map string->number (directory-list "/proc")))))
@@ -130,9 +130,12 @@
   (let ([templates (children-matching (c-getpid) "place-zygote")])
     (check-equal "one template" 1 (length templates))
     (c-kill (car templates) 9)
-    (check "it died" (wait-until (lambda () (not (process-alive? (car templates)))) 5)))
-  (sleep 0.2)
+    (check "it died" (wait-until (lambda () (not (process-alive? (car templates)))) 5))
+    (check "and was reaped" (wait-until (lambda () (not (file-exists? (format "/proc/~a" (car templates))))) 5)))
+  (sleep 1)
   (let* ([p (dynamic-place '(places hygiene) 'start-echo)]
-         [t (thread (lambda () (place-channel-put/get p 'b)))])
-    (check-equal "a new place answers" 'b (sync/timeout 10 t))
-    (check-equal "and ends" 0 (sync/timeout 10 (wrap-evt p (lambda (_) (place-wait p)))))))
+         [ch (make-channel)])
+    (thread (lambda () (channel-put ch (place-channel-put/get p 'b))))
+    (check-equal "a new place answers" 'b (sync/timeout 10 ch))
+    (check "and ends" (sync/timeout 10 (place-dead-evt p)))
+    (check-equal "code" 0 (place-wait p))))
