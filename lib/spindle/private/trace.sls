@@ -244,12 +244,14 @@
         s)
       (put-char port #\")))
 
-  ;; Every event of every buffer, oldest first per buffer, as JSON objects
-  ;; separated by commas; returns #t if it wrote any.
-  (define (write-events port pid)
+  ;; Every event of every buffer from time cutoff on, oldest first per
+  ;; buffer, as JSON objects separated by commas, after the process's and
+  ;; the buffers' names.  measure: #f, or a procedure that receives each
+  ;; event's ts and size in bytes instead (nothing is written, no names).
+  (define (write-events out pid cutoff measure)
     (let* ([ids (make-eq-hashtable)] [next-id 0] [first? #t] [now (trace-now)]
            [pools (make-eq-hashtable)] [futures (make-eq-hashtable)]
-           [cutoff (if ring-window-us (fx- now ring-window-us) 0)])
+           [port (if measure (open-output-string) out)])
       (define (id-of obj name)
         (let ([key (if (eq? name 'main) 'main obj)])
           (or (hashtable-ref ids key #f)
@@ -257,9 +259,10 @@
       (define (numbered table x)
         (or (hashtable-ref table x #f)
             (let ([n (fx+ 1 (hashtable-size table))]) (hashtable-set! table x n) n)))
-      (define (sep) (if first? (set! first? #f) (put-string port ",\n")))
+      (define (sep) (if (or first? measure) (set! first? #f) (put-string port ",\n")))
       (define (event name cat ph ts dur tid args)
         (sep)
+        (when measure (get-output-string port))          ; empties it
         (put-string port "{\"name\":") (json-string name port)
         (put-string port ",\"cat\":") (json-string cat port)
         (put-string port (format ",\"ph\":\"~a\",\"ts\":~a" ph ts))
@@ -274,7 +277,8 @@
             (let ([v (cdar args)])
               (if (and (number? v) (exact? v)) (put-string port (number->string v)) (json-string v port)))
             (loop (cdr args) #f)))
-        (put-string port "}}"))
+        (put-string port "}}")
+        (when measure (measure ts (fx+ 2 (utf8-length (get-output-string port))))))
       (define (lane-name b)
         (let ([p (tbuf-pool b)])
           (cond
@@ -320,54 +324,68 @@
 
   (define (thread-label name) (if (number? name) (format "thread ~a" name) name))
 
-  ;; whole?: the root's file, with the places' parts merged in.
+  ;; whole?: the root's file, with the places' parts merged in.  With a
+  ;; size limit, each process keeps its newest events that fit, and the
+  ;; root the newest of all (cutoff-for: the time from which they fit).
   (define (write-file! path whole?)
     (guard (c [#t (let ([e (console-error-port)])
                     (display "spindle trace: cannot write " e) (display path e) (newline e))])
-      (let ([port (open-file-output-port path (file-options no-fail) (buffer-mode block) (native-transcoder))])
+      (let* ([parts (if whole? (part-files path) '())]
+             [cutoff (cond
+                       [ring-window-us (fx- (trace-now) ring-window-us)]
+                       [ring-events (cutoff-for parts (cdr trace-limit))]
+                       [else 0])]
+             [port (open-file-output-port path (file-options no-fail) (buffer-mode block) (native-transcoder))])
         (when whole? (put-string port "{\"traceEvents\":[\n"))
-        (if (and whole? ring-events)
-            (write-newest! port (cdr trace-limit))
-            (begin
-              (write-events port (getpid))
-              (when whole?
-                (for-each
-                  (lambda (part)
-                    (let ([text (read-part part)])
-                      (unless (string=? text "")
+        (write-events port (getpid) cutoff #f)
+        (for-each
+          (lambda (part)
+            (call-with-input-file part
+              (lambda (in)
+                (let loop ()
+                  (let ([l (get-line in)])
+                    (unless (eof-object? l)
+                      (when (or (meta-line? l) (>= (line-ts l) cutoff))
                         (put-string port ",\n")
-                        (put-string port text))))
-                  (part-files path)))))
+                        (put-string port (trim-comma l)))
+                      (loop))))))
+            (delete-file part))
+          parts)
         (when whole? (put-string port "\n],\"displayTimeUnit\":\"ms\"}\n"))
         (close-port port))))
 
-  (define (read-part part)
-    (let ([text (call-with-input-file part get-string-all)])
-      (delete-file part)
-      (if (eof-object? text) "" text)))
+  ;; The earliest time from which this process's events and those of the
+  ;; parts fit in limit bytes, with the names (metadata) and the file's
+  ;; frame.  Events are sorted by time, newest first, and counted in until
+  ;; the next would not fit: from just after its time on, they all fit.
+  (define (cutoff-for parts limit)
+    (let ([sizes '()] [reserved (fx* 256 (fx+ 1 (length (unbox buffers))))])
+      (write-events #f (getpid) 0 (lambda (ts n) (set! sizes (cons (cons ts n) sizes))))
+      (for-each
+        (lambda (part)
+          (call-with-input-file part
+            (lambda (in)
+              (let loop ()
+                (let ([l (get-line in)])
+                  (unless (eof-object? l)
+                    (if (meta-line? l)
+                        (set! reserved (fx+ reserved 2 (utf8-length l)))
+                        (set! sizes (cons (cons (line-ts l) (fx+ 1 (utf8-length l))) sizes)))
+                    (loop)))))))
+        parts)
+      (let loop ([es (list-sort (lambda (a b) (> (car a) (car b))) sizes)] [left (- limit 64 reserved)])
+        (cond
+          [(null? es) 0]
+          [(< left (cdar es)) (+ (caar es) 1)]
+          [else (loop (cdr es) (- left (cdar es)))]))))
 
-  ;; The events of this process and of the places' parts that fit in
-  ;; limit bytes with the metadata, newest kept, written oldest first (so
-  ;; each lane stays in order).  An event is one line (strings escape
-  ;; newlines), ending in a comma but for the last of its text.
-  (define (write-newest! port limit)
-    (let* ([own (let-values ([(p get) (open-string-output-port)]) (write-events p (getpid)) (get))]
-           [lines (apply append (map event-lines (cons own (map read-part (part-files trace-path)))))]
-           [meta? (lambda (l) (string-index-of l "\"ph\":\"M\""))]
-           [meta (filter meta? lines)]
-           [events (list-sort (lambda (a b) (< (car a) (car b)))
-                              (map (lambda (l) (cons (line-ts l) l))
-                                   (filter (lambda (l) (not (meta? l))) lines)))]
-           [budget (- limit 64 (fold-left (lambda (n l) (+ n 2 (utf8-length l))) 0 meta))]
-           [kept (let loop ([es (reverse events)] [left budget] [acc '()])
-                   (if (or (null? es) (< left (+ 2 (utf8-length (cdar es)))))
-                       acc
-                       (loop (cdr es) (- left 2 (utf8-length (cdar es))) (cons (cdar es) acc))))])
-      (let loop ([ls (append meta kept)] [first? #t])
-        (unless (null? ls)
-          (unless first? (put-string port ",\n"))
-          (put-string port (car ls))
-          (loop (cdr ls) #f)))))
+  ;; A line of a part: one event (strings escape newlines) and a comma,
+  ;; but for the last.
+  (define (trim-comma l)
+    (let ([n (string-length l)])
+      (if (and (fx> n 0) (char=? (string-ref l (fx- n 1)) #\,)) (substring l 0 (fx- n 1)) l)))
+
+  (define (meta-line? l) (and (string-index-of l "\"ph\":\"M\"") #t))
 
   (define (utf8-length s)
     (let ([n (string-length s)])
@@ -376,20 +394,6 @@
             k
             (let ([c (char->integer (string-ref s i))])
               (loop (fx+ i 1) (fx+ k (cond [(fx< c #x80) 1] [(fx< c #x800) 2] [(fx< c #x10000) 3] [else 4]))))))))
-
-  ;; A text of events separated by ",\n" -> its events.
-  (define (event-lines text)
-    (let ([n (string-length text)])
-      (let loop ([i 0] [start 0] [acc '()])
-        (cond
-          [(fx= i n) (reverse (if (fx> i start) (cons (trim-comma (substring text start i)) acc) acc))]
-          [(char=? (string-ref text i) #\newline)
-           (loop (fx+ i 1) (fx+ i 1) (if (fx> i start) (cons (trim-comma (substring text start i)) acc) acc))]
-          [else (loop (fx+ i 1) start acc)]))))
-
-  (define (trim-comma l)
-    (let ([n (string-length l)])
-      (if (and (fx> n 0) (char=? (string-ref l (fx- n 1)) #\,)) (substring l 0 (fx- n 1)) l)))
 
   (define (string-index-of s sub)
     (let ([n (string-length s)] [k (string-length sub)])
