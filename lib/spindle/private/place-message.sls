@@ -12,7 +12,7 @@
 ;;; its pair and vector parts are decoded in place, so cycles through it
 ;;; are kept.
 (library (spindle private place-message)
-  (export place-message-allowed? encode-message decode-message message-depth-limit)
+  (export place-message-allowed? encode-message decode-message)
   (import (chezscheme) (spindle private shared-vector))
 
   (define-record-type wire-ref
