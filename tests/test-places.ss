@@ -540,6 +540,32 @@
     (place-channel-put p 'stop)
     (place-wait p)))
 
+(test "a message nested deeper than the limit is refused at the put, in both directions"
+  (let ([deep (let loop ([i 0] [acc '()]) (if (= i 100000) acc (loop (+ i 1) (list acc))))]
+        [too-deep? (lambda (c) (and (assertion-violation? c) (message-condition? c)
+                                    (string-contains? (condition-message c) "nests deeper than")))])
+    (check "not allowed" (not (place-message-allowed? deep)))
+    (check "a vector nest too" (not (place-message-allowed? (let loop ([i 0] [acc 1]) (if (= i 100000) acc (loop (+ i 1) (vector acc)))))))
+    (check "a long list is one level" (place-message-allowed? (iota 300000)))
+    (let ([p (echo-place)])
+      (check-raises "put raises, naming place-channel-put" (both (assertion-from? 'place-channel-put) too-deep?)
+        (lambda () (place-channel-put p (list 'echo deep))))
+      (check-equal "the place lives on" '(echo ok) (place-channel-put/get p (list 'echo 'ok)))
+      (place-channel-put p 'stop)
+      (check-equal "and ends normally" 0 (place-wait p))))
+  ;; from a place: its put raises there (the parent never sees the message)
+  (let ([p (track (dynamic-place '(places hygiene) 'start-deep))])
+    (place-channel-put p 100000)
+    (let ([r (place-channel-get p)])
+      (check "the place's put was refused" (and (pair? r) (eq? (car r) 'refused) (string-contains? (cadr r) "nests deeper than"))))
+    (check-equal "place ends" 0 (place-wait p)))
+  (let ([p (track (dynamic-place '(places hygiene) 'start-deep))])
+    (place-channel-put p 20000)
+    (check-equal "20000 deep arrives" 20000
+      (let count ([v (place-channel-get p)] [n 0]) (if (null? v) n (count (car v) (+ n 1)))))
+    (check-equal "then 'sent" 'sent (place-channel-get p))
+    (check-equal "place ends" 0 (place-wait p))))
+
 (define-record-type gen-rec (fields a))   ; generative
 
 (define-ftype cint int)

@@ -149,6 +149,72 @@
   (check-equal "only what the test made" '("err" "out" "out2" "prog.ss" "run.json")
     (list-sort string<? (directory-list work))))
 
+(define ring-program-text "#!chezscheme
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
+(define n (string->number (cadr (command-line))))
+(define a (make-channel))
+(define b (make-channel))
+(define p (dynamic-place (string-append (current-directory) \"/pinger.ss\") 'start))
+(define t (thread (lambda () (let loop ([i 0]) (when (< i n) (channel-put b (channel-get a)) (loop (+ i 1)))))))
+(let loop ([i 0])
+  (when (< i n)
+    (channel-put a i)
+    (channel-get b)
+    (when (= 0 (mod i 1000)) (place-channel-put/get p i))
+    (loop (+ i 1))))
+(thread-wait t)
+(place-channel-put p 'stop)
+(place-wait p)
+(printf \"done\\n\")
+")
+
+(define pinger-text "#!chezscheme
+(import (only (spindle) place-channel-get place-channel-put))
+(define (start ch)
+  (let loop ()
+    (let ([m (place-channel-get ch)])
+      (unless (eq? m 'stop) (place-channel-put ch m) (loop)))))
+")
+
+(define (file-size f) (call-with-port (open-file-input-port f) port-length))
+
+;; A bounded trace keeps the end of the run: a run whose full trace is
+;; ~75 MB (100,000 channel round trips and a place) written with --limit
+;; 300KB, then with SPINDLE_TRACE_LIMIT=1s.
+(test "spindle trace --limit keeps the newest events within the limit, and the viewer reads them"
+  (call-with-output-file (path "ring.ss") (lambda (p) (put-string p ring-program-text)))
+  (call-with-output-file (path "pinger.ss") (lambda (p) (put-string p pinger-text)))
+  (check-equal "traced with --limit 300KB" 0
+    (sh "cd ~a && ~a/bin/spindle trace --limit 300KB -o ring.json ring.ss 100000 > ring.out 2> ring.err" work (current-directory)))
+  (check-equal "the program ran" "done\n" (call-with-input-file (path "ring.out") get-string-all))
+  (check "the file is within the limit" (<= (file-size (path "ring.json")) (* 300 1024)))
+  (check "and holds most of it" (> (file-size (path "ring.json")) (* 250 1024)))
+  (let* ([doc (call-with-input-file (path "ring.json") read-json)]
+         [all (get doc "traceEvents")]
+         [es (filter (lambda (e) (not (equal? (get e "ph") "M"))) all)])
+    (check "names for the processes (the program and its place)" (= 2 (count (named? "process_name") all)))
+    (check "the ponger thread's finish, one of the last events, is kept" (exists (named? "finish") es))
+    (check "events of the place are kept" (> (length (fold-left (lambda (acc e) (if (memv (get e "pid") acc) acc (cons (get e "pid") acc))) '() es)) 1))
+    (for-each
+      (lambda (l)
+        (let ([mine (filter (lambda (e) (equal? (lane e) l)) es)])
+          (check (list 'instants-in-order l)
+                 (let loop ([es (filter (lambda (e) (equal? (get e "ph") "i")) mine)] [t 0])
+                   (or (null? es) (and (>= (get (car es) "ts") t) (loop (cdr es) (get (car es) "ts"))))))
+          (check (list 'run-spans-in-order-without-overlap l)
+                 (let loop ([es (filter run? mine)] [end 0])
+                   (or (null? es)
+                       (and (>= (get (car es) "ts") end)
+                            (loop (cdr es) (+ (get (car es) "ts") (get (car es) "dur")))))))))
+      (fold-left (lambda (acc e) (if (member (lane e) acc) acc (cons (lane e) acc))) '() es)))
+  (check-equal "trace-view reads it" 0 (sh "bin/spindle trace-view ~a -o ~a 2>/dev/null" (path "ring.json") (path "ring.html")))
+  (check "the page holds it" (> (file-size (path "ring.html")) (file-size (path "ring.json"))))
+  (check-equal "traced with SPINDLE_TRACE_LIMIT=1s" 0
+    (sh "cd ~a && SPINDLE_TRACE_LIMIT=1s ~a/bin/spindle trace -o ring-s.json ring.ss 20000 > /dev/null 2>&1" work (current-directory)))
+  (let* ([es (filter (lambda (e) (not (equal? (get e "ph") "M"))) (get (call-with-input-file (path "ring-s.json") read-json) "traceEvents"))]
+         [ts (map (lambda (e) (get e "ts")) es)])
+    (check "events within the last second" (< (- (apply max ts) (apply min ts)) 1200000))))
+
 (test "trace-view writes one self-contained page"
   (check-equal "trace-view" 0 (sh "bin/spindle trace-view ~a -o ~a 2>/dev/null" (path "run.json") (path "run.html")))
   (let ([html (call-with-input-file (path "run.html") get-string-all)])

@@ -9,7 +9,9 @@
 ;;; about 200 ms).  It reaps its children and reports their exit codes over
 ;;; its control socket; it kills them all and exits when that socket
 ;;; closes, that is when the creating process ends in any way.  Places die
-;;; with it (PR_SET_PDEATHSIG), so no process outlives the program.
+;;; with it (PR_SET_PDEATHSIG), so no process outlives the program.  If the
+;;; template dies (killed from outside), its places end with code 1 and the
+;;; next place starts a new template.
 (library (spindle place)
   (export dynamic-place place lift-places place? place-enabled? place-wait place-kill
           place-break place-dead-evt place-channel place-channel? place-channel-put
@@ -40,8 +42,11 @@
     (fields (immutable endpoint place-endpoint) (immutable id place-id)
             (mutable pid place-pid place-pid-set!) (mutable code place-code place-code-set!)
             (immutable dead place-dead)         ; fires with the completion value
-            (immutable reaped place-reaped))    ; fires when the process is gone
-    (protocol (lambda (new) (lambda (ep id) (new ep id #f #f (make-latch (lambda (l) l)) (make-latch (lambda (l) l))))))
+            (immutable reaped place-reaped)     ; fires when the process is gone
+            (immutable launcher place-launcher)) ; the template's control endpoint
+    (protocol (lambda (new)
+                (lambda (ep id launcher)
+                  (new ep id #f #f (make-latch (lambda (l) l)) (make-latch (lambda (l) l)) launcher))))
     (nongenerative spindle-place-v1) (sealed #t))
 
   (define (place-enabled?) #t)
@@ -132,19 +137,20 @@
     (let ([exe (or (self-executable) "scheme")]
           [zygote (locate-zygote who)])
       (let-values ([(mine theirs) (make-socket-pair who)])
-        (spawn-process who exe
+        (let ([pid (spawn-process who exe
                        (list exe "--libdirs"
                              (join-paths (map libdir-argument (library-directories)))
                              "--optimize-level" (number->string (optimize-level))
                              "--program" zygote)
-                       theirs)
-        (close-fd theirs)
-        (let ([ctl (descriptor->endpoint mine)])
-          (endpoint-set-frame-hook! ctl on-launcher-frame)
-          ctl))))
+                       theirs)])
+          (close-fd theirs)
+          (let ([ctl (descriptor->endpoint mine)])
+            (endpoint-set-frame-hook! ctl (lambda (bv fds) (on-launcher-frame ctl pid bv fds)))
+            ctl)))))
 
-  ;; Runs in the poller thread: spawn and exit reports from the template.
-  (define (on-launcher-frame bv fds)
+  ;; Runs in the poller thread: spawn and exit reports from the template
+  ;; whose control endpoint is ctl and process pid.
+  (define (on-launcher-frame ctl pid bv fds)
     (if bv
         (let ([msg (fasl-read (open-bytevector-input-port bv))])
           (case (vector-ref msg 0)
@@ -153,10 +159,17 @@
                (when p (place-pid-set! p (vector-ref msg 2))))]
             [(exited) (place-ended! (vector-ref msg 1) (vector-ref msg 2))]
             [(reaped) (place-reaped! (vector-ref msg 1))]))
-        ;; the template is gone: so are its places
-        (for-each (lambda (id) (place-ended! id 1) (place-reaped! id))
-                  (with-interrupts-disabled
-                    (with-mutex launcher-lock (vector->list (hashtable-keys live-places)))))))
+        ;; The template is gone: so are its places, those whose spawn request
+        ;; it never read included (a place is registered with its template
+        ;; under launcher-lock); the next place starts a new template.  It
+        ;; has closed its end by exiting, so reaping it does not wait.
+        (let ([ended (with-interrupts-disabled
+                       (with-mutex launcher-lock
+                         (when (eq? launcher ctl) (set! launcher #f))
+                         (filter (lambda (p) (eq? (place-launcher p) ctl))
+                                 (vector->list (hashtable-values live-places)))))])
+          (wait-exit-code pid)
+          (for-each (lambda (p) (place-ended! (place-id p) 1) (place-reaped! (place-id p))) ended))))
 
   ;; A place stays in live-places until its process is reaped: one whose
   ;; value is known may still be sending its queued messages.
@@ -178,33 +191,30 @@
                    p)))])
       (when p (latch-fire! (place-reaped p)))))
 
-  (define (to-launcher! who msg fds)
+  ;; To p's template (a message to a dead one is dropped: its places are
+  ;; ended by on-launcher-frame).
+  (define (to-launcher! p msg fds)
     (let-values ([(port get) (open-bytevector-output-port)])
       (fasl-write msg port)
-      (endpoint-send! (ensure-launcher! who) (get) #f fds '() fds)))
-
-  ;; Started under the lock (a spawn takes about a millisecond, with
-  ;; interrupts disabled like every Chez mutex hold in spindle), so racing
-  ;; first places share one template.
-  (define (ensure-launcher! who)
-    (with-interrupts-disabled
-      (with-mutex launcher-lock
-        (unless launcher (set! launcher (start-launcher! who)))
-        launcher)))
+      (endpoint-send! (place-launcher p) (get) #f fds '() fds)))
 
   ;; module: a library name, a file path, or #(lifted library ordinal).
   (define (launch! who module start)
     (let-values ([(mine theirs) (make-socket-pair who)])
       (let* ([ep (descriptor->endpoint mine)]
-             [id (with-interrupts-disabled
-                   (with-mutex launcher-lock
-                     (set! next-place-id (fx+ next-place-id 1))
-                     next-place-id))]
-             [p (make-place ep id)])
+             ;; The template is started under the lock (a spawn takes about
+             ;; a millisecond, with interrupts disabled like every Chez mutex
+             ;; hold in spindle), so racing first places share one.
+             [p (with-interrupts-disabled
+                  (with-mutex launcher-lock
+                    (unless launcher (set! launcher (start-launcher! who)))
+                    (set! next-place-id (fx+ next-place-id 1))
+                    (let ([p (make-place ep next-place-id launcher)])
+                      (hashtable-set! live-places next-place-id p)
+                      p)))]
+             [id (place-id p)])
         (when tracing? (trace-instant! 'place-create id module))
-        (with-interrupts-disabled
-          (with-mutex launcher-lock (hashtable-set! live-places id p)))
-        (to-launcher! who
+        (to-launcher! p
                       (vector 'spawn id module start (current-directory)
                               (library-directories) (library-extensions) (optimize-level))
                       (list theirs))
@@ -338,7 +348,7 @@
   (define (place-kill p)
     (check-place 'place-kill p)
     (when (live-place? p)
-      (to-launcher! 'place-kill (vector 'signal (place-id p) 9) '())
+      (to-launcher! p (vector 'signal (place-id p) 9) '())
       (sync (place-reaped p)))
     (void))
 
@@ -353,7 +363,7 @@
          (unless (and signo (not (eq? kind 'kill)))
            (assertion-violation 'place-break "expected #f, hang-up or terminate" kind))
          (unless (place-code p)
-           (to-launcher! 'place-break (vector 'signal (place-id p) signo) '())))]))
+           (to-launcher! p (vector 'signal (place-id p) signo) '())))]))
 
   ;; ---------------------------------------------------------------- in the place
   ;; A fresh place's young generation.  A place is a fork of the template,

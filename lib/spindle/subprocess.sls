@@ -14,7 +14,9 @@
 ;;; Descriptors: pipes are made close-on-exec; the parent's end is
 ;;; non-blocking and becomes a spindle fd port (reads and writes park the
 ;;; green thread), the child's end is made blocking and dup2'ed onto 0, 1
-;;; or 2 by posix_spawn file actions, so the child inherits only 0, 1, 2.
+;;; or 2 by posix_spawn file actions.  The child inherits only 0, 1, 2,
+;;; with default signal dispositions and an empty signal mask
+;;; ((spindle private unix) spawn-program).
 ;;;
 ;;; Exit codes: the code the child passed to exit, or 128 + the signal
 ;;; number when a signal ended it (as Racket CS reports it, and as shells do).
@@ -25,6 +27,7 @@
   (import (chezscheme)
           (spindle private poller) (spindle private posix-io) (spindle private fd-port)
           (spindle private evt-core)
+          (only (spindle private unix) spawn-program)
           (only (spindle private sync) sync wrap-evt register-evt-record-type!)
           (only (spindle thread) thread thread-wait)
           (rename (only (spindle thread) sleep) (sleep green-sleep))
@@ -33,16 +36,10 @@
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
 
-  (define c-spawn (foreign-procedure "posix_spawn" (uptr uptr uptr uptr uptr uptr) int))
-  (define c-fa-init (foreign-procedure "posix_spawn_file_actions_init" (uptr) int))
-  (define c-fa-destroy (foreign-procedure "posix_spawn_file_actions_destroy" (uptr) int))
-  (define c-fa-dup2 (foreign-procedure "posix_spawn_file_actions_adddup2" (uptr int int) int))
-  (define c-fa-open (foreign-procedure "posix_spawn_file_actions_addopen" (uptr int uptr int int) int))
   (define c-pidfd-open (foreign-procedure "pidfd_open" (int unsigned) int))
   (define c-pidfd-signal (foreign-procedure "pidfd_send_signal" (int int uptr unsigned) int))
   (define c-waitpid (foreign-procedure "waitpid" (int uptr int) int))
   (define c-access (foreign-procedure "access" (string int) int))
-  (define environ-address (foreign-entry "environ"))
 
   ;; ---------------------------------------------------------------- records
   (define-record-type (subprocess-record make-subprocess subprocess?)
@@ -111,12 +108,6 @@
       [(eq? p (console-error-port)) 2]
       [else #f]))
 
-  (define (c-string s)
-    (let* ([bv (string->utf8 s)] [n (bytevector-length bv)] [a (foreign-alloc (fx+ n 1))])
-      (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'unsigned-8 a i (bytevector-u8-ref bv i)))
-      (foreign-set! 'unsigned-8 a n 0)
-      a))
-
   ;; A pipe for the child's descriptor child-fd: (values parent-fd child-fd),
   ;; the child's end blocking.
   (define (child-pipe who child-reads?)
@@ -127,28 +118,12 @@
           (begin (set-descriptor-blocking! w #t) (values r w)))))
 
   ;; Starts path with argv; actions: a list of (target . source) where
-  ;; source is a descriptor or 'null.  Returns the pid or raises.
+  ;; source is a descriptor or 'null.  Returns the pid or raises.  What
+  ;; the child inherits: see spawn-program.
   (define (spawn who path argv actions)
-    (let ([fa (foreign-alloc 128)] [pidp (foreign-alloc 8)] [cpath (c-string path)]
-          [null (c-string "/dev/null")]
-          [args (map c-string argv)] [vec (foreign-alloc (fx* 8 (fx+ 1 (length argv))))])
-      (let loop ([l args] [i 0])
-        (if (null? l)
-            (foreign-set! 'uptr vec (fx* 8 i) 0)
-            (begin (foreign-set! 'uptr vec (fx* 8 i) (car l)) (loop (cdr l) (fx+ i 1)))))
-      (c-fa-init fa)
-      (for-each (lambda (a)
-                  (if (eq? (cdr a) 'null)
-                      (c-fa-open fa (car a) null (if (fx= (car a) 0) 0 1) 0)   ; O_RDONLY / O_WRONLY
-                      (c-fa-dup2 fa (cdr a) (car a))))
-                actions)
-      (let* ([r (c-spawn pidp cpath fa 0 vec (foreign-ref 'uptr environ-address 0))]
-             [pid (foreign-ref 'int pidp 0)])
-        (c-fa-destroy fa)
-        (for-each foreign-free args)
-        (for-each foreign-free (list vec fa pidp cpath null))
-        (unless (eqv? r 0) (raise-os-error who r "cannot run" path))
-        pid)))
+    (let ([pid (spawn-program path argv actions)])
+      (when (fx< pid 0) (raise-os-error who (fx- 0 pid) "cannot run" path))
+      pid))
 
   ;; ---------------------------------------------------------------- subprocess
   (define (check-stream who v what stderr?)

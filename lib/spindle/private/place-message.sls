@@ -70,40 +70,63 @@
                                 (cons ((record-accessor rtd i) r) (f (fx+ i 1))))))
                         acc)))))
 
-  ;; Walks v once.  Returns #f if something is not allowed, 'plain if fasl
-  ;; can carry v as it is, or 'convert if a copy with wire-refs is needed.
-  ;; channel?: recognises place channels (and places).
+  ;; How deeply a message may nest.  The receiver's fasl-read recurses in
+  ;; C once per level of nesting (a list's elements are read in a loop, so
+  ;; a long list is one level): about 160 bytes of C stack each, so a list
+  ;; nested ~52,000 deep overflows a thread's 8 MB stack and kills the
+  ;; receiving process.  Half of that, from this process's stack limit
+  ;; (threads get RLIMIT_STACK, or 2 MB when it is unlimited; places and
+  ;; the processes that receive from them share it): 26,214 levels with
+  ;; the usual 8 MB.  Deeper messages are refused at the put.
+  (define message-depth-limit
+    (let ([rl (make-bytevector 16 0)])
+      ((foreign-procedure "getrlimit" (int u8*) int) 3 rl)      ; RLIMIT_STACK
+      (let ([cur (bytevector-u64-native-ref rl 0)])
+        (fxquotient (if (or (= cur (- (expt 2 64) 1)) (< cur 65536)) (* 2 1024 1024) (min cur (expt 2 30)))
+                    320))))
+
+  ;; Walks v once.  Returns #f if something is not allowed, 'too-deep if it
+  ;; nests deeper than message-depth-limit, 'plain if fasl can carry v as
+  ;; it is, or 'convert if a copy with wire-refs is needed.  channel?:
+  ;; recognises place channels (and places).  Depth counts as fasl nests:
+  ;; each element of a pair, vector, box or record one level down, except
+  ;; a pair's cdr that is a pair (a list); a hashtable's entries two.
   (define (classify v channel?)
-    (let ([seen (make-eq-hashtable)] [convert? #f])
-      (define (walk v)
+    (let ([seen (make-eq-hashtable)] [convert? #f] [too-deep? #f])
+      (define (walk v d)
         (cond
           [(scalar? v) #t]
           [(or (string? v) (bytevector? v)) #t]
           [(hashtable-contains? seen v) #t]
+          [(fx> d message-depth-limit) (set! too-deep? #t) #f]
           [else
            (hashtable-set! seen v #t)
-           (cond
-             [(pair? v) (and (walk (car v)) (walk (cdr v)))]
-             [(vector? v)
-              (let ([n (vector-length v)])
-                (let loop ([i 0]) (or (fx= i n) (and (walk (vector-ref v i)) (loop (fx+ i 1))))))]
-             [(box? v) (walk (unbox v))]
-             [(channel? v) (set! convert? #t) #t]
-             [(shared-vector? v) (set! convert? #t) #t]
-             [(hashtable? v)
-              (and (hashtable-kind v)
-                   (begin
-                     (set! convert? #t)
-                     (let-values ([(ks vs) (hashtable-entries v)])
-                       (and (walk ks) (walk vs)))))]
-             [(and (record? v) (not (ftype-pointer? v)))
-              (and (allowed-record-type? (record-rtd v))
-                   (let loop ([fs (record-fields v)])
-                     (or (null? fs) (and (walk (car fs)) (loop (cdr fs))))))]
-             [else #f])]))
-      (and (walk v) (if convert? 'convert 'plain))))
+           (let ([d (fx+ d 1)])
+             (cond
+               [(pair? v) (and (walk (car v) d) (walk (cdr v) (if (pair? (cdr v)) (fx- d 1) d)))]
+               [(vector? v)
+                (let ([n (vector-length v)])
+                  (let loop ([i 0]) (or (fx= i n) (and (walk (vector-ref v i) d) (loop (fx+ i 1))))))]
+               [(box? v) (walk (unbox v) d)]
+               [(channel? v) (set! convert? #t) #t]
+               [(shared-vector? v) (set! convert? #t) #t]
+               [(hashtable? v)
+                (and (hashtable-kind v)
+                     (begin
+                       (set! convert? #t)
+                       (let-values ([(ks vs) (hashtable-entries v)])
+                         (and (walk ks d) (walk vs d)))))]
+               [(and (record? v) (not (ftype-pointer? v)))
+                (and (allowed-record-type? (record-rtd v))
+                     (let loop ([fs (record-fields v)])
+                       (or (null? fs) (and (walk (car fs) d) (loop (cdr fs))))))]
+               [else #f]))]))
+      (cond
+        [(walk v 0) (if convert? 'convert 'plain)]
+        [too-deep? 'too-deep]
+        [else #f])))
 
-  (define (place-message-allowed? v channel?) (and (classify v channel?) #t))
+  (define (place-message-allowed? v channel?) (and (memq (classify v channel?) '(plain convert)) #t))
 
   ;; The copy with wire-refs.  Descriptor owners are collected in order
   ;; into the list the sender attaches; a wire-ref names its owner's index.
@@ -175,6 +198,9 @@
     (let ([kind (classify v channel?)])
       (unless kind
         (assertion-violation who "expected place-message-allowed?" v))
+      (when (eq? kind 'too-deep)
+        (assertion-violation who
+          (format "expected place-message-allowed?: the message nests deeper than ~a levels" message-depth-limit)))
       (let-values ([(wire owners) (if (eq? kind 'plain)
                                       (values v '())
                                       (convert v channel? channel->owner))]

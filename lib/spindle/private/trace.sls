@@ -17,6 +17,14 @@
 ;;; the root merges the parts it finds when it writes FILE.  Other children
 ;;; (the places' template process) write nothing.
 ;;;
+;;; Bounded traces: SPINDLE_TRACE_LIMIT (bin/spindle trace --limit) keeps
+;;; only the end of a run, as a ring: "50MB" (also KB, GB; a plain number
+;;; is bytes) bounds the file, "10s" keeps the last seconds.  Each buffer
+;;; then recycles its oldest chunk instead of growing, once the process
+;;; holds about the limit's worth of events (or the chunk's events are
+;;; older than the window); at exit the root keeps the newest events of all
+;;; processes that fit (by their timestamps) and writes them oldest first.
+;;;
 ;;; Events (pid = OS process, tid = OS thread):
 ;;;   run     X  a green thread ran from ts for dur (args: thread, id, end)
 ;;;   spawn wake park finish   i  thread events (park: reason)
@@ -33,6 +41,41 @@
   (define trace-path
     (let ([p (getenv "SPINDLE_TRACE")]) (and p (not (string=? p "")) p)))
   (define tracing? (and trace-path #t))
+
+  ;; (bytes . n), (seconds . x) or #f, from SPINDLE_TRACE_LIMIT.
+  (define trace-limit
+    (let ([text (and tracing? (getenv "SPINDLE_TRACE_LIMIT"))])
+      (and text (not (string=? text ""))
+           (or (parse-limit text)
+               (let ([e (console-error-port)])
+                 (fprintf e "spindle trace: ignoring SPINDLE_TRACE_LIMIT=~a (expected say 50MB or 10s)\n" text)
+                 #f)))))
+
+  (define (parse-limit text)
+    (let* ([s (string-downcase text)] [n (string-length s)]
+           [digits (let loop ([i 0]) (if (and (fx< i n) (or (char-numeric? (string-ref s i)) (char=? (string-ref s i) #\.))) (loop (fx+ i 1)) i))]
+           [x (and (fx> digits 0) (string->number (substring s 0 digits)))]
+           [unit (substring s digits n)])
+      (and x (> x 0)
+           (cond
+             [(member unit '("" "b")) (cons 'bytes (exact (round x)))]
+             [(member unit '("k" "kb")) (cons 'bytes (exact (round (* x 1024))))]
+             [(member unit '("m" "mb")) (cons 'bytes (exact (round (* x 1024 1024))))]
+             [(member unit '("g" "gb")) (cons 'bytes (exact (round (* x 1024 1024 1024))))]
+             [(member unit '("s")) (cons 'seconds x)]
+             [else #f]))))
+
+  ;; A written event takes about 125 bytes (measured on channel ping-pong):
+  ;; a process keeps events for the limit at 100 bytes each, so that the
+  ;; newest that fit are still there at exit.
+  (define ring-events
+    (and trace-limit (eq? (car trace-limit) 'bytes) (fxquotient (cdr trace-limit) 100)))
+  (define ring-window-us
+    (and trace-limit (eq? (car trace-limit) 'seconds) (exact (round (* 1000000 (cdr trace-limit))))))
+  ;; Chunks held by all buffers of this process (changed with box-cas!).
+  (define held-chunks (box 0))
+  (define (add-held! k)
+    (let loop () (let ([n (unbox held-chunks)]) (unless (box-cas! held-chunks n (fx+ n k)) (loop)))))
 
   (define getpid (begin (load-shared-object "libc.so.6") (foreign-procedure "getpid" () int)))
 
@@ -69,6 +112,7 @@
           (let ([b (make-tbuf (get-thread-id) '() (make-vector (fx* 6 chunk-events) #f) 0
                               #f #f 0 #f #f)])
             (buffer-param b)
+            (add-held! 1)
             (let loop ()
               (let ([old (unbox buffers)])
                 (unless (box-cas! buffers old (cons b old)) (loop))))
@@ -78,14 +122,31 @@
     (let ([v (tbuf-vec b)] [i (tbuf-pos b)])
       (if (fx= i (vector-length v))
           (begin
+            (tbuf-vec-set! b (or (recycled-chunk! b ts) (begin (add-held! 1) (make-vector (fx* 6 chunk-events) #f))))
             (tbuf-chunks-set! b (cons v (tbuf-chunks b)))
-            (tbuf-vec-set! b (make-vector (fx* 6 chunk-events) #f))
             (tbuf-pos-set! b 0)
             (emit! b kind ts dur x y z))
           (begin
             (vector-set! v i kind) (vector-set! v (fx+ i 1) ts) (vector-set! v (fx+ i 2) dur)
             (vector-set! v (fx+ i 3) x) (vector-set! v (fx+ i 4) y) (vector-set! v (fx+ i 5) z)
             (tbuf-pos-set! b (fx+ i 6))))))
+
+  ;; In ring mode, b's oldest full chunk when it is no longer needed (the
+  ;; process holds more than the limit's events, or the chunk's newest
+  ;; event is older than the window), dropped from b's chunks; else #f.
+  ;; chunks is newest first.
+  (define (recycled-chunk! b now)
+    (let ([chunks (tbuf-chunks b)])
+      (and (pair? chunks)
+           (let ([oldest (list-ref chunks (fx- (length chunks) 1))])
+             (and (cond
+                    [ring-events (fx> (fx* (unbox held-chunks) chunk-events) (fx+ ring-events chunk-events))]
+                    [ring-window-us (fx< (vector-ref oldest (fx- (fx* 6 chunk-events) 5)) (fx- now ring-window-us))]
+                    [else #f])
+                  (begin
+                    (tbuf-chunks-set! b (list-head chunks (fx- (length chunks) 1)))
+                    (vector-fill! oldest #f)
+                    oldest))))))
 
   ;; ------------------------------------------------------------ hooks
   ;; A green thread starts running on this OS thread (pool: its pool).
@@ -183,11 +244,14 @@
         s)
       (put-char port #\")))
 
-  ;; Every event of every buffer, oldest first per buffer, as JSON objects
-  ;; separated by commas; returns #t if it wrote any.
-  (define (write-events port pid)
-    (let ([ids (make-eq-hashtable)] [next-id 0] [first? #t] [now (trace-now)]
-          [pools (make-eq-hashtable)] [futures (make-eq-hashtable)])
+  ;; Every event of every buffer from time cutoff on, oldest first per
+  ;; buffer, as JSON objects separated by commas, after the process's and
+  ;; the buffers' names.  measure: #f, or a procedure that receives each
+  ;; event's ts and size in bytes instead (nothing is written, no names).
+  (define (write-events out pid cutoff measure)
+    (let* ([ids (make-eq-hashtable)] [next-id 0] [first? #t] [now (trace-now)]
+           [pools (make-eq-hashtable)] [futures (make-eq-hashtable)]
+           [port (if measure (open-output-string) out)])
       (define (id-of obj name)
         (let ([key (if (eq? name 'main) 'main obj)])
           (or (hashtable-ref ids key #f)
@@ -195,9 +259,10 @@
       (define (numbered table x)
         (or (hashtable-ref table x #f)
             (let ([n (fx+ 1 (hashtable-size table))]) (hashtable-set! table x n) n)))
-      (define (sep) (if first? (set! first? #f) (put-string port ",\n")))
+      (define (sep) (if (or first? measure) (set! first? #f) (put-string port ",\n")))
       (define (event name cat ph ts dur tid args)
         (sep)
+        (when measure (get-output-string port))          ; empties it
         (put-string port "{\"name\":") (json-string name port)
         (put-string port ",\"cat\":") (json-string cat port)
         (put-string port (format ",\"ph\":\"~a\",\"ts\":~a" ph ts))
@@ -212,7 +277,8 @@
             (let ([v (cdar args)])
               (if (and (number? v) (exact? v)) (put-string port (number->string v)) (json-string v port)))
             (loop (cdr args) #f)))
-        (put-string port "}}"))
+        (put-string port "}}")
+        (when measure (measure ts (fx+ 2 (utf8-length (get-output-string port))))))
       (define (lane-name b)
         (let ([p (tbuf-pool b)])
           (cond
@@ -236,7 +302,8 @@
             (for-each
               (lambda (v n)
                 (do ([i 0 (fx+ i 6)]) ((fx>= i n))
-                  (let ([kind (vector-ref v i)] [ts (vector-ref v (fx+ i 1))] [dur (vector-ref v (fx+ i 2))]
+                  (let ([kind (if (fx< (vector-ref v (fx+ i 1)) cutoff) 'skip (vector-ref v i))]
+                        [ts (vector-ref v (fx+ i 1))] [dur (vector-ref v (fx+ i 2))]
                         [x (vector-ref v (fx+ i 3))] [y (vector-ref v (fx+ i 4))] [z (vector-ref v (fx+ i 5))])
                     (case kind
                       [(run) (event (thread-label y) "run" "X" ts dur tid `(("thread" . ,y) ("id" . ,(id-of x y)) ("end" . ,z)))]
@@ -257,24 +324,95 @@
 
   (define (thread-label name) (if (number? name) (format "thread ~a" name) name))
 
-  ;; whole?: the root's file, with the places' parts merged in.
+  ;; whole?: the root's file, with the places' parts merged in.  With a
+  ;; size limit, each process keeps its newest events that fit, and the
+  ;; root the newest of all (cutoff-for: the time from which they fit).
   (define (write-file! path whole?)
     (guard (c [#t (let ([e (console-error-port)])
                     (display "spindle trace: cannot write " e) (display path e) (newline e))])
-      (let ([port (open-file-output-port path (file-options no-fail) (buffer-mode block) (native-transcoder))])
+      (let* ([parts (if whole? (part-files path) '())]
+             [cutoff (cond
+                       [ring-window-us (fx- (trace-now) ring-window-us)]
+                       [ring-events (cutoff-for parts (cdr trace-limit))]
+                       [else 0])]
+             [port (open-file-output-port path (file-options no-fail) (buffer-mode block) (native-transcoder))])
         (when whole? (put-string port "{\"traceEvents\":[\n"))
-        (write-events port (getpid))
-        (when whole?
-          (for-each
-            (lambda (part)
-              (let ([text (call-with-input-file part get-string-all)])
-                (unless (or (eof-object? text) (string=? text ""))
-                  (put-string port ",\n")
-                  (put-string port text))
-                (delete-file part)))
-            (part-files path))
-          (put-string port "\n],\"displayTimeUnit\":\"ms\"}\n"))
+        (write-events port (getpid) cutoff #f)
+        (for-each
+          (lambda (part)
+            (call-with-input-file part
+              (lambda (in)
+                (let loop ()
+                  (let ([l (get-line in)])
+                    (unless (eof-object? l)
+                      (when (or (meta-line? l) (>= (line-ts l) cutoff))
+                        (put-string port ",\n")
+                        (put-string port (trim-comma l)))
+                      (loop))))))
+            (delete-file part))
+          parts)
+        (when whole? (put-string port "\n],\"displayTimeUnit\":\"ms\"}\n"))
         (close-port port))))
+
+  ;; The earliest time from which this process's events and those of the
+  ;; parts fit in limit bytes, with the names (metadata) and the file's
+  ;; frame.  Events are sorted by time, newest first, and counted in until
+  ;; the next would not fit: from just after its time on, they all fit.
+  (define (cutoff-for parts limit)
+    (let ([sizes '()] [reserved (fx* 256 (fx+ 1 (length (unbox buffers))))])
+      (write-events #f (getpid) 0 (lambda (ts n) (set! sizes (cons (cons ts n) sizes))))
+      (for-each
+        (lambda (part)
+          (call-with-input-file part
+            (lambda (in)
+              (let loop ()
+                (let ([l (get-line in)])
+                  (unless (eof-object? l)
+                    (if (meta-line? l)
+                        (set! reserved (fx+ reserved 2 (utf8-length l)))
+                        (set! sizes (cons (cons (line-ts l) (fx+ 1 (utf8-length l))) sizes)))
+                    (loop)))))))
+        parts)
+      (let loop ([es (list-sort (lambda (a b) (> (car a) (car b))) sizes)] [left (- limit 64 reserved)])
+        (cond
+          [(null? es) 0]
+          [(< left (cdar es)) (+ (caar es) 1)]
+          [else (loop (cdr es) (- left (cdar es)))]))))
+
+  ;; A line of a part: one event (strings escape newlines) and a comma,
+  ;; but for the last.
+  (define (trim-comma l)
+    (let ([n (string-length l)])
+      (if (and (fx> n 0) (char=? (string-ref l (fx- n 1)) #\,)) (substring l 0 (fx- n 1)) l)))
+
+  (define (meta-line? l) (and (string-index-of l "\"ph\":\"M\"") #t))
+
+  (define (utf8-length s)
+    (let ([n (string-length s)])
+      (let loop ([i 0] [k 0])
+        (if (fx= i n)
+            k
+            (let ([c (char->integer (string-ref s i))])
+              (loop (fx+ i 1) (fx+ k (cond [(fx< c #x80) 1] [(fx< c #x800) 2] [(fx< c #x10000) 3] [else 4]))))))))
+
+  (define (string-index-of s sub)
+    (let ([n (string-length s)] [k (string-length sub)])
+      (let loop ([i 0])
+        (cond [(fx> (fx+ i k) n) #f]
+              [(let match ([j 0])
+                 (or (fx= j k) (and (char=? (string-ref s (fx+ i j)) (string-ref sub j)) (match (fx+ j 1)))))
+               i]
+              [else (loop (fx+ i 1))]))))
+
+  ;; The "ts" of an event line.
+  (define (line-ts l)
+    (let ([i (string-index-of l "\"ts\":")])
+      (if (not i)
+          0
+          (let loop ([j (fx+ i 5)] [v 0])
+            (if (and (fx< j (string-length l)) (char-numeric? (string-ref l j)))
+                (loop (fx+ j 1) (+ (* v 10) (fx- (char->integer (string-ref l j)) 48)))
+                v)))))
 
   (define (part-files path)
     (let* ([slash (let loop ([i (fx- (string-length path) 1)])

@@ -12,7 +12,7 @@
           send-frame-chunk recv-chunk max-fds-per-message
           epoll-in epoll-out epoll-hangup-mask
           make-memfd map-shared unmap
-          spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
+          spawn-program spawn-process pidfd-open pidfd-signal wait-exit-code own-pid parent-pid
           die-with-parent! fork-process poll-readable change-directory self-executable
           signal-number signal-break-kind signals->descriptor read-signal make-pipe write-octet read-octet exit-process block-place-signals! place-signals
           descriptor-inode shell-command c-string)
@@ -35,11 +35,20 @@
   (define c-ftruncate (foreign-procedure "ftruncate" (int long) int))
   (define c-mmap (foreign-procedure "mmap" (uptr size_t int int int long) uptr))
   (define c-munmap (foreign-procedure "munmap" (uptr size_t) int))
-  (define c-spawn (foreign-procedure "posix_spawn" (uptr string uptr uptr uptr uptr) int))
+  (define c-spawn (foreign-procedure "posix_spawn" (uptr uptr uptr uptr uptr uptr) int))
   (define c-fa-init (foreign-procedure "posix_spawn_file_actions_init" (uptr) int))
   (define c-fa-destroy (foreign-procedure "posix_spawn_file_actions_destroy" (uptr) int))
   (define c-fa-dup2 (foreign-procedure "posix_spawn_file_actions_adddup2" (uptr int int) int))
-  (define c-fa-open (foreign-procedure "posix_spawn_file_actions_addopen" (uptr int string int int) int))
+  (define c-fa-open (foreign-procedure "posix_spawn_file_actions_addopen" (uptr int uptr int int) int))
+  (define c-fa-close (foreign-procedure "posix_spawn_file_actions_addclose" (uptr int) int))
+  (define c-fa-closefrom
+    (and (foreign-entry? "posix_spawn_file_actions_addclosefrom_np")   ; glibc 2.34
+         (foreign-procedure "posix_spawn_file_actions_addclosefrom_np" (uptr int) int)))
+  (define c-attr-init (foreign-procedure "posix_spawnattr_init" (uptr) int))
+  (define c-attr-destroy (foreign-procedure "posix_spawnattr_destroy" (uptr) int))
+  (define c-attr-setflags (foreign-procedure "posix_spawnattr_setflags" (uptr short) int))
+  (define c-attr-setsigmask (foreign-procedure "posix_spawnattr_setsigmask" (uptr uptr) int))
+  (define c-attr-setsigdefault (foreign-procedure "posix_spawnattr_setsigdefault" (uptr uptr) int))
   (define c-pidfd-open (foreign-procedure "pidfd_open" (int unsigned) int))
   (define c-pidfd-signal (foreign-procedure "pidfd_send_signal" (int int uptr unsigned) int))
   (define c-waitpid (foreign-procedure "waitpid" (int uptr int) int))
@@ -214,21 +223,74 @@
               (foreign-set! 'uptr v (* 8 i) s)
               (loop (cdr l) (+ i 1) (cons s owned)))))))
 
-  ;; Starts program with argv; its stdin is /dev/null and child-fd becomes
-  ;; its descriptor 3.  posix_spawn is safe in a multithreaded process.
-  (define (spawn-process who program argv child-fd)
-    (let ([fa (malloc 128)] [pidp (malloc 8)])
+  ;; ---------------------------------------------------------------- starting programs
+  ;; What a child inherits: its descriptors 0, 1 and 2 (and any others
+  ;; that `actions` name), default dispositions for every signal and an
+  ;; empty signal mask, whatever this process ignores (SIGPIPE: Chez and
+  ;; most runtimes) or blocks (a place blocks SIGHUP, SIGINT, SIGTERM for
+  ;; its signalfd).  Every other descriptor is closed in the child by a
+  ;; closefrom file action after the dup2s: descriptors this program
+  ;; inherited or opened without close-on-exec (Chez's file ports and
+  ;; open-process-ports pipes) never leak, without touching their flags
+  ;; here.  posix_spawn is safe in a multithreaded process.
+  ;;
+  ;; Layouts (x86-64 and aarch64 glibc): posix_spawnattr_t 336 bytes,
+  ;; posix_spawn_file_actions_t 80, sigset_t 128 (signal n is bit n-1).
+  (define attr-size 336)
+  (define file-actions-size 80)
+  (define sigset-size 128)
+  (define spawn-setsigdef #x04)            ; POSIX_SPAWN_SETSIGDEF
+  (define spawn-setsigmask #x08)           ; POSIX_SPAWN_SETSIGMASK
+
+  ;; Starts path with argv (a list of strings; the environment is this
+  ;; process's).  actions: (target . source) pairs applied in order, source
+  ;; a descriptor to dup2 onto target or 'null for /dev/null (read-only on
+  ;; 0, write-only elsewhere).  Descriptors above the highest target are
+  ;; closed.  Returns the pid, or minus the errno when it cannot start.
+  (define (spawn-program path argv actions)
+    (let ([fa (malloc file-actions-size)] [attr (malloc attr-size)]
+          [empty (malloc sigset-size)] [all (malloc sigset-size)]
+          [pidp (malloc 8)] [cpath (c-string path)] [null (c-string "/dev/null")])
       (c-fa-init fa)
-      (c-fa-open fa 0 "/dev/null" 0 0)
-      (c-fa-dup2 fa child-fd 3)
+      (for-each (lambda (a)
+                  (if (eq? (cdr a) 'null)
+                      (c-fa-open fa (car a) null (if (fx= (car a) 0) 0 1) 0)   ; O_RDONLY / O_WRONLY
+                      (c-fa-dup2 fa (cdr a) (car a))))
+                actions)
+      (close-others! fa (fx+ 1 (fold-left (lambda (m a) (fxmax m (car a))) 2 actions)))
+      (c-attr-init attr)
+      (c-sigemptyset empty)
+      (c-sigemptyset all)
+      ;; every signal, glibc's internal 32 and 33 included (sigaddset
+      ;; refuses those; posix_spawn otherwise leaves them ignored)
+      (foreign-set! 'unsigned-64 all 0 #xffffffffffffffff)
+      (c-attr-setsigmask attr empty)
+      (c-attr-setsigdefault attr all)
+      (c-attr-setflags attr (fxior spawn-setsigdef spawn-setsigmask))
       (let-values ([(args owned) (c-strings argv)])
-        (let* ([r (c-spawn pidp program fa 0 args (foreign-ref 'uptr environ-address 0))]
+        (let* ([r (c-spawn pidp cpath fa attr args (foreign-ref 'uptr environ-address 0))]
                [pid (foreign-ref 'int pidp 0)])
           (c-fa-destroy fa)
+          (c-attr-destroy attr)
           (for-each free owned)
-          (free args) (free fa) (free pidp)
-          (unless (eqv? r 0) (error who "cannot start process" program))
-          pid))))
+          (for-each free (list args fa attr empty all pidp cpath null))
+          (if (eqv? r 0) pid (fx- 0 r))))))
+
+  ;; Closes descriptors from `from` on in the child.  Without
+  ;; addclosefrom_np (glibc < 2.34), the descriptors open now are listed
+  ;; (one opened by another OS thread meanwhile can leak).
+  (define (close-others! fa from)
+    (if c-fa-closefrom
+        (c-fa-closefrom fa from)
+        (for-each (lambda (fd) (when (fx>= fd from) (c-fa-close fa fd)))
+                  (filter fixnum? (map string->number (directory-list "/proc/self/fd"))))))
+
+  ;; Starts program with argv; its stdin is /dev/null and child-fd becomes
+  ;; its descriptor 3 (stdout and stderr are this process's).
+  (define (spawn-process who program argv child-fd)
+    (let ([pid (spawn-program program argv (list (cons 0 'null) (cons 3 child-fd)))])
+      (when (fx< pid 0) (error who "cannot start process" program))
+      pid))
 
   (define (pidfd-open pid) (c-pidfd-open pid 0))
   (define (pidfd-signal pidfd signo) (c-pidfd-signal pidfd signo 0 0) (void))
