@@ -1,8 +1,9 @@
 #!chezscheme
 ;;; For tests/test-sharing.ss: two parallel threads print 20000 lines each
 ;;; on the console, one in four pieces under with-port-lock, the other one
-;;; put-string per line; then "done".  With the argument "installed", on
-;;; the parking console ports of (spindle console) (install-console-ports!).
+;;; put-string per line; then "done".  They are (spindle console)'s parking
+;;; ports by default; with the argument "installed" the program also calls
+;;; install-console-ports! first, which must change nothing.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
 
 (define installed? (member "installed" (cdr (command-line))))

@@ -1,121 +1,214 @@
 #!chezscheme
 ;;; Console ports over descriptors 0, 1 and 2 that park the green thread
-;;; instead of blocking its OS thread.
+;;; instead of blocking its OS thread; loading this library makes them the
+;;; console and current ports.
+;;;
+;;; Why: Chez's console input port holds off every collection while it
+;;; waits in read(2), so a thread reading stdin the default way stopped
+;;; every other thread that allocates, parallel ones included.
 ;;;
 ;;; The descriptors are shared with the parent shell, so they keep their
-;;; blocking mode (O_NONBLOCK is never set).  Instead the poller watches
-;;; their readiness (epoll works on pipes, sockets and ttys): a read first
-;;; asks poll(2) with a zero timeout whether a read would return at once,
-;;; and parks on the poller until it would; then a plain read(2).  A write
+;;; blocking mode (O_NONBLOCK is never set).  Instead a read first asks
+;;; poll(2) with a zero timeout whether a read would return at once, and
+;;; parks on the poller until it would; then a plain read(2).  A write
 ;;; waits for writability the same way and writes at most PIPE_BUF bytes,
 ;;; which a writable pipe always takes without blocking.  A regular file
-;;; or /dev/null (which epoll refuses) is always ready: its reads and
-;;; writes are plain calls.  (If another process drains the same tty or
-;;; pipe between the poll and the read, the read blocks its OS thread
-;;; until data comes: the descriptor is shared, and that cannot be helped
-;;; without O_NONBLOCK.)
+;;; or /dev/null is always ready: its reads and writes are plain calls.
+;;; (If another process drains the same tty or pipe between the poll and
+;;; the read, the read blocks its OS thread until data comes: the
+;;; descriptor is shared, and that cannot be helped without O_NONBLOCK.)
 ;;;
-;;; The textual ports are UTF-8, synchronized and buffered: flush them (flush-output-port)
-;;; before exiting, as Chez flushes only its own console ports at exit.
+;;; Invariants:
+;;; - The poller's record of a descriptor is made on the first wait, per
+;;;   process: the place template loads this library and forks places, and
+;;;   must hold no epoll instance; a fork makes its own records.
+;;; - A thread that cannot park (interrupts disabled: a poller handler
+;;;   reporting an error) and the exit hook wait in a blocking poll(2)
+;;;   instead.  The exit hook runs inside a C atexit call, where a switch
+;;;   to another thread's continuation would leave that C frame.
+;;; - The textual ports are UTF-8 and synchronized ('parking): threads on
+;;;   several OS threads may share them, one operation is atomic, and
+;;;   with-port-lock keeps a line together.  Output is flushed after each
+;;;   newline, as Chez's console does, and reading stdin first flushes
+;;;   stdout and stderr; at exit the hook below flushes what is left.
 (library (spindle console)
   (export stdin-port stdout-port stderr-port binary-console-port
           install-console-ports! console-port-descriptor)
   (import (chezscheme) (spindle private poller) (spindle private posix-io)
+          (only (spindle private unix) own-pid)
           (only (spindle private fd-port) raise-os-error)
-          (only (spindle synchronized-port) make-synchronized-port))
+          (only (spindle synchronized-port) make-synchronized-console-port))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
   (define c-poll (foreign-procedure "poll" (u8* unsigned-long int) int))
+  (define c-poll-blocking (foreign-procedure __collect_safe "poll" (uptr unsigned-long int) int))
 
-  ;; #t if fd is ready now for dir ('read: POLLIN; 'write: POLLOUT; an
-  ;; error or hang-up counts as ready, the call then reports it).
+  (define (poll-events dir) (if (eq? dir 'read) 1 4))   ; POLLIN, POLLOUT
+
+  ;; #t if fd is ready now for dir (an error or hang-up counts as ready:
+  ;; the call then reports it).
   (define (ready-now? fd dir)
     (let ([pfd (make-bytevector 8 0)])
       (bytevector-s32-native-set! pfd 0 fd)
-      (bytevector-s16-native-set! pfd 4 (if (eq? dir 'read) 1 4))
+      (bytevector-s16-native-set! pfd 4 (poll-events dir))
       (and (fx> (c-poll pfd 1 0) 0)
            (not (fx= 0 (bytevector-s16-native-ref pfd 6))))))
 
+  ;; Waits in poll(2) with the collector released.
+  (define (wait-blocking fd dir)
+    (let ([pfd (foreign-alloc 8)])
+      (foreign-set! 'int pfd 0 fd)
+      (foreign-set! 'short pfd 4 (poll-events dir))
+      (foreign-set! 'short pfd 6 0)
+      (c-poll-blocking pfd 1 -1)
+      (foreign-free pfd)))
+
+  ;; ---------------------------------------------------------------- records
+  ;; The poller's records of 0, 1 and 2, made on first need in this process.
+  (define records (make-vector 3 #f))
+  (define records-pid #f)
+  (define records-lock (make-mutex))
+
+  (define (record-of fd)
+    (with-interrupts-disabled
+      (with-mutex records-lock
+        (let ([pid (own-pid)])
+          (unless (eqv? pid records-pid)
+            (set! records (make-vector 3 #f))
+            (set! records-pid pid))
+          (or (vector-ref records fd)
+              (let ([rec (fd-watch fd)])
+                (vector-set! records fd rec)
+                rec))))))
+
+  (define exiting? #f)
+
+  (define (can-park?)
+    (and (not exiting?)
+         (let ([depth (disable-interrupts)])
+           (enable-interrupts)
+           (fx= depth 1))))
+
+  ;; The seq is read before the second readiness check, so an edge that
+  ;; comes between that check and the wait is never lost (see the poller).
+  (define (wait-ready fd dir)
+    (unless (ready-now? fd dir)
+      (if (can-park?)
+          (let ([rec (record-of fd)])
+            (let loop ()
+              (let ([seq (fd-seq rec dir)])
+                (unless (ready-now? fd dir)
+                  (fd-idle! rec dir seq)
+                  (fd-wait! rec dir)
+                  (loop)))))
+          (wait-blocking fd dir))))
+
   (define pipe-buf 4096)
 
-  (define (wait-ready rec fd dir)
+  (define (console-read! who fd bv start n)
     (let loop ()
-      (let ([seq (fd-seq rec dir)])
-        (unless (ready-now? fd dir)
-          (fd-idle! rec dir seq)
-          (fd-wait! rec dir)
-          (loop)))))
-
-  (define (console-read! who rec fd bv start n)
-    (let loop ()
-      (wait-ready rec fd 'read)
+      (wait-ready fd 'read)
       (let ([r (sys-read fd bv start n)])
         (cond
           [(fx>= r 0) r]
           [(fx= r (fx- 0 errno-again)) (loop)]   ; a non-blocking tty set by someone else
           [else (raise-os-error who r 'read fd)]))))
 
-  (define (console-write! who rec fd bv start n)
+  (define (console-write! who fd bv start n)
     (let loop ()
-      (wait-ready rec fd 'write)
+      (wait-ready fd 'write)
       (let ([r (sys-write fd bv start (fxmin n pipe-buf) #f)])
         (cond
           [(fx> r 0) r]
           [(or (fx= r 0) (fx= r (fx- 0 errno-again))) (loop)]
           [else (raise-os-error who r 'write fd)]))))
 
+  ;; ---------------------------------------------------------------- ports
   (define lock (make-mutex))
   (define binary-ports (make-vector 3 #f))
   (define textual-ports (make-vector 3 #f))
   (define descriptors (make-weak-eq-hashtable))   ; port -> fd
 
-  ;; The binary console port of descriptor 0, 1 or 2 (made once).
+  (define (make-binary fd)
+    (let ([name (vector-ref '#("stdin" "stdout" "stderr") fd)])
+      (if (fx= fd 0)
+          (make-custom-binary-input-port name
+            (lambda (bv start n) (console-read! 'read fd bv start n)) #f #f #f)
+          (make-custom-binary-output-port name
+            (lambda (bv start n) (console-write! 'write fd bv start n)) #f #f #f))))
+
+  ;; The binary console port of descriptor 0, 1 or 2 (made once; not the
+  ;; one under the textual port, which transcoded-port closes).
   (define (binary-console-port fd)
     (unless (memv fd '(0 1 2)) (assertion-violation 'binary-console-port "expected 0, 1 or 2" fd))
     (with-interrupts-disabled
       (with-mutex lock
         (or (vector-ref binary-ports fd)
-            (let* ([rec (fd-watch fd)]
-                   [name (vector-ref '#("stdin" "stdout" "stderr") fd)]
-                   [p (if (fx= fd 0)
-                          (make-custom-binary-input-port name
-                            (lambda (bv start n) (console-read! 'read rec fd bv start n)) #f #f #f)
-                          (make-custom-binary-output-port name
-                            (lambda (bv start n) (console-write! 'write rec fd bv start n)) #f #f #f))])
+            (let ([p (make-binary fd)])
               (vector-set! binary-ports fd p)
               (hashtable-set! descriptors p fd)
               p)))))
 
+  (define (transcoded fd)
+    (transcoded-port (make-binary fd)
+                     (make-transcoder (utf-8-codec) (eol-style lf) (error-handling-mode replace))))
+
+  ;; All three are made together: stdin flushes the other two.
   (define (textual fd)
-    (let ([b (binary-console-port fd)])
-      (with-interrupts-disabled
-        (with-mutex lock
-          (or (vector-ref textual-ports fd)
-              ;; synchronized ('parking: the binary port parks), so that
-              ;; threads on several OS threads may share it and
-              ;; with-port-lock keeps a line together
-              (let ([p (make-synchronized-port
-                         (transcoded-port b (make-transcoder (utf-8-codec) (eol-style lf)
-                                                             (error-handling-mode replace)))
-                         'parking)])
-                (vector-set! textual-ports fd p)
-                (hashtable-set! descriptors p fd)
-                p))))))
+    (with-interrupts-disabled
+      (with-mutex lock
+        (unless (vector-ref textual-ports 0)
+          (let* ([out (make-synchronized-console-port (transcoded 1) '())]
+                 [err (make-synchronized-console-port (transcoded 2) '())]
+                 [in (make-synchronized-console-port (transcoded 0) (list out err))])
+            (for-each (lambda (i p) (vector-set! textual-ports i p) (hashtable-set! descriptors p i))
+                      '(0 1 2) (list in out err))))
+        (vector-ref textual-ports fd))))
 
   ;; UTF-8 textual ports over 0, 1, 2.
   (define (stdin-port) (textual 0))
   (define (stdout-port) (textual 1))
   (define (stderr-port) (textual 2))
 
-  ;; Makes them the current input, output and error ports (Chez's console
-  ;; ports are flushed first).
+  ;; Makes them the current input, output and error ports of the calling
+  ;; thread, and the console ports.
   (define (install-console-ports!)
-    (flush-output-port (console-output-port))
-    (flush-output-port (console-error-port))
     (current-input-port (stdin-port))
     (current-output-port (stdout-port))
-    (current-error-port (stderr-port)))
+    (current-error-port (stderr-port))
+    (console-input-port (stdin-port))
+    (console-output-port (stdout-port))
+    (console-error-port (stderr-port)))
 
   ;; 0, 1 or 2 for a port of this library, else #f.
   (define (console-port-descriptor p)
-    (with-interrupts-disabled (with-mutex lock (hashtable-ref descriptors p #f)))))
+    (with-interrupts-disabled (with-mutex lock (hashtable-ref descriptors p #f))))
+
+  ;; ---------------------------------------------------------------- loading
+  ;; Chez's console and current ports are replaced (those a program has
+  ;; replaced itself are left alone), after flushing what Chez's hold.
+  (define console-ports-installed
+    (let ([out (console-output-port)] [err (console-error-port)] [in (console-input-port)])
+      (flush-output-port out)
+      (flush-output-port err)
+      (when (eq? (current-output-port) out) (current-output-port (stdout-port)))
+      (when (eq? (current-error-port) err) (current-error-port (stderr-port)))
+      (when (eq? (current-input-port) in) (current-input-port (stdin-port)))
+      (console-output-port (stdout-port))
+      (console-error-port (stderr-port))
+      (console-input-port (stdin-port))
+      #t))
+
+  ;; Chez 9.5.8 flushes no port at exit while other OS threads live; this
+  ;; hook (registered after the scheduler's, so it runs before it) flushes
+  ;; the console ports without parking.
+  (define flush-at-exit
+    (let ([hook (foreign-callable
+                  (lambda (arg)
+                    (set! exiting? #t)
+                    (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
+                              (list (stdout-port) (stderr-port))))
+                  (uptr) void)])
+      (lock-object hook)
+      ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
+      hook)))

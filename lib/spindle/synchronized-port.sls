@@ -40,12 +40,12 @@
 ;;;   is taken over).
 ;;; - Operations on a closed synchronized port raise an &i/o-port error
 ;;;   naming the operation; closing waits for the with-port-lock holder.
-;;; - Loading this library replaces the console ports (console and current
-;;;   output and error ports, line-flushed like Chez's, and console and
-;;;   current input, which flushes them before it reads) with synchronized
-;;;   ones; the output ones write straight to descriptors 1 and 2.
+;;; - make-synchronized-console-port makes (spindle console)'s ports: output
+;;;   flushed after each newline, like Chez's console; input that flushes
+;;;   the given output ports first (so a prompt shows before the read).
 (library (spindle synchronized-port)
-  (export make-synchronized-port synchronized-port? with-port-lock call-with-port-lock)
+  (export make-synchronized-port synchronized-port? with-port-lock call-with-port-lock
+          make-synchronized-console-port)
   (import (chezscheme) (spindle private port-handler)
           (only (spindle private scheduler) current-gthread gthread-dead?)
           (only (spindle private ffi) os-yield!)
@@ -342,29 +342,16 @@
       [(_ port body1 body ...) (call-with-port-lock port (lambda () body1 body ...))]))
 
   ;; ---------------------------------------------------------------- console
-  ;; Replaces the console and current ports that are still Chez's console
-  ;; ports.  Output goes straight to the descriptor through a block-buffered
-  ;; port, flushed after every newline as Chez's console does; Chez's
-  ;; console input flushes only Chez's own console output, so the new input
-  ;; port flushes the new output ports before reading.
-  (define console-ports-installed
-    (let ([out (console-output-port)] [err (console-error-port)] [in (console-input-port)])
-      (define (output fd name)
-        (wrap 'console (open-fd-output-port fd (buffer-mode block) (native-transcoder)) 'atomic name #t #t))
-      (flush-output-port out)
-      (flush-output-port err)
-      (let ([sout (output 1 (port-name out))] [serr (output 2 (port-name err))]
-            ;; reading blocks: parking mode, so that the read runs with
-            ;; interrupts enabled and the reader is deactivated meanwhile
-            [sin (wrap 'console in 'parking (port-name in) #f #t)])
-        (sport-before-input-set! (port-state sin)
-          (lambda ()
-            (when (sport-unflushed? (port-state sout)) (flush-output-port sout))
-            (when (sport-unflushed? (port-state serr)) (flush-output-port serr))))
-        (when (eq? (current-output-port) out) (current-output-port sout))
-        (when (eq? (current-error-port) err) (current-error-port serr))
-        (when (eq? (current-input-port) in) (current-input-port sin))
-        (console-output-port sout)
-        (console-error-port serr)
-        (console-input-port sin)
-        #t))))
+  ;; A 'parking port over port (whose operations may park), that closing
+  ;; only flushes.  Output is flushed after each newline; input first
+  ;; flushes each synchronized port of flush-first that holds unflushed
+  ;; output.
+  (define (make-synchronized-console-port port flush-first)
+    (let ([p (wrap 'make-synchronized-console-port port 'parking (port-name port) (output-port? port) #t)])
+      (unless (null? flush-first)
+        (let ([states (map port-state flush-first)])
+          (sport-before-input-set! (port-state p)
+            (lambda ()
+              (for-each (lambda (sp q) (when (sport-unflushed? sp) (flush-output-port q)))
+                        states flush-first)))))
+      p)))

@@ -23,8 +23,14 @@
           (spindle private keywords) (spindle async-channel)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
           (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind)
-          ;; importing it also makes the console ports synchronized
-          (only (spindle synchronized-port) with-port-lock))
+          (only (spindle synchronized-port) with-port-lock)
+          ;; invoked with this library (see console-installed below)
+          (only (spindle console) stdout-port))
+
+  ;; Chez invokes an imported library only if a variable of it is
+  ;; referenced: this reference makes every program that uses threads
+  ;; install spindle's parking console ports.
+  (define console-installed (lambda () (stdout-port)))
 
   ;; The thread layer's per-thread record (gthread-data).
   (define-record-type tdata

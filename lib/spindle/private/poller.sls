@@ -1,6 +1,11 @@
 #!chezscheme
 ;;; The I/O poller: one epoll instance per process, and an eventfd that
-;;; wakes it.  Socket and pipe ports wait on it through edge-triggered
+;;; wakes it.  Per process, not per heap: a process forked from one that
+;;; had a poller (a place, forked from the template) inherits the epoll
+;;; descriptor, which would share its interest list and its events with the
+;;; parent.  The poller remembers the pid that made it; in any other
+;;; process the first watch or wait closes the inherited descriptors,
+;;; forgets the inherited records and makes a fresh instance.  Socket and pipe ports wait on it through edge-triggered
 ;;; records (below); place channels and signal descriptors through
 ;;; level-triggered handlers (watch-level!).  No thread of its own: an idle worker sleeps in it (see
 ;;; poll-role in the scheduler), busy workers look at it on every timer
@@ -25,6 +30,7 @@
           watch-level! change-level! unwatch-level!)
   (import (chezscheme) (spindle private scheduler) (spindle private evt-core)
           (spindle private queue) (spindle private posix-io)
+          (only (spindle private unix) own-pid close-fd)
           (only (spindle private sync) sync))
 
   (define-record-type fd-record
@@ -42,6 +48,7 @@
   ;; ---------------------------------------------------------------- the poller
   (define epoll-fd #f)
   (define wake-fd #f)
+  (define poller-pid #f)                ; the process that made epoll-fd
   (define event-buffer-size 256)
   (define event-buffer #f)              ; used by the poll-role holder only
 
@@ -50,21 +57,34 @@
   (define table-lock (box #f))
   (define start-lock (make-mutex))
 
+  ;; The records of an inherited table belong to the parent's instance:
+  ;; they are dropped (their ports were the parent's).
   (define (ensure-poller!)
-    (unless epoll-fd
+    (unless (and epoll-fd (fx= poller-pid (own-pid)))
       (with-interrupts-disabled
         (with-mutex start-lock
-          (unless epoll-fd
-            (let ([ep ((foreign-procedure "epoll_create1" (int) int) #x80000)]
-                  [wfd (make-eventfd)])
-              (when (fx< ep 0) (error 'poller "epoll_create1 failed"))
-              (set! event-buffer (foreign-alloc (fx* 12 event-buffer-size)))
-              (set! wake-fd wfd)
-              (epoll-watch-level! ep wfd 1)
-              (set! epoll-fd ep)
-              (set-io-hooks! io-wait! io-dispatch! (lambda () (eventfd-signal! wake-fd)))))))))
+          (let ([pid (own-pid)])
+            (unless (and epoll-fd (fx= poller-pid pid))
+              (when epoll-fd
+                (close-fd epoll-fd)
+                (close-fd wake-fd)
+                (set! epoll-fd #f)
+                (with-spin-lock table-lock (hashtable-clear! table)))
+              (let ([ep ((foreign-procedure "epoll_create1" (int) int) #x80000)]
+                    [wfd (make-eventfd)])
+                (when (fx< ep 0) (error 'poller "epoll_create1 failed"))
+                (unless event-buffer (set! event-buffer (foreign-alloc (fx* 12 event-buffer-size))))
+                (set! wake-fd wfd)
+                (epoll-watch-level! ep wfd 1)
+                (set! poller-pid pid)
+                (set! epoll-fd ep)
+                (set-io-hooks! io-wait! io-dispatch! (lambda () (eventfd-signal! wake-fd))))))))))
 
-  (define (io-wait! ms) (epoll-wait/timeout epoll-fd event-buffer event-buffer-size ms))
+  ;; The hooks are inherited by a fork too: its first wait makes its own
+  ;; instance (a getpid per wait, next to an epoll_wait).
+  (define (io-wait! ms)
+    (unless (fx= poller-pid (own-pid)) (ensure-poller!))
+    (epoll-wait/timeout epoll-fd event-buffer event-buffer-size ms))
 
   ;; Called with interrupts disabled.  #t if anything besides a kick came.
   (define (io-dispatch! found)

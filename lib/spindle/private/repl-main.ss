@@ -1,0 +1,8 @@
+;;; `spindle repl`: spindle's bindings at the top level, then the loop of
+;;; (spindle repl) until end of input.
+(import (spindle) (spindle repl))
+(printf "spindle ~a on ~a: threads run while the prompt waits; Ctrl-C breaks an evaluation, Ctrl-D exits.\n"
+        "0.1.0" (scheme-version))
+(waiter-prompt-string ">")
+(read-eval-print-loop)
+(exit)

@@ -1,0 +1,58 @@
+#!chezscheme
+;;; The REPL under a pseudo-terminal (tests/repl-pty.py drives it): two
+;;; tickers, a coroutine thread and an 'own thread, keep ticking while the
+;;; prompt waits; Ctrl-C breaks a busy evaluation and the REPL then
+;;; evaluates (+ 1 2); Ctrl-D exits with status 0.  Both `bin/spindle repl`
+;;; and a plain `scheme` session that imports (spindle repl).
+;;; Skipped, with a message, where python3 or its pty module is missing.
+(import (chezscheme) (harness) (only (spindle private unix) shell-command own-pid))
+
+(define libdirs
+  (let ([ds (map (lambda (d) (if (string=? (car d) (cdr d)) (car d) (string-append (car d) "::" (cdr d))))
+                 (library-directories))])
+    (fold-left (lambda (acc d) (string-append acc ":" d)) (car ds) (cdr ds))))
+
+(define python? (= 0 (shell-command "python3 -c 'import pty' >/dev/null 2>&1")))
+
+(define (result-lines cmd tag)
+  (let ([out (format "/tmp/spindle-test-repl-~a-~a" (own-pid) tag)])
+    (shell-command (format "timeout 90 python3 tests/repl-pty.py ~a > ~a 2>&1" cmd out))
+    (let ([lines (call-with-input-file out
+                   (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))])
+      (delete-file out)
+      lines)))
+
+(define (words s)
+  (let loop ([cs (string->list s)] [w '()] [acc '()])
+    (cond
+      [(null? cs) (reverse (if (null? w) acc (cons (list->string (reverse w)) acc)))]
+      [(char=? (car cs) #\space) (loop (cdr cs) '() (if (null? w) acc (cons (list->string (reverse w)) acc)))]
+      [else (loop (cdr cs) (cons (car cs) w) acc)])))
+
+(define (field key lines)
+  (let ([l (find (lambda (l) (let ([w (words l)]) (and (pair? w) (string=? (car w) key)))) lines)])
+    (and l (cdr (words l)))))
+
+(define (check-repl cmd tag)
+  (let ([lines (result-lines cmd tag)])
+    (printf "  ~a: ~s\n" tag lines)
+    (let ([ticks (field "ticks" lines)])
+      (check (list "ticks reported" lines) (and ticks (= 3 (length ticks))))
+      (when (and ticks (= 3 (length ticks)))
+        (let ([co (string->number (car ticks))] [own (string->number (cadr ticks))]
+              [ideal (string->number (caddr ticks))])
+          (check (list "coroutine ticker >= 80% while the prompt waits" ticks) (>= co (* 0.8 ideal)))
+          (check (list "'own ticker >= 80% while the prompt waits" ticks) (>= own (* 0.8 ideal))))))
+    (check-equal "Ctrl-C broke the loop" '("yes") (field "break" lines))
+    (check-equal "then (+ 1 2)" '("3") (field "after-break" lines))
+    (check-equal "Ctrl-D exits" '("0") (field "exit" lines))))
+
+(if (not python?)
+    (printf "skipped: python3 with its pty module is needed to drive the REPL under a terminal\n")
+    (parameterize ([test-limit 100])
+      (test "bin/spindle repl: threads run at the prompt, Ctrl-C breaks the evaluation"
+        (check-repl "bin/spindle repl" "spindle-repl"))
+      (test "(spindle repl) in a plain scheme session"
+        (check-repl (format "--plain scheme --libdirs '~a'" libdirs) "plain"))))
+
+(done)
