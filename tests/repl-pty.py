@@ -45,6 +45,11 @@ def wait_for(pattern, limit=15.0):
 def send(s):
     os.write(fd, s.encode())
 
+def run(expr):
+    """Evaluates expr, which prints nothing, and waits for the next prompt."""
+    send(expr + "\n")
+    wait_for(rb">+ ")
+
 def query(expr):
     """Evaluates expr, returns the next printed line."""
     send(expr + "\n")
@@ -65,11 +70,11 @@ try:
     ticker = ("(lambda (count) (let loop ([next (+ (current-inexact-monotonic-milliseconds) 10.)])"
               " (let ([w (- next (current-inexact-monotonic-milliseconds))]) (when (> w 0.) (sleep (/ w 1000.))))"
               " (set-box! count (+ (unbox count) 1)) (loop (+ next 10.))))")
-    query("(define co (box 0))")
-    query("(define own (box 0))")
-    query(f"(define tick {ticker})")
-    query("(define t1 (thread (lambda () (tick co))))")
-    query("(define t2 (thread (lambda () (tick own)) #:pool 'own))")
+    run("(define co (box 0))")
+    run("(define own (box 0))")
+    run(f"(define tick {ticker})")
+    run("(define t1 (thread (lambda () (tick co))))")
+    run("(define t2 (thread (lambda () (tick own)) #:pool 'own))")
     time.sleep(0.3)
     first = query("(list (unbox co) (unbox own))")
     t0 = time.time()

@@ -9,7 +9,7 @@ limit=${SPINDLE_TEST_LIMIT:-240}
 libdirs=$(bin/spindle libdirs)
 passed=0; failed=0
 for f in "${files[@]}"; do
-  out=$(mktemp)
+  out=$(mktemp); start=$SECONDS
   timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests" --program "$f" >"$out" 2>&1
   rc=$?
   p=$(grep -c '^ok ' "$out"); x=$(grep -c '^FAIL ' "$out")
@@ -21,7 +21,7 @@ for f in "${files[@]}"; do
   else
     grep -A12 '^FAIL ' "$out"
   fi
-  echo "$f: $p passed, $x failed"
+  echo "$f: $p passed, $x failed ($((SECONDS - start)) s)"
   rm -f "$out"
 done
 echo "$passed passed, $failed failed"
