@@ -376,8 +376,16 @@
                 [else (raise-os-error 'write r 'write (handle-name h))]))))))
 
   ;; ---------------------------------------------------------------- ports
-  ;; Unreachable handles close their descriptor.
-  (define reclaim (make-guardian))
+  ;; Unreachable handles close their descriptor.  A Chez guardian is not
+  ;; safe to register with or drain from two OS threads at once: both go
+  ;; through reclaim-lock (a mutex, held with interrupts disabled, for the
+  ;; guardian call only).
+  (define reclaim-guardian (make-guardian))
+  (define reclaim-lock (make-mutex))
+  (define reclaim
+    (case-lambda
+      [() (with-interrupts-disabled (with-mutex reclaim-lock (reclaim-guardian)))]
+      [(h) (with-interrupts-disabled (with-mutex reclaim-lock (reclaim-guardian h)))]))
 
   (define (reclaim-unreachable-handles!)
     (let loop ()
