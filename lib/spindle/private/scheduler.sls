@@ -866,11 +866,14 @@
   ;; runs there at its next interrupt check.  An idle worker sleeps with
   ;; interrupts disabled, so next-runnable opens them for a moment after
   ;; every wake-up (the signal makes its wait return early: EINTR).
-  ;; Before the main thread is adopted, Chez's own handler runs.
+  ;; A main thread that spindle has not adopted yet is adopted here when
+  ;; the handler runs on it (it is then in its own code, interrupts
+  ;; enabled, as at any first call of current-thread); anywhere else
+  ;; before that, Chez's own handler runs.
   (define main-gthread #f)
   (define chez-keyboard-handler (keyboard-interrupt-handler))
   (define (on-keyboard-interrupt)
-    (let ([m main-gthread])
+    (let ([m (or main-gthread (and (fx= (get-thread-id) 0) (begin (current-worker) main-gthread)))])
       (if m
           (begin
             (request-break! m #f)
