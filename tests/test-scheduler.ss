@@ -137,6 +137,8 @@
                        (custodian-shutdown-all c))
                      (inc!)
                      (loop))))]
+         [tasks (lambda () (length (directory-list "/proc/self/task")))]
+         [tasks-before (tasks)]
          [ts (map (lambda (i) (thread work #:pool 'own)) '(1 2 3 4 5 6))])
     ;; a collection must happen every window, and each window must see progress
     (let loop ([k 0] [last 0] [stalls 0])
@@ -150,7 +152,11 @@
             (set! stop #t)
             (for-each thread-wait ts)
             (printf "  ~a rounds in 3 s\n" (unbox count))
-            (check-equal "no stalled window" 0 stalls))))))
+            (check-equal "no stalled window" 0 stalls)
+            ;; the siblings were killed (none was collected uncounted while
+            ;; parked), so each 'own pool emptied and its worker exited
+            (check "the six workers exited"
+              (let wait ([k 0]) (or (<= (tasks) tasks-before) (and (< k 200) (begin (sleep 0.01) (wait (+ k 1))))))))))))
 
 ;; ---------------------------------------------------------------- exit and Ctrl-C
 (define child (string-append (current-directory) "/tests/sched-child.ss"))

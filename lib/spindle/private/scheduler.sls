@@ -143,8 +143,15 @@
   ;; no semaphore sleeper to post kicks the poller (once: poll-kicked?).
   ;; An own pool (a thread's #:pool 'own) closes itself when its thread
   ;; count drops to 0, so it stays open for siblings while its thread runs.
+  ;; threads counts the pool's live threads: its workers exit once it is
+  ;; closed and that count is 0.  So a thread of a parallel pool must not
+  ;; vanish uncounted: members holds each of them strongly until it ends
+  ;; (a thread parked on an event nobody else holds would otherwise be
+  ;; collected, and its pool's worker would wait for it for ever).  The
+  ;; main pool's workers never exit: its threads are not held (a parked
+  ;; coroutine thread that nothing can wake is garbage).
   (define-record-type pool
-    (fields size main? own? lock wakeup run-queue
+    (fields size main? own? lock wakeup run-queue members
             (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
             (mutable timers) (mutable timer-count) (mutable posted)
             (mutable poll-sleeper?) (mutable poll-kicked?))
@@ -157,7 +164,7 @@
 
   (define (new-pool new size main? own?)
     (register-weakly! all-pools
-      (new size main? own? (box #f) (make-os-semaphore) (make-queue)
+      (new size main? own? (box #f) (make-os-semaphore) (make-queue) (and (not main?) (make-queue))
            0 0 0 #f (make-vector 16 #f) 0 0 #f #f)))
 
   (define (make-own-pool) (make-pool 1 #f #t))
@@ -223,14 +230,15 @@
             (mutable finisher)       ; (lambda (outcome)) ends the thread; never returns
             (mutable dead?)
             (mutable cleanup)        ; thunk a kill must run (sync's NACKs), or #f
+            (mutable member)         ; its node in its pool's members, or #f
             (mutable data))          ; the thread layer's record
     (protocol
       (lambda (new)
         (lambda (name pool params)
           (new name pool (box 'running) #f #f '() initial-exception-state
                (current-input-port) (current-output-port) (current-error-port)
-               params #f #f #f #t #f #f #f #f #f))))
-    (nongenerative spindle-gthread-v1) (sealed #t))
+               params #f #f #f #t #f #f #f #f #f #f))))
+    (nongenerative spindle-gthread-v2) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))
@@ -718,6 +726,7 @@
         (enable-interrupts)
         (assertion-violation 'thread "the parallel thread pool has been closed" p))
       (pool-threads-set! p (fx+ (pool-threads p) 1))
+      (unless (pool-main? p) (gthread-member-set! t (queue-push! (pool-members p) t)))
       (spin-unlock! (pool-lock p))
       (when tracing? (trace-spawn! t))
       (when enqueue? (enqueue! t))
@@ -740,6 +749,8 @@
       (when tracing? (trace-finish! t))
       (with-spin-lock (pool-lock p)
         (pool-threads-set! p (fx- (pool-threads p) 1))
+        (let ([n (gthread-member t)])
+          (when n (queue-remove! (pool-members p) n) (gthread-member-set! t #f)))
         (when (fx= (pool-threads p) 0)
           (when (pool-own? p) (pool-closed?-set! p #t))
           (when (pool-closed? p) (wake-all! p))))
