@@ -97,7 +97,11 @@
     (fields deadline action (mutable cancelled?))
     (nongenerative spindle-timer-v1) (sealed #t))
 
-  ;; Spin locks (a box CAS'd from #f to #t) guard the scheduler's and the
+  ;; This OS thread's interrupt-disable depth, read without changing it.
+  (define-syntax interrupt-depth
+    (syntax-rules () [(_) (#%$tc-field 'disable-count (#%$tc))]))
+
+  ;; Spin locks (a box CAS'd from #f to #t or 'enabled) guard the scheduler's and the
   ;; events' shared state: a pool's run queue, a channel's queues, a
   ;; custodian's list.  A Chez mutex costs ~30 ns a round trip, and a
   ;; switch takes two.  After ~1000 busy polls the waiter yields its CPU:
@@ -112,9 +116,10 @@
   ;; rendezvous until it gets the lock: if the holder stops at the
   ;; rendezvous, or waits for anything that waits for a collection, every
   ;; thread hangs.  So a holder
-  ;; - keeps interrupts disabled from lock to unlock: spin-lock! disables
-  ;;   them itself and spin-unlock! restores the caller's depth, so even a
-  ;;   caller that forgot cannot be preempted or collected while holding;
+  ;; - keeps interrupts disabled from lock to unlock (callers disable them
+  ;;   first; for one that forgot, spin-lock! disables them itself and
+  ;;   spin-unlock! enables them again, marked in the lock box, so that it
+  ;;   cannot be preempted or collected while holding);
   ;; - runs a bounded stretch of spindle code: no user code, no parking,
   ;;   no blocking or __collect_safe foreign call (its return waits for a
   ;;   running collection), no wait for a Chez mutex (its holder may be
@@ -123,15 +128,18 @@
   ;; - takes nested spin locks only in one order (a custodian before its
   ;;   children, an event's lock before a pool's lock).
   (define (spin-lock! b)
-    (disable-interrupts)
-    (let loop ([polls 0])
-      (unless (box-cas! b #f #t)
-        (let wait ([polls polls])
-          (cond
-            [(not (unbox b)) (loop polls)]
-            [(fx< polls 1000) (wait (fx+ polls 1))]
-            [else (os-yield!) (wait 0)])))))
-  (define (spin-unlock! b) (set-box! b #f) (enable-interrupts))
+    (let ([held (if (fx= 0 (interrupt-depth)) (begin (disable-interrupts) 'enabled) #t)])
+      (let loop ([polls 0])
+        (unless (box-cas! b #f held)
+          (let wait ([polls polls])
+            (cond
+              [(not (unbox b)) (loop polls)]
+              [(fx< polls 1000) (wait (fx+ polls 1))]
+              [else (os-yield!) (wait 0)]))))))
+  (define (spin-unlock! b)
+    (let ([held (unbox b)])
+      (set-box! b #f)
+      (when (eq? held 'enabled) (enable-interrupts))))
   (define-syntax with-spin-lock
     (syntax-rules ()
       [(_ b e ...) (begin (spin-lock! b) (let ([v (begin e ...)]) (spin-unlock! b) v))]))
@@ -772,8 +780,7 @@
   ;; raises instead of blocking, as Racket does in atomic mode; an
   ;; operation that completes without blocking is allowed.
   ;; may-park?: called with interrupts disabled once by the caller.
-  (define (may-park?)
-    (let ([d (disable-interrupts)]) (enable-interrupts) (fx= d 2)))
+  (define (may-park?) (fx= (interrupt-depth) 1))
 
   ;; Raises the error of a park refused by may-park? (call it after
   ;; undoing the parker's own disable); what: what the thread would have
