@@ -315,6 +315,8 @@
   ;; semaphore with the role free: nobody would see a descriptor again.
   ;; A worker going idle takes the role if it is free, so only a worker
   ;; that stops for good can leave it there.  The rule:
+  ;; - a holder dispatches what it found before it gives the role back
+  ;;   (the dispatch drains the kick eventfd: see poll-io-now!);
   ;; - an idle worker tries to take the role before it sleeps on its
   ;;   semaphore, under its pool's lock, after counting itself idle;
   ;; - a worker that exits (its pool closed and empty), after giving up its
@@ -342,12 +344,16 @@
   ;; With interrupts disabled and no lock held: dispatch what the poller has
   ;; now, unless another worker is already waiting in it.  #t if it found
   ;; anything.
+  ;; The role is given back after the dispatch: it drains the kick
+  ;; eventfd, and a kick written for the next holder (a sleeper of another
+  ;; pool) must not be drained by this one's dispatch, or that sleeper
+  ;; would wait in epoll_wait with its pool marked kicked for ever.
   (define (poll-io-now!)
     (and io-wait!
          (box-cas! poll-role #f #t)
-         (let ([found (io-wait! 0.)])
+         (let ([any? (io-dispatch! (io-wait! 0.))])
            (set-box! poll-role #f)
-           (io-dispatch! found))))
+           any?)))
 
   ;; ---------------------------------------------------------------- pools
   ;; With the pool lock held: wake one sleeping worker / all of them.
@@ -655,8 +661,8 @@
                  (pool-poll-sleeper?-set! p #f)
                  (pool-poll-kicked?-set! p #f)
                  (spin-unlock! lock)
-                 (set-box! poll-role #f)
-                 (io-dispatch! found)))
+                 (io-dispatch! found)              ; before the role goes (see poll-io-now!)
+                 (set-box! poll-role #f)))
              (interrupt-window!)
              (loop 1)]
             [else
