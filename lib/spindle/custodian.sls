@@ -28,6 +28,7 @@
           (only (spindle private scheduler) current-gthread with-spin-lock)
           (only (spindle parameter) make-parameter))
 
+  ;; The custodian's spin lock (it disables interrupts while held).
   (define-syntax spin-lock-custodian
     (syntax-rules ()
       [(_ c e ...) (with-spin-lock (custodian-lock c) e ...)]))
@@ -71,37 +72,69 @@
                       (make-message-condition "the custodian has been shut down")
                       (make-irritants-condition (list c)))))
 
-  ;; With c's lock held: drops dead entries; a child custodian with no live
-  ;; entries is detached (its lock nests inside its parent's, never the
-  ;; other way round).
+  ;; Drops c's dead entries; a child custodian with no live entries is
+  ;; detached.  The lock is held only to take the list and to put the
+  ;; result back: the filter (a walk and a copy as long as the list) and
+  ;; the kinds' closed? procedures run without it (see spin-lock! in the
+  ;; scheduler: no work that grows with the data, no outside code under a
+  ;; spin lock).  Entries registered meanwhile are the list's newer front
+  ;; and are kept; a shutdown or another compaction meanwhile wins.
+  ;; A registration in a child detached here sees it detached and attaches
+  ;; it again (in front of the parent's list), so none is lost.
   (define (compact! c)
-    (let ([live (filter (lambda (e)
-                          (and (entry-live? e)
-                               (or (not (eq? (cdr e) custodian-kind))
-                                   (let ([child (car e)])
-                                     (spin-lock-custodian child
-                                       (if (exists entry-live? (custodian-entries child))
-                                           #t
-                                           (begin (custodian-attached?-set! child #f) #f)))))))
-                        (custodian-entries c))])
-      (custodian-entries-set! c live)
-      (custodian-count-set! c (length live))
-      (custodian-compact-at-set! c (fxmax 32 (fx* 2 (length live))))))
+    (let* ([old (spin-lock-custodian c (custodian-entries c))]
+           [live (filter (lambda (e)
+                           (and (entry-live? e)
+                                (or (not (eq? (cdr e) custodian-kind))
+                                    (let ([child (car e)])
+                                      (spin-lock-custodian child
+                                        (if (exists-live? (custodian-entries child))
+                                            #t
+                                            (begin (custodian-attached?-set! child #f) #f)))))))
+                         old)]
+           [n (length live)])
+      (spin-lock-custodian c
+        (unless (custodian-shut-down? c)
+          ;; newer entries: those in front of old (a few pairs)
+          (let loop ([es (custodian-entries c)] [front '()] [k 0])
+            (cond
+              [(eq? es old)
+               (custodian-entries-set! c (append (reverse front) live))
+               (custodian-count-set! c (fx+ k n))
+               (custodian-compact-at-set! c (fxmax 32 (fx* 2 (fx+ k n))))]
+              [(pair? es) (loop (cdr es) (cons (car es) front) (fx+ k 1))]
+              [else (void)]))))))
+
+  ;; Under a child's lock: a bounded look (the first live entry decides;
+  ;; a list of dead entries is left for the child's own compaction).
+  (define (exists-live? es)
+    (let loop ([es es] [k 0])
+      (cond
+        [(null? es) #f]
+        [(entry-live? (car es)) #t]
+        [(fx= k 64) #t]
+        [else (loop (cdr es) (fx+ k 1))])))
 
   ;; Adds entry e to c: #f if c is shut down, else 'attach if c must be
-  ;; listed in its parent again, else #t.
+  ;; listed in its parent again, else #t.  The registration that finds the
+  ;; list doubled compacts it, after unlocking (compact-at moves on at
+  ;; once, so only one does).
   (define (add-entry! c e)
-    (with-interrupts-disabled
-      (spin-lock-custodian c
-        (if (custodian-shut-down? c)
-            #f
-            (begin
-              (custodian-entries-set! c (cons e (custodian-entries c)))
-              (custodian-count-set! c (fx+ 1 (custodian-count c)))
-              (when (fx> (custodian-count c) (custodian-compact-at c)) (compact! c))
-              (if (custodian-attached? c)
-                  #t
-                  (begin (custodian-attached?-set! c #t) 'attach)))))))
+    (let* ([compact? #f]
+           [r (spin-lock-custodian c
+                (if (custodian-shut-down? c)
+                    #f
+                    (begin
+                      (custodian-entries-set! c (cons e (custodian-entries c)))
+                      (custodian-count-set! c (fx+ 1 (custodian-count c)))
+                      (when (fx> (custodian-count c) (custodian-compact-at c))
+                        (custodian-compact-at-set! c (fx* 2 (custodian-count c)))
+                        (set! compact? #t))
+                      (if (custodian-attached? c)
+                          #t
+                          (begin (custodian-attached?-set! c #t) 'attach)))))])
+      (when compact? (compact! c))
+      r))
 
   ;; Lists c in its parent (strongly); a shut-down parent shuts c down.
   (define (attach! c)
@@ -169,15 +202,14 @@
         (when e ((cadr e) (car e))))))
 
   (define (shutdown! c me self)
-    (let ([entries (with-interrupts-disabled
-                     (spin-lock-custodian c
-                       (if (custodian-shut-down? c)
-                           '()
-                           (let ([es (custodian-entries c)])
-                             (custodian-shut-down?-set! c #t)
-                             (custodian-entries-set! c '())
-                             (custodian-count-set! c 0)
-                             es))))])
+    (let ([entries (spin-lock-custodian c
+                     (if (custodian-shut-down? c)
+                         '()
+                         (let ([es (custodian-entries c)])
+                           (custodian-shut-down?-set! c #t)
+                           (custodian-entries-set! c '())
+                           (custodian-count-set! c 0)
+                           es)))])
       (for-each
         (lambda (e)
           (when (entry-live? e)
@@ -194,12 +226,11 @@
     (check-custodian 'custodian-managed-list super)
     (unless (let loop ([p (custodian-parent c)]) (and p (or (eq? p super) (loop (custodian-parent p)))))
       (assertion-violation 'custodian-managed-list "the custodian is not subordinate to the super-custodian" c super))
-    (with-interrupts-disabled
-      (spin-lock-custodian c
-        (let loop ([es (custodian-entries c)] [acc '()])
-          (if (null? es)
-              acc
-              (loop (cdr es) (if (entry-live? (car es)) (cons (caar es) acc) acc)))))))
+    ;; the walk runs without the lock: the list is never mutated in place
+    (let loop ([es (spin-lock-custodian c (custodian-entries c))] [acc '()])
+      (if (null? es)
+          acc
+          (loop (cdr es) (if (entry-live? (car es)) (cons (caar es) acc) acc)))))
 
   (record-writer (record-type-descriptor custodian)
     (lambda (c port wr) (display "#<custodian>" port))))

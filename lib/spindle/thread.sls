@@ -139,7 +139,8 @@
 
   ;; The pool the current thread runs on: #f for the main (coroutine) pool,
   ;; so that (thread thunk #:pool (current-thread-pool)) starts a sibling.
-  ;; A thread made with #:pool 'own gets its closed pool (thread on it raises).
+  ;; A thread made with #:pool 'own gets its own pool, open until its last
+  ;; thread ends: siblings started on it share its one OS thread.
   (define (current-thread-pool)
     (let ([p (gthread-pool (current-gthread))])
       (if (eq? p main-pool) #f p)))
@@ -235,7 +236,7 @@
       (assertion-violation who "expected a procedure of no arguments" thunk))
     (let* ([p (cond
                 [(not pool) main-pool]
-                [(eq? pool 'own) (make-pool 1 #f)]
+                [(eq? pool 'own) (make-own-pool)]
                 [(parallel-thread-pool? pool) pool]
                 [else (assertion-violation who "expected #f, 'own or a parallel thread pool" pool)])]
            [d (new-tdata keep? quiet? #f thunk)]
@@ -253,7 +254,6 @@
         (request-kill! t)
         (start-gthread! t)
         (custodian-register! t thread-kind who))   ; raises: shut down
-      (when (eq? pool 'own) (pool-close! p))
       (when start? (start-gthread! t))
       t))
 

@@ -8,7 +8,7 @@
 ;;; stops every collection of the process (all threads then hang in the
 ;;; collect rendezvous).
 (library (spindle private ffi)
-  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield!)
+  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield! os-exit)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -23,6 +23,7 @@
   (define sem-wait (foreign-procedure __collect_safe "sem_wait" (uptr) int))
   (define sem-clockwait (foreign-procedure __collect_safe "sem_clockwait" (uptr int uptr) int))
   (define clock-gettime (foreign-procedure "clock_gettime" (int uptr) int))
+  (define c-exit (foreign-procedure "exit" (int) void))
 
   (define-record-type (os-semaphore new-os-semaphore os-semaphore?)
     (fields address)
@@ -52,6 +53,10 @@
         s)))
 
   (define (os-semaphore-post! s) (sem-post (os-semaphore-address s)) (void))
+
+  ;; Ends the process with code from any OS thread, after the C exit hooks
+  ;; (atexit) have run in the calling thread.
+  (define (os-exit code) (c-exit code))
 
   ;; Gives the CPU to another OS thread (a spin lock's holder, say).
   (define (os-yield!) (sched-yield) (void))

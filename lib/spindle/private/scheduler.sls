@@ -21,7 +21,7 @@
 (library (spindle private scheduler)
   (export
     ;; pools
-    make-pool pool? pool-size pool-close! main-pool
+    make-pool make-own-pool pool? pool-size pool-close! main-pool
     ;; threads
     gthread? gthread-name gthread-pool gthread-data gthread-data-set!
     gthread-params gthread-params-set! gthread-syncer gthread-syncer-set!
@@ -32,6 +32,7 @@
     spawn! start-gthread! current-gthread
     ;; switching
     park! unpark! yield! exit-current-thread! set-worker-exit-handler!
+    may-park? raise-park-disabled
     request-kill! request-break! request-suspend! request-resume!
     check-requests! set-interrupt-hook!
     ;; timers
@@ -47,7 +48,19 @@
     &break-terminate break-terminate-condition?)
   (import (chezscheme) (spindle private queue) (spindle private ffi) (spindle private trace))
 
-  (define quantum-ticks 100000)
+  ;; A time slice is quantum-ticks Chez ticks (about 0.3-0.7 ms of Scheme
+  ;; code) or slice-ms of real time, whichever ends first.  Ticks do not
+  ;; advance during system calls, so a thread doing many of them (reads of
+  ;; a flooded socket, say) could run 30-70 ms on one quantum, and every
+  ;; timer of its pool would wait for it.  So the timer fires every
+  ;; check-ticks, and on-timer ends the slice once checks-per-slice checks
+  ;; have passed or slice-ms have passed since the slice's first check.
+  ;; The clock is read only at checks (real-time: ~40 ns, no allocation),
+  ;; never at a switch; the stretch before the first check is not timed.
+  (define check-ticks 10000)
+  (define checks-per-slice 10)
+  (define quantum-ticks (* check-ticks checks-per-slice))
+  (define slice-ms 2)
 
   ;; ---------------------------------------------------------------- breaks
   (define-condition-type &break &serious make-break-condition break-condition?)
@@ -84,21 +97,49 @@
     (fields deadline action (mutable cancelled?))
     (nongenerative spindle-timer-v1) (sealed #t))
 
-  ;; A pool's lock is a spin lock (a box CAS'd from #f to #t): it guards a
-  ;; few dozen instructions, always held with interrupts disabled and never
-  ;; across a blocking call, so a holder always finishes promptly; a Chez
-  ;; mutex costs ~30 ns a round trip, and a switch takes two.
-  ;; After ~1000 busy polls the waiter yields its CPU: the holder may have
-  ;; been descheduled by the OS (more workers than cores).
+  ;; This OS thread's interrupt-disable depth, read without changing it.
+  (define-syntax interrupt-depth
+    (syntax-rules () [(_) (#%$tc-field 'disable-count (#%$tc))]))
+
+  ;; Spin locks (a box CAS'd from #f to #t or 'enabled) guard the scheduler's and the
+  ;; events' shared state: a pool's run queue, a channel's queues, a
+  ;; custodian's list.  A Chez mutex costs ~30 ns a round trip, and a
+  ;; switch takes two.  After ~1000 busy polls the waiter yields its CPU:
+  ;; the holder may have been descheduled by the OS (more workers than
+  ;; cores).
+  ;;
+  ;; The rule, because of the collector: a collection starts only when
+  ;; every active OS thread has reached the collect rendezvous, and a
+  ;; thread reaches it only at an interrupt check with interrupts enabled.
+  ;; A waiter spins with interrupts disabled (it may already hold another
+  ;; spin lock or be inside the scheduler), so it never reaches the
+  ;; rendezvous until it gets the lock: if the holder stops at the
+  ;; rendezvous, or waits for anything that waits for a collection, every
+  ;; thread hangs.  So a holder
+  ;; - keeps interrupts disabled from lock to unlock (callers disable them
+  ;;   first; for one that forgot, spin-lock! disables them itself and
+  ;;   spin-unlock! enables them again, marked in the lock box, so that it
+  ;;   cannot be preempted or collected while holding);
+  ;; - runs a bounded stretch of spindle code: no user code, no parking,
+  ;;   no blocking or __collect_safe foreign call (its return waits for a
+  ;;   running collection), no wait for a Chez mutex (its holder may be
+  ;;   one that does), no allocation that grows with the data (it delays
+  ;;   every collection; a queue node or a waiter is fine);
+  ;; - takes nested spin locks only in one order (a custodian before its
+  ;;   children, an event's lock before a pool's lock).
   (define (spin-lock! b)
-    (let loop ([polls 0])
-      (unless (box-cas! b #f #t)
-        (let wait ([polls polls])
-          (cond
-            [(not (unbox b)) (loop polls)]
-            [(fx< polls 1000) (wait (fx+ polls 1))]
-            [else (os-yield!) (wait 0)])))))
-  (define (spin-unlock! b) (set-box! b #f))
+    (let ([held (if (fx= 0 (interrupt-depth)) (begin (disable-interrupts) 'enabled) #t)])
+      (let loop ([polls 0])
+        (unless (box-cas! b #f held)
+          (let wait ([polls polls])
+            (cond
+              [(not (unbox b)) (loop polls)]
+              [(fx< polls 1000) (wait (fx+ polls 1))]
+              [else (os-yield!) (wait 0)]))))))
+  (define (spin-unlock! b)
+    (let ([held (unbox b)])
+      (set-box! b #f)
+      (when (eq? held 'enabled) (enable-interrupts))))
   (define-syntax with-spin-lock
     (syntax-rules ()
       [(_ b e ...) (begin (spin-lock! b) (let ([v (begin e ...)]) (spin-unlock! b) v))]))
@@ -108,26 +149,49 @@
   ;; One idle worker of the process may sleep in the I/O poller instead
   ;; (see io-wait!): its pool then has poll-sleeper? set, and a waker with
   ;; no semaphore sleeper to post kicks the poller (once: poll-kicked?).
+  ;; An own pool (a thread's #:pool 'own) closes itself when its thread
+  ;; count drops to 0, so it stays open for siblings while its thread runs.
+  ;; threads counts the pool's live threads: its workers exit once it is
+  ;; closed and that count is 0.  So a thread of a parallel pool must not
+  ;; vanish uncounted: members holds each of them strongly until it ends
+  ;; (a thread parked on an event nobody else holds would otherwise be
+  ;; collected, and its pool's worker would wait for it for ever).  The
+  ;; main pool's workers never exit: its threads are not held (a parked
+  ;; coroutine thread that nothing can wake is garbage).
   (define-record-type pool
-    (fields size main? lock wakeup run-queue
+    (fields size main? own? lock wakeup run-queue members
             (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
             (mutable timers) (mutable timer-count) (mutable posted)
             (mutable poll-sleeper?) (mutable poll-kicked?))
     (protocol
       (lambda (new)
-        (lambda (size main?)
-          (register-weakly! all-pools
-            (new size main? (box #f) (make-os-semaphore) (make-queue)
-                 0 0 0 #f (make-vector 16 #f) 0 0 #f #f)))))
-    (nongenerative spindle-pool-v3) (sealed #t))
+        (case-lambda
+          [(size main?) (new-pool new size main? #f)]
+          [(size main? own?) (new-pool new size main? own?)])))
+    (nongenerative spindle-pool-v4) (sealed #t))
+
+  (define (new-pool new size main? own?)
+    (register-weakly! all-pools
+      (new size main? own? (box #f) (make-os-semaphore) (make-queue) (and (not main?) (make-queue))
+           0 0 0 #f (make-vector 16 #f) 0 0 #f #f)))
+
+  (define (make-own-pool) (make-pool 1 #f #t))
 
   ;; switches-left counts down the switches until the worker next looks at
   ;; the I/O poller: threads that yield to each other reset the timer, so
   ;; without it they could keep ready descriptors waiting for ever.
+  ;; slice-checks counts down the timer checks left in the running slice
+  ;; (see check-ticks); slice-start is the real-time of its first check.
   (define-record-type worker
-    (fields pool tid (mutable base) (mutable base-winders) (mutable current) (mutable switches-left))
-    (protocol (lambda (new) (lambda (pool) (register-weakly! all-workers (new pool (get-thread-id) #f '() #f poll-interval)))))
-    (nongenerative spindle-worker-v2) (sealed #t))
+    (fields pool tid (mutable base) (mutable base-winders) (mutable current) (mutable switches-left)
+            (mutable slice-checks) (mutable slice-start))
+    (protocol (lambda (new) (lambda (pool) (register-weakly! all-workers (new pool (get-thread-id) #f '() #f poll-interval checks-per-slice 0)))))
+    (nongenerative spindle-worker-v3) (sealed #t))
+
+  ;; Starts a time slice for the thread w runs.
+  (define-syntax start-slice!
+    (syntax-rules ()
+      [(_ w) (begin (worker-slice-checks-set! w checks-per-slice) (set-timer check-ticks))]))
 
   ;; ---- for system-idle-evt: every pool and worker of the process, held
   ;; weakly (a box of weak pairs, pushed with a CAS; rare: pools and workers
@@ -174,14 +238,15 @@
             (mutable finisher)       ; (lambda (outcome)) ends the thread; never returns
             (mutable dead?)
             (mutable cleanup)        ; thunk a kill must run (sync's NACKs), or #f
+            (mutable member)         ; its node in its pool's members, or #f
             (mutable data))          ; the thread layer's record
     (protocol
       (lambda (new)
         (lambda (name pool params)
           (new name pool (box 'running) #f #f '() initial-exception-state
                (current-input-port) (current-output-port) (current-error-port)
-               params #f #f #f #t #f #f #f #f #f))))
-    (nongenerative spindle-gthread-v1) (sealed #t))
+               params #f #f #f #t #f #f #f #f #f #f))))
+    (nongenerative spindle-gthread-v2) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))
@@ -213,13 +278,14 @@
            [t (make-gthread (if main? 'main 'adopted) p '(() . ()))])
       (worker-param w)
       (worker-current-set! w t)
+      (when main? (set! main-gthread t))
       (with-spin-lock (pool-lock p)
         (pool-workers-set! p (fx+ (pool-workers p) 1))
         (pool-threads-set! p (fx+ (pool-threads p) 1))
         (when (not main?) (pool-closed?-set! p #t)))
       (gthread-finisher-set! t (lambda (outcome) (exit-current-thread!)))
       (timer-interrupt-handler on-timer)
-      (set-timer quantum-ticks)
+      (start-slice! w)
       (enable-interrupts)
       w))
 
@@ -238,22 +304,56 @@
     (set! io-dispatch! dispatch)
     (set! io-wait! wait))
 
-  ;; At most one worker of the process waits in epoll_wait at a time: the
-  ;; one that set this box from #f to #t.  The others sleep on their pool's
+  ;; The poll role.  At most one worker of the process waits in epoll_wait
+  ;; at a time: the one that set this box from #f to #t (in next-runnable,
+  ;; when it has nothing to run), and it gives the role back as soon as
+  ;; epoll_wait returns.  The other idle workers sleep on their pool's
   ;; semaphore; busy workers look at the poller on each timer tick, and
   ;; every worker looks before it goes idle, so ready descriptors are seen
-  ;; within a time slice even while the waiter's pool is busy.
+  ;; within a time slice while any worker runs, and at once while one
+  ;; waits in the poller.  The state to avoid is every worker asleep on a
+  ;; semaphore with the role free: nobody would see a descriptor again.
+  ;; A worker going idle takes the role if it is free, so only a worker
+  ;; that stops for good can leave it there.  The rule:
+  ;; - a holder dispatches what it found before it gives the role back
+  ;;   (the dispatch drains the kick eventfd: see poll-io-now!);
+  ;; - an idle worker tries to take the role before it sleeps on its
+  ;;   semaphore, under its pool's lock, after counting itself idle;
+  ;; - a worker that exits (its pool closed and empty), after giving up its
+  ;;   pool, wakes one semaphore sleeper of any pool if the role is free
+  ;;   (hand-off-poll-role!), and that worker takes the role as it goes
+  ;;   idle again.
+  ;; The exiting worker reads the sleeper counts under each pool's lock
+  ;; after the role was freed, and a sleeper counts itself idle and tries
+  ;; the role under the same lock, so one of the two always sees the other.
   (define poll-role (box #f))
+
+  ;; With interrupts disabled and no lock held.
+  (define (hand-off-poll-role!)
+    (when (and io-wait! (not (unbox poll-role)))
+      (let loop ([ps (unbox all-pools)])
+        (unless (null? ps)
+          (let ([p (car (car ps))])
+            (if (and (not (bwp-object? p))
+                     (with-spin-lock (pool-lock p)
+                       (and (fx> (pool-idle p) (pool-posted p))
+                            (begin (wake-one! p) #t))))
+                (void)
+                (loop (cdr ps))))))))
 
   ;; With interrupts disabled and no lock held: dispatch what the poller has
   ;; now, unless another worker is already waiting in it.  #t if it found
   ;; anything.
+  ;; The role is given back after the dispatch: it drains the kick
+  ;; eventfd, and a kick written for the next holder (a sleeper of another
+  ;; pool) must not be drained by this one's dispatch, or that sleeper
+  ;; would wait in epoll_wait with its pool marked kicked for ever.
   (define (poll-io-now!)
     (and io-wait!
          (box-cas! poll-role #f #t)
-         (let ([found (io-wait! 0.)])
+         (let ([any? (io-dispatch! (io-wait! 0.))])
            (set-box! poll-role #f)
-           (io-dispatch! found))))
+           any?)))
 
   ;; ---------------------------------------------------------------- pools
   ;; With the pool lock held: wake one sleeping worker / all of them.
@@ -288,11 +388,23 @@
          (start-worker! p)])
       (spin-unlock! (pool-lock p))))
 
-  ;; Chez gives a forked OS thread an exit handler that ends only that
-  ;; thread (the main thread's own cannot run elsewhere).  A place sets
-  ;; one that ends the process from any thread, and workers take it.
+  ;; exit in any thread ends the process, as in Racket.  Chez gives a
+  ;; forked OS thread an exit handler that ends only that thread (the main
+  ;; thread's own cannot run elsewhere), so every worker takes
+  ;; exit-process, or the handler a place sets (set-worker-exit-handler!).
+  ;; The status is Chez's: 0 for (exit), a fixnum's low 8 bits, else 1.
+  ;; Output is flushed as at the main thread's exit: the current and
+  ;; console ports here, then C's exit runs the exit hooks (flush-at-exit,
+  ;; the trace's) in this thread.
   (define worker-exit-handler #f)
   (define (set-worker-exit-handler! h) (set! worker-exit-handler h))
+  (define (exit-process . args)
+    (let ([code (cond
+                  [(null? args) 0]
+                  [(fixnum? (car args)) (fxlogand (car args) 255)]
+                  [else 1])])
+      (flush-exit-ports)
+      (os-exit code)))
 
   ;; Compiled libraries load into the youngest generation, and a program's
   ;; first collections would copy them again, generation by generation,
@@ -369,12 +481,11 @@
   ;; thread with the heap still in place (checked: it can allocate and
   ;; collect), also when Chez has flushed them itself.  Places end with
   ;; _exit and flush on their own.
+  (define (flush-exit-ports)
+    (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
+              (list (current-output-port) (console-output-port) (console-error-port))))
   (define flush-at-exit
-    (let ([hook (foreign-callable
-                  (lambda (arg)
-                    (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
-                              (list (current-output-port) (console-output-port) (console-error-port))))
-                  (uptr) void)])
+    (let ([hook (foreign-callable (lambda (arg) (flush-exit-ports)) (uptr) void)])
       (lock-object hook)
       ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
       hook))
@@ -382,7 +493,7 @@
   (define (start-worker! p)
     (fork-thread
       (lambda ()
-        (when worker-exit-handler (exit-handler worker-exit-handler))
+        (exit-handler (or worker-exit-handler exit-process))
         (disable-interrupts)
         (let ([w (make-worker p)])
           (worker-param w)
@@ -522,6 +633,7 @@
             [(and (pool-closed? p) (fx= (pool-threads p) 0) (not (pool-main? p)))
              (pool-workers-set! p (fx- (pool-workers p) 1))
              (spin-unlock! lock)
+             (hand-off-poll-role!)
              #f]
             [(fx< spins 1)
              ;; Spin briefly before sleeping, so that hand-offs from other OS
@@ -549,8 +661,9 @@
                  (pool-poll-sleeper?-set! p #f)
                  (pool-poll-kicked?-set! p #f)
                  (spin-unlock! lock)
-                 (set-box! poll-role #f)
-                 (io-dispatch! found)))
+                 (io-dispatch! found)              ; before the role goes (see poll-io-now!)
+                 (set-box! poll-role #f)))
+             (interrupt-window!)
              (loop 1)]
             [else
              ;; Sleep without the lock, deactivated (see (spindle private
@@ -567,6 +680,7 @@
                  (pool-idle-set! p (fx- (pool-idle p) 1))
                  (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))
                  (spin-unlock! lock)))
+             (interrupt-window!)
              (loop 1)])))))
 
   (define (count-switch! w)
@@ -598,7 +712,7 @@
             (when tracing? (trace-run-start! t))
             (restore-context! t)
             (#%$current-winders (gthread-winders t))
-            (set-timer quantum-ticks)
+            (start-slice! w)
             (k (void)))]
       [(worker-base w) (invoke-base! w t)]
       [else (enter-base! w t)]))
@@ -608,7 +722,7 @@
     (when tracing? (trace-run-start! t))
     (#%$current-winders '())
     (restore-context! t)
-    (set-timer quantum-ticks)
+    (start-slice! w)
     (let ([start (gthread-start t)])
       (gthread-start-set! t #f)
       (start t)))
@@ -626,6 +740,7 @@
         (enable-interrupts)
         (assertion-violation 'thread "the parallel thread pool has been closed" p))
       (pool-threads-set! p (fx+ (pool-threads p) 1))
+      (unless (pool-main? p) (gthread-member-set! t (queue-push! (pool-members p) t)))
       (spin-unlock! (pool-lock p))
       (when tracing? (trace-spawn! t))
       (when enqueue? (enqueue! t))
@@ -637,15 +752,22 @@
     (with-interrupts-disabled (enqueue! t)))
 
   ;; Ends the current thread (its finisher has already run); never returns.
+  ;; A thread that ends inside its own with-interrupts-disabled (killing
+  ;; itself there) never runs the region's exit: the depth goes back to
+  ;; the scheduler's 1, or the next thread would run with interrupts off.
   (define (exit-current-thread!)
-    (disable-interrupts)
+    (let drop ([d (disable-interrupts)])
+      (when (fx> d 1) (enable-interrupts) (drop (fx- d 1))))
     (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
       (gthread-dead?-set! t #t)
       (when tracing? (trace-finish! t))
       (with-spin-lock (pool-lock p)
         (pool-threads-set! p (fx- (pool-threads p) 1))
-        (when (and (pool-closed? p) (fx= (pool-threads p) 0))
-          (wake-all! p)))
+        (let ([n (gthread-member t)])
+          (when n (queue-remove! (pool-members p) n) (gthread-member-set! t #f)))
+        (when (fx= (pool-threads p) 0)
+          (when (pool-own? p) (pool-closed?-set! p #t))
+          (when (pool-closed? p) (wake-all! p))))
       ;; Straight on to the next thread: invoking its continuation (or the
       ;; base, for a fresh one) drops this dead stack, so nothing chains;
       ;; a worker with no base yet makes one first.
@@ -653,10 +775,36 @@
           (schedule-next w)
           (call/1cc (lambda (k) (enter-base! w 'schedule))))))
 
+  ;; Parking with interrupts disabled by the thread's own code.  A parked
+  ;; thread's disable depth is not saved with it: the OS thread keeps its
+  ;; depth, so the next thread of the worker would run with interrupts
+  ;; disabled (no preemption, no collection) and the parked one would
+  ;; resume with them enabled inside its with-interrupts-disabled.  So
+  ;; spindle parks only at depth 1, its own: every parker disables
+  ;; interrupts once and calls may-park? before it registers anywhere
+  ;; (sync does), and park! checks again.  At a higher depth the operation
+  ;; raises instead of blocking, as Racket does in atomic mode; an
+  ;; operation that completes without blocking is allowed.
+  ;; may-park?: called with interrupts disabled once by the caller.
+  (define (may-park?) (fx= (interrupt-depth) 1))
+
+  ;; Raises the error of a park refused by may-park? (call it after
+  ;; undoing the parker's own disable); what: what the thread would have
+  ;; waited for (a symbol), irritants: the events.
+  (define (raise-park-disabled who what irritants)
+    (raise
+      (condition
+        (make-assertion-violation) (make-who-condition who)
+        (make-message-condition
+          (format "cannot block (~a) while interrupts are disabled (inside with-interrupts-disabled or after disable-interrupts)" what))
+        (make-irritants-condition irritants))))
+
   ;; Switches away until unpark!.  Returns at once if an unpark came first.
-  ;; Must be called with interrupts disabled; returns with them disabled.
+  ;; Must be called with interrupts disabled once (see may-park?); returns
+  ;; with them disabled.
   (define (park!)
     (let* ([w (current-worker)] [t (worker-current w)] [b (gthread-park t)])
+      (unless (may-park?) (enable-interrupts) (raise-park-disabled 'park 'wait '()))
       (unless (box-cas! b 'notified 'running)
         (call/cc
           (lambda (k)
@@ -681,13 +829,18 @@
           [(eq? (unbox b) 'notified) (void)]
           [else (loop)]))))
 
-  ;; Lets other runnable threads of the pool go first.
+  ;; Lets other runnable threads of the pool go first.  Does nothing where
+  ;; the thread has disabled interrupts itself (see may-park?).
   (define (yield!)
-    (disable-interrupts)
+    (if (fx= (disable-interrupts) 1)
+        (yield-now!)
+        (enable-interrupts)))
+
+  (define (yield-now!)
     (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
       (fire-due-timers! p)
       (if (queue-empty? (pool-run-queue p))
-          (begin (count-switch! w) (set-timer quantum-ticks))
+          (begin (count-switch! w) (start-slice! w))
           ;; one lock round for both: t goes to the back, the front runs
           ;; (the queue's length is unchanged, so no idle worker is woken)
           (call/cc
@@ -710,35 +863,93 @@
   (define (on-timer)
     (let ([w (worker-param)])
       (if (and w (fx= (worker-tid w) (get-thread-id)) (worker-current w))
-          (begin
-            (when io-wait! (with-interrupts-disabled (poll-io-now!)))
-            (yield!))
+          (if (slice-over? w)
+              (begin
+                (when io-wait! (with-interrupts-disabled (poll-io-now!)))
+                (yield!))
+              (set-timer check-ticks))
           (set-timer 0))))
+
+  ;; At a timer check: #t if the running slice is used up (see check-ticks).
+  (define (slice-over? w)
+    (let ([left (fx- (worker-slice-checks w) 1)] [now (real-time)])
+      (worker-slice-checks-set! w left)
+      (cond
+        [(fx= left (fx- checks-per-slice 1)) (worker-slice-start-set! w now) #f]
+        [(fx<= left 0) #t]
+        [else (fx>= (fx- now (worker-slice-start w)) slice-ms)])))
+
+  ;; ---------------------------------------------------------------- Ctrl-C
+  ;; SIGINT breaks the main thread (break-thread), as in Racket: a thread
+  ;; parked in sync, sleep, tcp-accept or a read wakes with the break; a
+  ;; running one takes it at its next switch, or at once when the signal
+  ;; reached its own OS thread.  Uncaught, it ends the program like any
+  ;; uncaught exception of the main thread ("user break", status 255).
+  ;; Chez's C handler only marks the interrupt pending in the OS thread
+  ;; that took the signal (the kernel prefers the main one); this handler
+  ;; runs there at its next interrupt check.  An idle worker sleeps with
+  ;; interrupts disabled, so next-runnable opens them for a moment after
+  ;; every wake-up (the signal makes its wait return early: EINTR).
+  ;; A main thread that spindle has not adopted yet is adopted here when
+  ;; the handler runs on it (it is then in its own code, interrupts
+  ;; enabled, as at any first call of current-thread); anywhere else
+  ;; before that, Chez's own handler runs.
+  (define main-gthread #f)
+  (define chez-keyboard-handler (keyboard-interrupt-handler))
+  (define (on-keyboard-interrupt)
+    (let ([m (or main-gthread (and (fx= (get-thread-id) 0) (begin (current-worker) main-gthread)))])
+      (if m
+          (begin
+            (request-break! m #f)
+            (let ([w (worker-param)])
+              (when (and w (fx= (worker-tid w) (get-thread-id)) (eq? (worker-current w) m))
+                (check-requests-of! m))))
+          (chez-keyboard-handler))))
+  (define keyboard-handler-installed
+    (begin (keyboard-interrupt-handler on-keyboard-interrupt) #t))
+
+  ;; In next-runnable, with interrupts disabled once and no lock held, no
+  ;; thread current and the timer off: lets a pending keyboard interrupt
+  ;; (or collect request) run.
+  (define-syntax interrupt-window!
+    (syntax-rules () [(_) (begin (enable-interrupts) (disable-interrupts))]))
 
   ;; ---------------------------------------------------------------- requests
   ;; The sync layer registers how to interrupt a thread parked in a sync.
   (define interrupt-hook (lambda (t) (unpark! t)))
   (define (set-interrupt-hook! proc) (set! interrupt-hook proc))
 
+  ;; The hook commits the thread's syncer and enqueues the thread, under
+  ;; spin locks: always with interrupts disabled, since these are called
+  ;; from user code (kill-thread, break-thread) and from signal handlers.
   (define (request-kill! t)
     (gthread-kill-requested?-set! t #t)
-    (interrupt-hook t))
+    (disable-interrupts)
+    (interrupt-hook t)
+    (enable-interrupts))
 
   (define (request-break! t kind)
     (let ([old (gthread-break-pending t)])
       ;; hang-up and terminate replace a plain pending break
       (unless (and old kind (not (eq? old 'plain)))
         (gthread-break-pending-set! t (or kind (or old 'plain)))))
-    (when (gthread-break-enabled? t) (interrupt-hook t)))
+    (when (gthread-break-enabled? t)
+      (disable-interrupts)
+      (interrupt-hook t)
+      (enable-interrupts)))
 
   (define (request-suspend! t)
     (gthread-suspended?-set! t #t)
-    (interrupt-hook t))
+    (disable-interrupts)
+    (interrupt-hook t)
+    (enable-interrupts))
 
   (define (request-resume! t)
     (when (gthread-suspended? t)
       (gthread-suspended?-set! t #f)
-      (unpark! t)))
+      (disable-interrupts)
+      (unpark! t)
+      (enable-interrupts)))
 
   ;; Acts on pending kill, suspend and break requests of the current thread.
   ;; Called with interrupts enabled, outside critical sections.

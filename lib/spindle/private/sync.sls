@@ -216,7 +216,9 @@
 
   ;; ---------------------------------------------------------------- sync
   ;; Runs one round: poll, then (unless polling) register and park.  Returns
-  ;; the done syncer, or #f when a poll found nothing.  Interrupts disabled.
+  ;; the done syncer, #f when a poll found nothing, or 'park-disabled when
+  ;; it would park inside the caller's own disabled region (see may-park?;
+  ;; nothing is registered then).  Interrupts disabled.
   (define (sync-round t bv poll? deadline)
     (let* ([n (vector-length bv)]
            [s (make-syncer t)]
@@ -233,8 +235,10 @@
       (let poll ([j 0])
         (cond
           [(fx= j n)
-           (if poll?
-               #f
+           (cond
+             [poll? #f]
+             [(not (may-park?)) 'park-disabled]
+             [else
                (let ([tokens (make-vector n #f)])
                  (gthread-syncer-set! t s)
                  ;; phase 2: register everywhere; a partner may commit s meanwhile
@@ -252,7 +256,7 @@
                  (gthread-syncer-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
                    (cancel! (branch-prim (vector-ref bv i)) (vector-ref tokens i)))
-                 s))]
+                 s)])]
           [(eq? (attempt j #f) #t) s]
           [else (poll (fx+ j 1))]))))
 
@@ -306,6 +310,9 @@
       (disable-interrupts)
       (let ([s (make-syncer t)])
         (unless (eq? ((prim-evt-attempt p) p s 0 #f) #t)
+          (unless (may-park?)
+            (enable-interrupts)
+            (raise-park-disabled 'sync (park-reason p) (list p)))
           (gthread-syncer-set! t s)
           (let ([tok ((prim-evt-attempt p) p s 0 #t)])
             (park-until-done! t s p)
@@ -368,6 +375,9 @@
         (let ([s (begin (disable-interrupts) (sync-round t bv poll? deadline))])
           (enable-interrupts)
           (cond
+            [(eq? s 'park-disabled)
+             (fire-nacks! (unbox nacks) '())
+             (raise-park-disabled who (park-reason bv) evts)]
             [(or (not s) (eq? (syncer-branch s) 'timeout))
              (fire-nacks! (unbox nacks) '())
              (on-timeout)]
