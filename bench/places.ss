@@ -42,7 +42,7 @@
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
         (only (bench-workloads) strfib)
         (bench-harness)
-        (only (spindle private unix) shell-command))
+        (only (spindle private os unix) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
 (check-arguments! "places" '("--quick" "--no-peers") '("--runs")

@@ -3,7 +3,7 @@
 ;;; and console ports; reading an empty stdin stops no other thread; output
 ;;; through pipes, files and `| head -1`; places beside them.
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
-        (spindle) (harness) (only (spindle private unix) shell-command own-pid))
+        (spindle) (harness) (only (spindle private os unix) shell-command own-pid))
 
 (define (read-all-string in) (let ([b (get-bytevector-all in)]) (if (eof-object? b) "" (utf8->string b))))
 

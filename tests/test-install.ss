@@ -3,7 +3,7 @@
 ;;; programs that use threads, a future and places from a directory outside
 ;;; the checkout (with plain scheme --libdirs and with the installed
 ;;; spindle command), then uninstall and check that nothing is left.
-(import (chezscheme) (harness) (text-files) (only (spindle private unix) shell-command own-pid))
+(import (chezscheme) (harness) (text-files) (only (spindle private os unix) shell-command own-pid))
 
 (test-limit 180)
 
@@ -71,7 +71,7 @@
   (for-each
     (lambda (f) (check (list 'installed f) (file-exists? (string-append install-prefix "/" f))))
     '("bin/spindle" "lib/spindle/spindle.sls" "lib/spindle/spindle.so"
-      "lib/spindle/spindle/private/place-zygote.ss" "lib/spindle/srfi/:18.so"
+      "lib/spindle/spindle/private/places/place-zygote.ss" "lib/spindle/srfi/:18.so"
       "lib/spindle/util/concurrent.so" "share/doc/spindle/reference.md"
       "share/doc/spindle/README.md" "lib/spindle/install-manifest"))
   (check-equal "bin/spindle is executable" 0 (sh "test -x ~a/bin/spindle" install-prefix))

@@ -8,39 +8,18 @@
 
 (define layer-order '(os core io places public umbrella compat))
 
-;; library name prefix (a list) -> layer; the longest matching prefix wins.
-(define layers
-  '(((spindle private unix) . os)
-    ((spindle private ffi) . os)
-    ((spindle private queue) . core)
-    ((spindle private trace) . core)
-    ((spindle private keywords) . core)
-    ((spindle private scheduler) . core)
-    ((spindle private evt-core) . core)
-    ((spindle private sync) . core)
-    ((spindle private posix-io) . io)
-    ((spindle private port-handler) . io)
-    ((spindle private poller) . io)
-    ((spindle private fd-port) . io)
-    ((spindle private socket) . io)
-    ((spindle private buffer-pool) . places)
-    ((spindle private shared-vector) . places)
-    ((spindle private shm-ring) . places)
-    ((spindle private place-message) . places)
-    ((spindle private place-channel) . places)
-    ((spindle private) . core)            ; a private library not listed above
-    ((spindle) . umbrella)
-    ((spindle) . public)                  ; (spindle x): see layer-of
-    ((util) . compat)
-    ((srfi) . compat)))
+;; (spindle private LAYER name): LAYER, one of the folders under
+;; lib/spindle/private/; (spindle x): public; (spindle): the umbrella;
+;; (util ...) and (srfi ...): compat.  #f for a library in no layer.
+(define private-layers '(os core io places))
 
 ;; Edges that still point up (doc/internals.md lists them).
 (define known-upward-edges
-  '(((spindle private fd-port) . (spindle semaphore))
-    ((spindle private fd-port) . (spindle custodian))
-    ((spindle private socket) . (spindle custodian))
-    ((spindle private place-channel) . (spindle thread))
-    ((spindle private place-channel) . (spindle async-channel))))
+  '(((spindle private io fd-port) . (spindle semaphore))
+    ((spindle private io fd-port) . (spindle custodian))
+    ((spindle private io socket) . (spindle custodian))
+    ((spindle private places place-channel) . (spindle thread))
+    ((spindle private places place-channel) . (spindle async-channel))))
 
 (define (prefix? p l)
   (or (null? p) (and (pair? l) (equal? (car p) (car l)) (prefix? (cdr p) (cdr l)))))
@@ -48,14 +27,11 @@
 (define (layer-of name)
   (cond
     [(equal? name '(spindle)) 'umbrella]
-    [(and (pair? name) (eq? (car name) 'spindle) (not (prefix? '(spindle private) name))) 'public]
-    [else
-     (let loop ([ls layers] [best #f] [best-len -1])
-       (cond
-         [(null? ls) best]
-         [(and (prefix? (caar ls) name) (> (length (caar ls)) best-len))
-          (loop (cdr ls) (cdar ls) (length (caar ls)))]
-         [else (loop (cdr ls) best best-len)]))]))
+    [(prefix? '(spindle private) name)
+     (and (= (length name) 4) (memq (caddr name) private-layers) (caddr name))]
+    [(and (pair? name) (eq? (car name) 'spindle) (= (length name) 2)) 'public]
+    [(and (pair? name) (memq (car name) '(util srfi))) 'compat]
+    [else #f]))
 
 (define (rank layer) (- (length layer-order) (length (memq layer layer-order))))
 

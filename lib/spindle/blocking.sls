@@ -11,8 +11,9 @@
 ;;; __collect_safe for the same reason.
 (library (spindle blocking)
   (export call-blocking blocking-helper-count)
-  (import (chezscheme) (spindle private evt-core) (spindle private queue)
-          (only (spindle private sync) sync))
+  (import (chezscheme) (spindle private core evt-core) (spindle private core queue)
+          (only (spindle private core sync) sync)
+          (only (spindle private os ffi) block-keyboard-interrupt!))
 
   (define max-helpers 64)
   (define idle-seconds 10)
@@ -57,7 +58,7 @@
     ;; helper more is started unless every queued job has an idle helper
     (when (and (fx> (queue-length jobs) idle) (fx< helpers max-helpers))
       (set! helpers (fx+ helpers 1))
-      (fork-thread helper-loop))
+      (fork-thread (lambda () (block-keyboard-interrupt!) (helper-loop))))
     (condition-signal work-ready)
     (mutex-release lock)
     (enable-interrupts))

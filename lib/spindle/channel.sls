@@ -4,8 +4,8 @@
 (library (spindle channel)
   (export make-channel channel? channel-get channel-put channel-try-get
           channel-put-evt channel-put-evt?)
-  (import (chezscheme) (spindle private queue) (spindle private scheduler)
-          (spindle private evt-core) (spindle private sync))
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+          (spindle private core evt-core) (spindle private core sync))
 
   (define-record-type channel
     (parent prim-evt)

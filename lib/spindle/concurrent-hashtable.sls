@@ -45,8 +45,8 @@
           concurrent-hashtable-keys concurrent-hashtable-entries
           concurrent-hashtable-clear! concurrent-hashtable-copy)
   (import (chezscheme)
-          (only (spindle private scheduler) processor-count)
-          (only (spindle private ffi) os-yield!))
+          (only (spindle private core scheduler) processor-count)
+          (only (spindle private os ffi) os-yield!))
 
   ;; kind: 'eq, 'eqv or 'custom (hash and equiv are the user's).
   ;; buckets: stripe i's bucket vector (#f while empty) at i; at

@@ -34,9 +34,9 @@
 (library (spindle console)
   (export stdin-port stdout-port stderr-port binary-console-port
           install-console-ports! console-port-descriptor)
-  (import (chezscheme) (spindle private poller) (spindle private posix-io)
-          (only (spindle private unix) own-pid)
-          (only (spindle private fd-port) raise-os-error)
+  (import (chezscheme) (spindle private io poller) (spindle private os posix-io)
+          (only (spindle private os unix) own-pid)
+          (only (spindle private io fd-port) raise-os-error)
           (only (spindle synchronized-port) make-synchronized-console-port))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))

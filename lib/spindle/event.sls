@@ -15,6 +15,6 @@
           async-channel-put async-channel-put-evt
           box-cas! vector-cas!)
   (import (only (chezscheme) box-cas! vector-cas!)
-          (spindle private sync) (spindle channel) (spindle semaphore)
+          (spindle private core sync) (spindle channel) (spindle semaphore)
           (only (spindle async-channel) make-async-channel async-channel? async-channel-get
                 async-channel-try-get async-channel-put async-channel-put-evt)))

@@ -10,8 +10,8 @@
 ;;; ports they are for one thread at a time.
 (library (spindle file)
   (export open-input-file/helper open-output-file/helper file->bytevector/helper)
-  (import (chezscheme) (spindle blocking) (spindle private posix-io)
-          (only (spindle private unix) c-string free))
+  (import (chezscheme) (spindle blocking) (spindle private os posix-io)
+          (only (spindle private os unix) c-string free))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
 

@@ -14,10 +14,10 @@
   (import (except (chezscheme) make-parameter)
           (only (spindle thread) thread-procedure make-parallel-thread-pool
                 parallel-thread-pool? processor-count)
-          (spindle private evt-core) (spindle private sync)
+          (spindle private core evt-core) (spindle private core sync)
           (spindle semaphore)
           (only (spindle parameter) make-parameter)
-          (only (spindle private trace) tracing? trace-now trace-instant! trace-span!))
+          (only (spindle private core trace) tracing? trace-now trace-instant! trace-span!))
 
   (define-record-type (future-record make-future future?)
     (fields thunk

@@ -9,7 +9,7 @@
 (library (spindle parameter)
   (export (rename (make-spindle-parameter make-parameter) (spindle-parameterize parameterize))
           make-thread-parameter snapshot-parameterization empty-parameterization)
-  (import (chezscheme) (spindle private scheduler))
+  (import (chezscheme) (spindle private core scheduler))
 
   (define-record-type param
     (fields default filter name)

@@ -2,7 +2,7 @@
 ;;; Places: isolated parallel instances (OS processes) that talk through
 ;;; place channels.  The manual: doc/reference.md, "Places".
 ;;;
-;;; Places start from a template process (lib/spindle/private/place-zygote.ss),
+;;; Places start from a template process (lib/spindle/private/places/place-zygote.ss),
 ;;; one per creating process, started on the first place.  It has compiled
 ;;; spindle and each requested library once, and forks a place per request
 ;;; (a fork costs about a millisecond; a fresh Chez and compiling spindle,
@@ -26,13 +26,13 @@
           ;; for (spindle fork-join) and the template process
           start-lifted-place place-child-main)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
-          (spindle private unix) (spindle private place-channel)
-          (spindle private place-message) (spindle private shared-vector)
-          (spindle private keywords)
-          (only (spindle private evt-core) make-latch latch-fire!)
-          (only (spindle private scheduler) set-worker-exit-handler! request-break!)
-          (only (spindle private trace) tracing? trace-instant! trace-place-start! trace-write-place!)
-          (only (spindle private sync) sync register-evt-record-type! wrap-evt)
+          (spindle private os unix) (spindle private places place-channel)
+          (spindle private places place-message) (spindle private places shared-vector)
+          (spindle private core keywords)
+          (only (spindle private core evt-core) make-latch latch-fire!)
+          (only (spindle private core scheduler) set-worker-exit-handler! request-break!)
+          (only (spindle private core trace) tracing? trace-instant! trace-place-start! trace-write-place!)
+          (only (spindle private core sync) sync register-evt-record-type! wrap-evt)
           (only (spindle thread) processor-count current-thread sleep)
           (only (spindle custodian) custodian-register! make-custodian-kind))
 
@@ -114,8 +114,8 @@
   (define (locate-zygote who)
     (let loop ([dirs (library-directories)])
       (if (null? dirs)
-          (error who "cannot find spindle/private/place-zygote.ss in the library directories")
-          (let ([f (string-append (caar dirs) "/spindle/private/place-zygote.ss")])
+          (error who "cannot find spindle/private/places/place-zygote.ss in the library directories")
+          (let ([f (string-append (caar dirs) "/spindle/private/places/place-zygote.ss")])
             (if (file-exists? f) f (loop (cdr dirs)))))))
 
   (define (absolute dir)

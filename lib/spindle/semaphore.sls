@@ -8,8 +8,8 @@
           semaphore-peek-evt semaphore-peek-evt?
           call-with-semaphore call-with-semaphore/enable-break
           semaphore-count-now)
-  (import (chezscheme) (spindle private queue) (spindle private scheduler)
-          (spindle private evt-core) (spindle private sync))
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+          (spindle private core evt-core) (spindle private core sync))
 
   (define-record-type semaphore
     (parent prim-evt)

@@ -16,7 +16,7 @@
 ;;; green thread), the child's end is made blocking and dup2'ed onto 0, 1
 ;;; or 2 by posix_spawn file actions.  The child inherits only 0, 1, 2,
 ;;; with default signal dispositions and an empty signal mask
-;;; ((spindle private unix) spawn-program).
+;;; ((spindle private os unix) spawn-program).
 ;;;
 ;;; Exit codes: the code the child passed to exit, or 128 + the signal
 ;;; number when a signal ended it (as Racket CS reports it, and as shells do).
@@ -25,10 +25,10 @@
           find-executable-path system* system*/exit-code process* shell-command/exit-code
           run-command port-descriptor)
   (import (chezscheme)
-          (spindle private poller) (spindle private posix-io) (spindle private fd-port)
-          (spindle private evt-core)
-          (only (spindle private unix) spawn-program)
-          (only (spindle private sync) sync wrap-evt register-evt-record-type!)
+          (spindle private io poller) (spindle private os posix-io) (spindle private io fd-port)
+          (spindle private core evt-core)
+          (only (spindle private os unix) spawn-program)
+          (only (spindle private core sync) sync wrap-evt register-evt-record-type!)
           (only (spindle thread) thread thread-wait)
           (rename (only (spindle thread) sleep) (sleep green-sleep))
           (only (spindle console) console-port-descriptor)

@@ -38,6 +38,10 @@
 ;;;   enabled; it may be preempted or park while holding it.  The wrapped
 ;;;   port must stay consistent at its park points (a killed holder's lock
 ;;;   is taken over).
+;;; - In mode 'parking an output operation runs with breaks disabled, and a
+;;;   break that came meanwhile is delivered once it is done: a break that
+;;;   unwound it after the wrapped port wrote its bytes but before it
+;;;   emptied its buffer would have them written again by the next flush.
 ;;; - Operations on a closed synchronized port raise an &i/o-port error
 ;;;   naming the operation; closing waits for the with-port-lock holder.
 ;;; - make-synchronized-console-port makes (spindle console)'s ports: output
@@ -46,11 +50,12 @@
 (library (spindle synchronized-port)
   (export make-synchronized-port synchronized-port? with-port-lock call-with-port-lock
           make-synchronized-console-port)
-  (import (chezscheme) (spindle private port-handler)
-          (only (spindle private scheduler) current-gthread gthread-dead?)
-          (only (spindle private ffi) os-yield!)
+  (import (chezscheme) (spindle private io port-handler)
+          (only (spindle private core scheduler) current-gthread gthread-dead?
+                gthread-break-enabled? gthread-break-enabled?-set! check-requests!)
+          (only (spindle private os ffi) os-yield!)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-count-now)
-          (only (spindle private sync) sync/timeout))
+          (only (spindle private core sync) sync/timeout))
 
 
   ;; ---------------------------------------------------------------- locks
@@ -168,6 +173,28 @@
                               v))))])
            (if (eq? r closed-marker) (closed-error who p) r)))]))
 
+;; An output operation of a parking port (see the top of the file).
+  (define-syntax define-output-op
+    (syntax-rules ()
+      [(_ (name sp lk who p any-owner? arg ...) body ...)
+       (begin
+         (define-op (inner sp lk who p any-owner? arg ...) body ...)
+         (define (name sp lk who p any-owner? arg ...)
+           (if (sport-parking? sp)
+               (call-without-breaks (lambda () (inner sp lk who p any-owner? arg ...)))
+               (inner sp lk who p any-owner? arg ...))))]))
+
+  (define (call-without-breaks thunk)
+    (let* ([t (current-gthread)] [old (gthread-break-enabled? t)])
+      (if old
+          (let ([v (dynamic-wind
+                     (lambda () (gthread-break-enabled?-set! t #f))
+                     thunk
+                     (lambda () (gthread-break-enabled?-set! t old)))])
+            (check-requests!)
+            v)
+          (thunk))))
+
   (define (closed-error who p)
     (raise (condition (make-i/o-port-error p) (make-who-condition who)
                       (make-message-condition "not permitted on a closed port") (make-irritants-condition (list p)))))
@@ -182,29 +209,29 @@
         (begin (flush-output-port (sport-inner sp)) (sport-unflushed?-set! sp #f))
         (sport-unflushed?-set! sp #t)))
 
-  (define-op (put-char-op sp lk who p any c)
+  (define-output-op (put-char-op sp lk who p any c)
     (put-char (sport-inner sp) c)
     (let ([nl? (char=? c #\newline)])
       (#%set-port-bol! p nl?)
       (written! sp (and nl? (sport-line? sp)))))
 
-  (define-op (put-string-op sp lk who p any s start n)
+  (define-output-op (put-string-op sp lk who p any s start n)
     (let ([end (fx+ start n)])
       (put-string (sport-inner sp) s start n)
       (when (fx> n 0) (#%set-port-bol! p (char=? (string-ref s (fx- end 1)) #\newline)))
       (written! sp (and (sport-line? sp) (newline-in? s start end)))
       n))
 
-  (define-op (put-u8-op sp lk who p any b) (put-u8 (sport-inner sp) b) (written! sp #f))
+  (define-output-op (put-u8-op sp lk who p any b) (put-u8 (sport-inner sp) b) (written! sp #f))
 
-  (define-op (put-bytevector-op sp lk who p any bv start n)
+  (define-output-op (put-bytevector-op sp lk who p any bv start n)
     (put-bytevector (sport-inner sp) bv start n)
     (written! sp #f)
     n)
 
-  (define-op (flush-op sp lk who p any) (written! sp #t))
+  (define-output-op (flush-op sp lk who p any) (written! sp #t))
 
-  (define-op (clear-output-op sp lk who p any) (clear-output-port (sport-inner sp)))
+  (define-output-op (clear-output-op sp lk who p any) (clear-output-port (sport-inner sp)))
 
   ;; ---- input
   (define-syntax input

@@ -7,8 +7,8 @@
 (library (spindle tcp)
   (export tcp-listen tcp-accept tcp-accept-evt tcp-accept-ready? tcp-connect
           tcp-close tcp-abandon-port tcp-addresses tcp-listener? tcp-port?)
-  (import (chezscheme) (spindle private posix-io) (spindle private fd-port)
-          (spindle private socket) (spindle blocking))
+  (import (chezscheme) (spindle private os posix-io) (spindle private io fd-port)
+          (spindle private io socket) (spindle blocking))
 
   (define (tcp-listener? v) (and (listener? v) (eq? (listener-kind v) 'tcp)))
 

@@ -18,9 +18,9 @@
           make-thread* start-thread! thread-name thread-outcome thread-results
           thread-data-specific thread-data-specific-set! thread-add-exit-hook!)
   (import (except (chezscheme) sleep thread?)
-          (spindle private queue) (spindle private scheduler)
-          (spindle private evt-core) (spindle private sync)
-          (spindle private keywords) (spindle async-channel)
+          (spindle private core queue) (spindle private core scheduler)
+          (spindle private core evt-core) (spindle private core sync)
+          (spindle private core keywords) (spindle async-channel)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
           (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind)
           (only (spindle synchronized-port) with-port-lock)

@@ -28,8 +28,8 @@
                   make-parameter parameterize)
           (prefix (only (chezscheme) make-mutex) chez:)
           (spindle thread) (spindle event)
-          (spindle private queue)
-          (only (spindle private scheduler) request-kill!))
+          (spindle private core queue)
+          (only (spindle private core scheduler) request-kill!))
 
   ;; ---------------------------------------------------------------- conditions
   (define-condition-type &join-timeout &error make-join-timeout join-timeout-exception?)

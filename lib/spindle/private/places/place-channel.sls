@@ -13,11 +13,11 @@
 ;;; is never read locally (say, one end of a fresh place-channel, sent
 ;;; away) leaves its bytes to the place that reads it.
 ;;;
-;;; The process's I/O poller (spindle private poller) watches the sockets:
+;;; The process's I/O poller (spindle private io poller) watches the sockets:
 ;;; a worker with nothing to run sleeps in it, busy workers look at it on
 ;;; each timer tick.
 ;;;
-;;; Shared-memory rings (spindle private shm-ring).  An endpoint made in
+;;; Shared-memory rings (spindle private places shm-ring).  An endpoint made in
 ;;; this process and never sent away (`exclusive?`: it is the only writer
 ;;; of its direction) offers its peer a ring once the channel is busy (after
 ;;; offer-after messages, or at once for a large one): an offer frame (kind
@@ -42,20 +42,20 @@
 ;;; half a ring goes in chunks.  A put that finds the ring full waits,
 ;;; yielding, while the reader makes progress, then queues (puts never
 ;;; wait for a reader that does not read).
-(library (spindle private place-channel)
+(library (spindle private places place-channel)
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
-  (import (chezscheme) (spindle private unix) (spindle private queue) (spindle private buffer-pool)
-          (spindle private shm-ring)
-          (only (spindle private posix-io) eventfd-drain! eventfd-signal!)
-          (only (spindle private poller) watch-level! change-level! unwatch-level!)
+  (import (chezscheme) (spindle private os unix) (spindle private core queue) (spindle private places buffer-pool)
+          (spindle private places shm-ring)
+          (only (spindle private os posix-io) eventfd-drain! eventfd-signal!)
+          (only (spindle private io poller) watch-level! change-level! unwatch-level!)
           (only (spindle async-channel) make-async-channel async-channel-get
                 async-channel-try-get async-channel-push-back! async-channel-take-all!)
           (only (spindle thread) yield)
-          (only (spindle private ffi) os-yield!)
-          (only (spindle private sync) wrap-evt guard-evt))
+          (only (spindle private os ffi) os-yield!)
+          (only (spindle private core sync) wrap-evt guard-evt))
 
   (define header-size 16)
 

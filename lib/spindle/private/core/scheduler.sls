@@ -18,7 +18,7 @@
 ;;;   the base) drops, so stacks never chain across threads.
 ;;; - Switching never runs dynamic-wind thunks: the winders list is set to the
 ;;;   target's own before its continuation is invoked.
-(library (spindle private scheduler)
+(library (spindle private core scheduler)
   (export
     ;; pools
     make-pool make-own-pool pool? pool-size pool-close! main-pool
@@ -46,7 +46,7 @@
     &break break-condition?
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
-  (import (chezscheme) (spindle private queue) (spindle private ffi) (spindle private trace))
+  (import (chezscheme) (spindle private core queue) (spindle private os ffi) (spindle private core trace))
 
   ;; A time slice is quantum-ticks Chez ticks (about 0.3-0.7 ms of Scheme
   ;; code) or slice-ms of real time, whichever ends first.  Ticks do not
@@ -290,7 +290,7 @@
       w))
 
   ;; ---------------------------------------------------------------- I/O poller
-  ;; (spindle private poller) installs its hooks when the first descriptor
+  ;; (spindle private io poller) installs its hooks when the first descriptor
   ;; is watched; until then workers sleep on their semaphores only.
   ;; (io-wait! ms): waits in epoll_wait at most ms milliseconds (a flonum;
   ;; #f = no limit, 0. = just look) with the collector released, and returns
@@ -493,6 +493,7 @@
   (define (start-worker! p)
     (fork-thread
       (lambda ()
+        (block-keyboard-interrupt!)
         (exit-handler (or worker-exit-handler exit-process))
         (disable-interrupts)
         (let ([w (make-worker p)])

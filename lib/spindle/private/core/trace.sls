@@ -31,7 +31,7 @@
 ;;;   future  X  a future's thunk ran; future-create, future-touch  i
 ;;;   place-create place-send place-recv  i  (send/recv: size in bytes)
 ;;;   gc      X  a collection, from its request to its end (bytes before/after)
-(library (spindle private trace)
+(library (spindle private core trace)
   (export tracing? trace-now set-trace-namer!
           trace-run-start! trace-run-end! trace-park-reason! trace-park!
           trace-wake! trace-spawn! trace-finish!

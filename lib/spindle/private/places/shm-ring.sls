@@ -22,16 +22,16 @@
 ;;;   system call.  A process killed inside it (a window of nanoseconds)
 ;;;   would leave it held: a taker gives up after lock-patience and treats
 ;;;   the ring as broken.
-(library (spindle private shm-ring)
+(library (spindle private places shm-ring)
   (export make-writer-ring adopt-reader-ring ring? ring-memfd ring-data-efd ring-space-efd
           ring-capacity ring-state ring-state-set! ring-watched? ring-watched?-set! ring-release! ring-reusable? ring-reset!
           ring-put! ring-room ring-head-seen ring-want-room! ring-read! ring-ready? ring-want-data! ring-close!
           ring-frame-limit
           frame-message frame-large frame-chunk frame-retire)
   (import (chezscheme)
-          (only (spindle private unix) memcpy-to-bytevector! close-fd)
-          (only (spindle private posix-io) make-eventfd eventfd-signal!)
-          (only (spindle private ffi) os-yield!))
+          (only (spindle private os unix) memcpy-to-bytevector! close-fd)
+          (only (spindle private os posix-io) make-eventfd eventfd-signal!)
+          (only (spindle private os ffi) os-yield!))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
   (define c-memfd-create (foreign-procedure "memfd_create" (string unsigned) int))

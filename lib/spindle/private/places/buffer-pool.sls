@@ -4,9 +4,9 @@
 ;;; faulting its pages in costs more than the copy into it (a 1 MB put
 ;;; and get within one process took 1.17 ms with malloc, 0.35 ms with
 ;;; reused buffers).
-(library (spindle private buffer-pool)
+(library (spindle private places buffer-pool)
   (export buffer-alloc buffer-free)
-  (import (chezscheme) (only (spindle private unix) malloc free))
+  (import (chezscheme) (only (spindle private os unix) malloc free))
 
   (define pooled-min (* 64 1024))          ; smaller requests go to malloc
   (define pool-limit (* 16 1024 1024))     ; bytes kept at most

@@ -12,14 +12,14 @@
 ;;; interrupts disabled, either commits the syncer now (#t), finds nothing
 ;;; (#f), or, when asked to register, leaves a waiter and returns a token
 ;;; that its cancel procedure takes back.
-(library (spindle private evt-core)
+(library (spindle private core evt-core)
   (export
     make-syncer syncer-thread syncer-branch syncer-result syncer-done?
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
     make-waiter waiter-syncer waiter-branch waiter-value
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
     latch make-latch latch? latch-fire! record-prints-as!)
-  (import (chezscheme) (spindle private queue) (spindle private scheduler))
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler))
 
   (define-record-type syncer
     (fields status id thread (mutable branch) (mutable result))

@@ -7,8 +7,9 @@
 ;;; deactivate a thread whose interrupts are disabled, and one such sleeper
 ;;; stops every collection of the process (all threads then hang in the
 ;;; collect rendezvous).
-(library (spindle private ffi)
-  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield! os-exit)
+(library (spindle private os ffi)
+  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield! os-exit
+          block-keyboard-interrupt!)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -24,6 +25,19 @@
   (define sem-clockwait (foreign-procedure __collect_safe "sem_clockwait" (uptr int uptr) int))
   (define clock-gettime (foreign-procedure "clock_gettime" (int uptr) int))
   (define c-exit (foreign-procedure "exit" (int) void))
+  (define c-pthread-sigmask (foreign-procedure "pthread_sigmask" (int uptr uptr) int))
+
+  ;; Blocks SIGINT in the calling OS thread (and the threads it starts).
+  ;; Every OS thread spindle starts calls it first, so the kernel delivers
+  ;; Ctrl-C to the program's main OS thread, whose handler breaks the main
+  ;; green thread (see the scheduler): delivered to a worker, it was taken
+  ;; there and could wait for the main thread's next switch.
+  (define (block-keyboard-interrupt!)
+    (let ([set (foreign-alloc 128)])
+      (do ([i 0 (fx+ i 8)]) ((fx= i 128)) (foreign-set! 'unsigned-64 set i 0))
+      (foreign-set! 'unsigned-64 set 0 (fxsll 1 1))     ; signal 2, bit 1
+      (c-pthread-sigmask 0 set 0)                        ; SIG_BLOCK
+      (foreign-free set)))
 
   (define-record-type (os-semaphore new-os-semaphore os-semaphore?)
     (fields address)

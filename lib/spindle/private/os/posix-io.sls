@@ -9,7 +9,7 @@
 ;;; allocate or collect in between).  None of these calls blocks: every
 ;;; descriptor they are given is non-blocking, so none needs to release
 ;;; the collector, and a bytevector's address stays valid for the call.
-(library (spindle private posix-io)
+(library (spindle private os posix-io)
   (export sys-read sys-write sys-close sys-shutdown sys-strerror
           foreign->bytevector! bytevector->foreign!
           errno-again errno-intr errno-inprogress
@@ -22,7 +22,7 @@
           epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level!
           make-nonblocking-pipe set-descriptor-blocking! set-pipe-capacity! lookup-host
           descriptor-writable? descriptor-output-room)
-  (import (chezscheme) (only (spindle private unix) c-string free))
+  (import (chezscheme) (only (spindle private os unix) c-string free))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
 

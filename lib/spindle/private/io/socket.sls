@@ -2,14 +2,14 @@
 ;;; Stream sockets for (spindle tcp) and (spindle unix-socket): listeners,
 ;;; accepting, connecting, all parking the calling thread instead of
 ;;; blocking its OS thread.
-(library (spindle private socket)
+(library (spindle private io socket)
   (export make-listener listener? listener-kind listener-handle listener-name
           listener-accept listener-accept-evt listener-accept-ready? listener-close!
           socket-connect socket-listen socket-port-handle)
-  (import (chezscheme) (spindle private posix-io) (spindle private fd-port)
-          (spindle private poller)
+  (import (chezscheme) (spindle private os posix-io) (spindle private io fd-port)
+          (spindle private io poller)
           (only (spindle custodian) custodian-register! make-custodian-kind current-custodian)
-          (only (spindle private sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds))
+          (only (spindle private core sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds))
 
   ;; kind: 'tcp or 'unix; path: the socket file of a unix listener (or #f).
   (define-record-type listener

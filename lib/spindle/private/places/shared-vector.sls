@@ -3,7 +3,7 @@
 ;;; Sending one in a place message passes its descriptor, so every place
 ;;; that has it maps the same pages.  The mapping and the descriptor are
 ;;; released once the record is unreachable.
-(library (spindle private shared-vector)
+(library (spindle private places shared-vector)
   (export shared-vector? shared-vector-kind shared-vector-fd shared-vector-length
           descriptor->shared-vector
           make-shared-bytes shared-bytes shared-bytes? shared-bytes-length
@@ -12,7 +12,7 @@
           shared-fxvector-ref shared-fxvector-set!
           make-shared-flvector shared-flvector shared-flvector? shared-flvector-length
           shared-flvector-ref shared-flvector-set!)
-  (import (chezscheme) (spindle private unix))
+  (import (chezscheme) (spindle private os unix))
 
   ;; kind: 'bytes (1-byte elements), 'fx or 'fl (8-byte elements).
   (define-record-type shared-vector

@@ -3,8 +3,8 @@
 ;;; rebuilt from its nongenerative uid: a port made from one has no buffer
 ;;; of its own unless given one, and Chez calls the handler for every
 ;;; operation.  (spindle synchronized-port) and the descriptor ports of
-;;; (spindle private fd-port) make their ports from it.
-(library (spindle private port-handler)
+;;; (spindle private io fd-port) make their ports from it.
+(library (spindle private io port-handler)
   (export make-port-handler)
   (import (chezscheme))
 

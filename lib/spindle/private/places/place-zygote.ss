@@ -9,7 +9,7 @@
 ;;; A place writes its completion value (one byte) on a pipe of its own as
 ;;; soon as it has one, and may live on while its queued messages drain:
 ;;; `exited` goes out at the first of that byte and the process's end.
-(import (chezscheme) (spindle private unix) (only (spindle place) place-child-main))
+(import (chezscheme) (spindle private os unix) (only (spindle place) place-child-main))
 
 (define ctl 3)
 (define header-size 16)

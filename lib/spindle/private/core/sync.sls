@@ -5,7 +5,7 @@
 ;;; context it sits in (wraps, NACK latches, replace procedures, innermost
 ;;; first).  It polls every branch once from a random start (fairness), then
 ;;; registers on all of them and parks; exactly one commits (evt-core).
-(library (spindle private sync)
+(library (spindle private core sync)
   (export
     evt? sync sync/timeout sync/enable-break sync/timeout/enable-break
     choice-evt wrap-evt handle-evt handle-evt? guard-evt nack-guard-evt
@@ -13,8 +13,8 @@
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!
     sync-prim)
-  (import (chezscheme) (spindle private queue) (spindle private scheduler)
-          (spindle private evt-core) (only (spindle private trace) tracing? trace-park-reason!))
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+          (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
   (define-record-type choice (fields evts) (nongenerative spindle-choice-evt-v1) (sealed #t))

@@ -1,12 +1,12 @@
 #!chezscheme
 ;;; libc for places: descriptors, Unix sockets with descriptor passing,
-;;; epoll's event bits (the poller is (spindle private poller)), shared
+;;; epoll's event bits (the poller is (spindle private io poller)), shared
 ;;; memory, processes.  Layouts are those of x86-64 and
 ;;; aarch64 Linux with glibc (64-bit pointers and size_t).
 ;;;
 ;;; errno is read right after the failing call, before anything else can
 ;;; allocate, with interrupts disabled (a collection could overwrite it).
-(library (spindle private unix)
+(library (spindle private os unix)
   (export malloc free memcpy-to-bytevector! memcpy-from-bytevector! memmove!
           close-fd make-socket-pair set-nonblocking!
           send-frame-chunk recv-chunk max-fds-per-message

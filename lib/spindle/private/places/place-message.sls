@@ -11,9 +11,9 @@
 ;;; (box, hashtable, record with wire-refs) is made, and remembered, before
 ;;; its pair and vector parts are decoded in place, so cycles through it
 ;;; are kept.
-(library (spindle private place-message)
+(library (spindle private places place-message)
   (export place-message-allowed? encode-message decode-message)
-  (import (chezscheme) (spindle private shared-vector))
+  (import (chezscheme) (spindle private places shared-vector))
 
   (define-record-type wire-ref
     (fields kind a (mutable b) (mutable c))

@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; Racket-style keyword arguments for R6RS: Chez reads #:name as a gensym
 ;;; named "name", so a macro can find keywords among a call's forms.
-(library (spindle private keywords)
+(library (spindle private core keywords)
   (export define-keyword-procedure)
   (import (chezscheme))
 

@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; A FIFO queue whose nodes can be unlinked in O(1).
 ;;; Not thread-safe: every owner guards it with its own lock.
-(library (spindle private queue)
+(library (spindle private core queue)
   (export make-queue queue? queue-empty? queue-length
           queue-push! queue-push-front! queue-pop! queue-remove! queue-clear! queue->list
           queue-node-unlinked?)

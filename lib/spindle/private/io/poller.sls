@@ -24,14 +24,14 @@
 ;;;     (sync (fd-ready-evt rec 'read v)))      ; ready at once if an edge came
 ;;;
 ;;; Closing the record makes both directions ready for good.
-(library (spindle private poller)
+(library (spindle private io poller)
   (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
           fd-record-fd fd-record-closed?
           watch-level! change-level! unwatch-level!)
-  (import (chezscheme) (spindle private scheduler) (spindle private evt-core)
-          (spindle private queue) (spindle private posix-io)
-          (only (spindle private unix) own-pid close-fd)
-          (only (spindle private sync) sync))
+  (import (chezscheme) (spindle private core scheduler) (spindle private core evt-core)
+          (spindle private core queue) (spindle private os posix-io)
+          (only (spindle private os unix) own-pid close-fd)
+          (only (spindle private core sync) sync))
 
   (define-record-type fd-record
     (fields fd lock                          ; spin lock (box)

@@ -37,15 +37,15 @@
 ;;; collected.  Guardians are not safe to use from two OS threads at once:
 ;;; this one is registered and drained under reclaim-lock (a Chez mutex,
 ;;; held with interrupts disabled, never across the closing).
-(library (spindle private fd-port)
+(library (spindle private io fd-port)
   (export make-fd-ports make-fd-ports/custodian open-handle abandon-port! fd-port? fd-port-handle
           fd-port-input-ready-evt fd-port-output-ready-evt fd-port-write-some!
           handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call handle-wait-read! handle-wait-write!
           port-buffered-count port-buffered-has? port-fill! raise-os-error reclaim-unreachable-handles!)
-  (import (chezscheme) (spindle private port-handler) (spindle private poller) (spindle private posix-io)
-          (only (spindle private scheduler) current-gthread gthread-dead?)
-          (only (spindle private sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set! sync/timeout)
+  (import (chezscheme) (spindle private io port-handler) (spindle private io poller) (spindle private os posix-io)
+          (only (spindle private core scheduler) current-gthread gthread-dead?)
+          (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set! sync/timeout)
           (only (spindle semaphore) make-semaphore semaphore-post)
           (only (spindle custodian) custodian-register! make-custodian-kind current-custodian))
 
