@@ -184,8 +184,9 @@
                (call-without-breaks (lambda () (inner sp lk who p any-owner? arg ...)))
                (inner sp lk who p any-owner? arg ...))))]))
 
+  ;; (No green thread: a poller handler or a signal handler printing.)
   (define (call-without-breaks thunk)
-    (let* ([t (current-gthread)] [old (gthread-break-enabled? t)])
+    (let* ([t (current-gthread)] [old (and t (gthread-break-enabled? t))])
       (if old
           (let ([v (dynamic-wind
                      (lambda () (gthread-break-enabled?-set! t #f))
