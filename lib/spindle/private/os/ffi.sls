@@ -9,7 +9,7 @@
 ;;; collect rendezvous).
 (library (spindle private os ffi)
   (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield! os-exit
-          block-keyboard-interrupt!)
+          fork-os-thread)
   (import (chezscheme))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
@@ -27,17 +27,23 @@
   (define c-exit (foreign-procedure "exit" (int) void))
   (define c-pthread-sigmask (foreign-procedure "pthread_sigmask" (int uptr uptr) int))
 
-  ;; Blocks SIGINT in the calling OS thread (and the threads it starts).
-  ;; Every OS thread spindle starts calls it first, so the kernel delivers
-  ;; Ctrl-C to the program's main OS thread, whose handler breaks the main
-  ;; green thread (see the scheduler): delivered to a worker, it was taken
-  ;; there and could wait for the main thread's next switch.
-  (define (block-keyboard-interrupt!)
-    (let ([set (foreign-alloc 128)])
+  ;; (fork-os-thread thunk): fork-thread with SIGINT blocked in the new OS
+  ;; thread from its first instruction (the mask is inherited; the
+  ;; caller's own mask is put back at once).  Every OS thread spindle
+  ;; starts is made so, and the kernel then delivers Ctrl-C to the
+  ;; program's main OS thread, whose handler breaks the main green thread
+  ;; (see the scheduler): taken by a worker, it was marked pending in that
+  ;; worker alone, and one just forked could take it before blocking it.
+  (define (fork-os-thread thunk)
+    (let ([set (foreign-alloc 128)] [old (foreign-alloc 128)])
       (do ([i 0 (fx+ i 8)]) ((fx= i 128)) (foreign-set! 'unsigned-64 set i 0))
-      (foreign-set! 'unsigned-64 set 0 (fxsll 1 1))     ; signal 2, bit 1
-      (c-pthread-sigmask 0 set 0)                        ; SIG_BLOCK
-      (foreign-free set)))
+      (foreign-set! 'unsigned-64 set 0 (fxsll 1 1))     ; signal 2 (SIGINT) is bit 1
+      (c-pthread-sigmask 0 set old)                      ; SIG_BLOCK
+      (let ([t (fork-thread thunk)])
+        (c-pthread-sigmask 2 old 0)                      ; SIG_SETMASK
+        (foreign-free set)
+        (foreign-free old)
+        t)))
 
   (define-record-type (os-semaphore new-os-semaphore os-semaphore?)
     (fields address)
