@@ -38,7 +38,7 @@
     ;; timers
     monotonic-ms add-timer! cancel-timer!
     ;; the I/O poller
-    set-io-hooks! poll-io-now! with-spin-lock spin-lock! spin-unlock!
+    set-io-hooks! poll-io-now!
     ;; system-idle-evt
     other-threads-busy?
     ;; misc
@@ -46,7 +46,8 @@
     &break break-condition?
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
-  (import (chezscheme) (spindle private core queue) (spindle private os ffi) (spindle private core trace))
+  (import (chezscheme) (spindle private core atomic) (spindle private core queue) (spindle private os ffi)
+          (spindle private core trace))
 
   ;; A time slice is quantum-ticks Chez ticks (about 0.3-0.7 ms of Scheme
   ;; code) or slice-ms of real time, whichever ends first.  Ticks do not
@@ -96,53 +97,6 @@
   (define-record-type timer
     (fields deadline action (mutable cancelled?))
     (nongenerative spindle-timer-v1) (sealed #t))
-
-  ;; This OS thread's interrupt-disable depth, read without changing it.
-  (define-syntax interrupt-depth
-    (syntax-rules () [(_) (#%$tc-field 'disable-count (#%$tc))]))
-
-  ;; Spin locks (a box CAS'd from #f to #t or 'enabled) guard the scheduler's and the
-  ;; events' shared state: a pool's run queue, a channel's queues, a
-  ;; custodian's list.  A Chez mutex costs ~30 ns a round trip, and a
-  ;; switch takes two.  After ~1000 busy polls the waiter yields its CPU:
-  ;; the holder may have been descheduled by the OS (more workers than
-  ;; cores).
-  ;;
-  ;; The rule, because of the collector: a collection starts only when
-  ;; every active OS thread has reached the collect rendezvous, and a
-  ;; thread reaches it only at an interrupt check with interrupts enabled.
-  ;; A waiter spins with interrupts disabled (it may already hold another
-  ;; spin lock or be inside the scheduler), so it never reaches the
-  ;; rendezvous until it gets the lock: if the holder stops at the
-  ;; rendezvous, or waits for anything that waits for a collection, every
-  ;; thread hangs.  So a holder
-  ;; - keeps interrupts disabled from lock to unlock (callers disable them
-  ;;   first; for one that forgot, spin-lock! disables them itself and
-  ;;   spin-unlock! enables them again, marked in the lock box, so that it
-  ;;   cannot be preempted or collected while holding);
-  ;; - runs a bounded stretch of spindle code: no user code, no parking,
-  ;;   no blocking or __collect_safe foreign call (its return waits for a
-  ;;   running collection), no wait for a Chez mutex (its holder may be
-  ;;   one that does), no allocation that grows with the data (it delays
-  ;;   every collection; a queue node or a waiter is fine);
-  ;; - takes nested spin locks only in one order (a custodian before its
-  ;;   children, an event's lock before a pool's lock).
-  (define (spin-lock! b)
-    (let ([held (if (fx= 0 (interrupt-depth)) (begin (disable-interrupts) 'enabled) #t)])
-      (let loop ([polls 0])
-        (unless (box-cas! b #f held)
-          (let wait ([polls polls])
-            (cond
-              [(not (unbox b)) (loop polls)]
-              [(fx< polls 1000) (wait (fx+ polls 1))]
-              [else (os-yield!) (wait 0)]))))))
-  (define (spin-unlock! b)
-    (let ([held (unbox b)])
-      (set-box! b #f)
-      (when (eq? held 'enabled) (enable-interrupts))))
-  (define-syntax with-spin-lock
-    (syntax-rules ()
-      [(_ b e ...) (begin (spin-lock! b) (let ([v (begin e ...)]) (spin-unlock! b) v))]))
 
   ;; Idle workers sleep on wakeup, an OS semaphore; posted counts the posts
   ;; not yet taken by a sleeper, so wakers post only while idle > posted.
@@ -378,6 +332,7 @@
 
   ;; Makes t runnable on its pool, waking or starting a worker.
   (define (enqueue! t)
+    (assert-atomic 'enqueue!)
     (let ([p (gthread-pool t)])
       (spin-lock! (pool-lock p))
       (queue-push! (pool-run-queue p) t)
@@ -822,6 +777,7 @@
   ;; stale 'notified then sees them.  A plain load may pass those stores
   ;; (x86 store->load reordering) and lose the wake-up.
   (define (unpark! t)
+    (assert-atomic 'unpark!)
     (let ([b (gthread-park t)])
       (let loop ()
         (cond
