@@ -14,6 +14,7 @@
     register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!
     sync-prim)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
+          (spindle private core clock)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
@@ -68,10 +69,7 @@
                    (lambda (self token) (assert-atomic 'never-evt-cancel))))
 
   ;; ---------------------------------------------------------------- clocks
-  (define (current-inexact-milliseconds)
-    (let ([t (current-time 'time-utc)])
-      (fl+ (fl* 1000. (fixnum->flonum (time-second t)))
-           (fl/ (fixnum->flonum (time-nanosecond t)) 1e6))))
+  (define (current-inexact-milliseconds) (wall-ms))
 
   (define (current-inexact-monotonic-milliseconds) (monotonic-ms))
 
@@ -336,12 +334,19 @@
     (make-thread-parameter
       (lambda () (fxlogor 1 (fxand (most-positive-fixnum) (fx+ (get-thread-id) (time-nanosecond (current-time))))))))
 
+  ;; A xorshift step (x ^= x<<13, x ^= x>>7, x ^= x<<7) on non-negative
+  ;; fixnums.  fxsll raises on
+  ;; overflow, so each left shift first keeps only the low bits that still
+  ;; fit: 44 bits shifted by 13 and 52 bits shifted by 7 stay within the 60
+  ;; value bits of a fixnum.
+  (define low-44-bits #xFFFFFFFFFFF)
+  (define low-52-bits #xFFFFFFFFFFFFF)
   (define (random-below n)
     (let* ([state (rng-state)]
            [x (if (procedure? state) (state) state)]
-           [x (fxlogxor x (fxand (fxsll (fxand x #xFFFFFFFFFFF) 13) (most-positive-fixnum)))]
+           [x (fxlogxor x (fxand (fxsll (fxand x low-44-bits) 13) (most-positive-fixnum)))]
            [x (fxlogxor x (fxsrl x 7))]
-           [x (fxlogxor x (fxand (fxsll (fxand x #xFFFFFFFFFFFFF) 7) (most-positive-fixnum)))]
+           [x (fxlogxor x (fxand (fxsll (fxand x low-52-bits) 7) (most-positive-fixnum)))]
            [x (if (fx= x 0) 1 x)])
       (rng-state x)
       (fxmod x n)))
