@@ -106,7 +106,7 @@
           ((new latch-attempt latch-cancel) (box #f) (make-queue) #f value))))
     (nongenerative spindle-latch-v1))
 
-  ;; lock: a spin-lock box (see the scheduler), held with interrupts
+  ;; lock: a spin-lock box (see atomic.sls), held with interrupts
   ;; disabled for a few instructions: a Chez mutex per latch (one per thread,
   ;; for its death) cost 64 bytes and ~30 ns per use.
   (define (latch-attempt l s branch register?)
