@@ -2,7 +2,9 @@
 ;;; Events and sync: sync, sync/timeout, combinators,
 ;;; channels, semaphores, async channels, exactly-once commit, fairness,
 ;;; cross-pool rendezvous, register-evt-record-type!.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+        (only (spindle private core evt-core) make-syncer prim-evt-attempt prim-evt-cancel)
+        (only (spindle private core atomic) atomic-checks?))
 
 (test-limit 20)
 
@@ -642,5 +644,25 @@
   (check-equal "always" "#<evt>" (printed always-evt))
   (check-equal "idle" "#<evt>" (printed (system-idle-evt)))
   (check-equal "in a list" "(#<channel> #<semaphore>)" (printed (list (make-channel) (make-semaphore)))))
+
+;; ---------------------------------------------------------------- assertions
+;; SPINDLE_SAFE=1 compiles the libraries with assert-atomic in: an attempt
+;; or cancel called with interrupts enabled (a broken contract) raises at
+;; once instead of racing.  At optimize-level 3 the check is not there.
+(test "assert-atomic fires under SPINDLE_SAFE and costs nothing otherwise"
+  (when (getenv "SPINDLE_SAFE") (check "compiled with checks" atomic-checks?))
+  (let ([internal? (lambda (c) (and (assertion-violation? c) (message-condition? c)
+                                   (string=? "spindle internal error: called with interrupts enabled"
+                                             (condition-message c))))])
+    (for-each
+      (lambda (e)
+        (let ([call (lambda () ((prim-evt-attempt e) e (make-syncer #f) 0 #f))])
+          (if atomic-checks?
+              (check-raises (format "attempt of ~s" e) internal? call)
+              (call))))
+      (list (make-semaphore 0) (make-channel) (make-async-channel) always-evt (alarm-evt 1e15)))
+    (when atomic-checks?
+      (check-raises "cancel" internal?
+        (lambda () (let ([e (make-semaphore 0)]) ((prim-evt-cancel e) e #f)))))))
 
 (done)

@@ -7,7 +7,7 @@
           ;; for mailboxes
           make-buffer-channel async-channel-peek-evt async-channel-push-front!
           async-channel-push-back! async-channel-take-all!)
-  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (spindle private core evt-core) (spindle private core sync))
 
   (define-record-type async-channel
@@ -90,6 +90,7 @@
                  [else (loop skipped)]))])))))
 
   (define (get-attempt ch s branch register?)
+    (assert-atomic 'get-attempt)
     (spin-lock! (async-channel-lock ch))
     (let ([r (cond
                [(queue-empty? (async-channel-buffer ch))
@@ -104,11 +105,13 @@
       r))
 
   (define (get-cancel ch node)
+    (assert-atomic 'get-cancel)
     (spin-lock! (async-channel-lock ch))
     (queue-remove! (async-channel-getters ch) node)
     (spin-unlock! (async-channel-lock ch)))
 
   (define (put-attempt pe s branch register?)
+    (assert-atomic 'put-attempt)
     (let ([ch (put-evt-channel pe)] [v (put-evt-value pe)])
       (spin-lock! (async-channel-lock ch))
       (let ([r (cond
@@ -127,12 +130,14 @@
         r)))
 
   (define (put-cancel pe node)
+    (assert-atomic 'put-cancel)
     (let ([ch (put-evt-channel pe)])
       (spin-lock! (async-channel-lock ch))
       (queue-remove! (async-channel-putters ch) node)
       (spin-unlock! (async-channel-lock ch))))
 
   (define (peek-attempt pk s branch register?)
+    (assert-atomic 'peek-attempt)
     (let ([ch (peek-evt-channel pk)])
       (spin-lock! (async-channel-lock ch))
       (let ([r (cond
@@ -143,6 +148,7 @@
         r)))
 
   (define (peek-cancel pk node)
+    (assert-atomic 'peek-cancel)
     (let ([ch (peek-evt-channel pk)])
       (spin-lock! (async-channel-lock ch))
       (queue-remove! (async-channel-peekers ch) node)

@@ -11,7 +11,7 @@
 ;;; __collect_safe for the same reason.
 (library (spindle blocking)
   (export call-blocking blocking-helper-count)
-  (import (chezscheme) (spindle private core evt-core) (spindle private core queue)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private core evt-core) (spindle private core queue)
           (only (spindle private core sync) sync)
           (only (spindle private os ffi) fork-os-thread))
 
@@ -24,7 +24,7 @@
   (define helpers 0)                    ; under lock
   (define idle 0)                       ; helpers waiting for work, under lock
 
-  (define (blocking-helper-count) (with-interrupts-disabled (with-mutex lock helpers)))
+  (define (blocking-helper-count) (with-os-mutex lock helpers))
 
   ;; A job: the thunk, and the latch its caller waits on.  The latch's
   ;; value is (ok . values) or (raised . condition).
@@ -51,17 +51,14 @@
 
   ;; Called by a green thread: the lock is held with interrupts disabled.
   (define (submit! run)
-    (disable-interrupts)
-    (mutex-acquire lock)
-    (queue-push! jobs (list run))
-    ;; idle counts helpers that may not have woken for earlier jobs yet: a
-    ;; helper more is started unless every queued job has an idle helper
-    (when (and (fx> (queue-length jobs) idle) (fx< helpers max-helpers))
-      (set! helpers (fx+ helpers 1))
-      (fork-os-thread helper-loop))
-    (condition-signal work-ready)
-    (mutex-release lock)
-    (enable-interrupts))
+    (with-os-mutex lock
+      (queue-push! jobs (list run))
+      ;; idle counts helpers that may not have woken for earlier jobs yet: a
+      ;; helper more is started unless every queued job has an idle helper
+      (when (and (fx> (queue-length jobs) idle) (fx< helpers max-helpers))
+        (set! helpers (fx+ helpers 1))
+        (fork-os-thread helper-loop))
+      (condition-signal work-ready)))
 
   ;; (call-blocking proc arg ...) -> proc's values, run on a helper OS
   ;; thread; an exception it raises is raised again here.  If the calling

@@ -4,7 +4,7 @@
 (library (spindle channel)
   (export make-channel channel? channel-get channel-put channel-try-get
           channel-put-evt channel-put-evt?)
-  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (spindle private core evt-core) (spindle private core sync))
 
   (define-record-type channel
@@ -49,6 +49,7 @@
                [else (loop skipped)]))]))))                       ; stale partner: drop it
 
   (define (get-attempt ch s branch register?)
+    (assert-atomic 'get-attempt)
     (spin-lock! (channel-lock ch))
     (let ([r (or (match! (channel-putters ch) s branch
                          ;; a putter's waiter value is its put evt
@@ -60,11 +61,13 @@
       r))
 
   (define (get-cancel ch node)
+    (assert-atomic 'get-cancel)
     (spin-lock! (channel-lock ch))
     (queue-remove! (channel-getters ch) node)
     (spin-unlock! (channel-lock ch)))
 
   (define (put-attempt pe s branch register?)
+    (assert-atomic 'put-attempt)
     (let ([ch (put-evt-channel pe)])
       (spin-lock! (channel-lock ch))
       (let ([r (or (match! (channel-getters ch) s branch
@@ -76,6 +79,7 @@
         r)))
 
   (define (put-cancel pe node)
+    (assert-atomic 'put-cancel)
     (let ([ch (put-evt-channel pe)])
       (spin-lock! (channel-lock ch))
       (queue-remove! (channel-putters ch) node)

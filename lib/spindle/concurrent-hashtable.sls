@@ -45,7 +45,7 @@
           concurrent-hashtable-keys concurrent-hashtable-entries
           concurrent-hashtable-clear! concurrent-hashtable-copy)
   (import (chezscheme)
-          (only (spindle private core scheduler) processor-count)
+          (only (spindle private core processors) processor-count)
           (only (spindle private os ffi) os-yield!))
 
   ;; kind: 'eq, 'eqv or 'custom (hash and equiv are the user's).

@@ -34,7 +34,7 @@
 (library (spindle console)
   (export stdin-port stdout-port stderr-port binary-console-port
           install-console-ports! console-port-descriptor)
-  (import (chezscheme) (spindle private io poller) (spindle private os posix-io)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private io poller) (spindle private os posix-io)
           (only (spindle private os unix) own-pid)
           (only (spindle private io fd-port) raise-os-error)
           (only (spindle synchronized-port) make-synchronized-console-port))
@@ -70,16 +70,15 @@
   (define records-lock (make-mutex))
 
   (define (record-of fd)
-    (with-interrupts-disabled
-      (with-mutex records-lock
-        (let ([pid (own-pid)])
-          (unless (eqv? pid records-pid)
-            (set! records (make-vector 3 #f))
-            (set! records-pid pid))
-          (or (vector-ref records fd)
-              (let ([rec (fd-watch fd)])
-                (vector-set! records fd rec)
-                rec))))))
+    (with-os-mutex records-lock
+      (let ([pid (own-pid)])
+        (unless (eqv? pid records-pid)
+          (set! records (make-vector 3 #f))
+          (set! records-pid pid))
+        (or (vector-ref records fd)
+            (let ([rec (fd-watch fd)])
+              (vector-set! records fd rec)
+              rec)))))
 
   (define exiting? #f)
 
@@ -141,13 +140,12 @@
   ;; one under the textual port, which transcoded-port closes).
   (define (binary-console-port fd)
     (unless (memv fd '(0 1 2)) (assertion-violation 'binary-console-port "expected 0, 1 or 2" fd))
-    (with-interrupts-disabled
-      (with-mutex lock
-        (or (vector-ref binary-ports fd)
-            (let ([p (make-binary fd)])
-              (vector-set! binary-ports fd p)
-              (hashtable-set! descriptors p fd)
-              p)))))
+    (with-os-mutex lock
+      (or (vector-ref binary-ports fd)
+          (let ([p (make-binary fd)])
+            (vector-set! binary-ports fd p)
+            (hashtable-set! descriptors p fd)
+            p))))
 
   (define (transcoded fd)
     (transcoded-port (make-binary fd)
@@ -155,15 +153,14 @@
 
   ;; All three are made together: stdin flushes the other two.
   (define (textual fd)
-    (with-interrupts-disabled
-      (with-mutex lock
-        (unless (vector-ref textual-ports 0)
-          (let* ([out (make-synchronized-console-port (transcoded 1) '())]
-                 [err (make-synchronized-console-port (transcoded 2) '())]
-                 [in (make-synchronized-console-port (transcoded 0) (list out err))])
-            (for-each (lambda (i p) (vector-set! textual-ports i p) (hashtable-set! descriptors p i))
-                      '(0 1 2) (list in out err))))
-        (vector-ref textual-ports fd))))
+    (with-os-mutex lock
+      (unless (vector-ref textual-ports 0)
+        (let* ([out (make-synchronized-console-port (transcoded 1) '())]
+               [err (make-synchronized-console-port (transcoded 2) '())]
+               [in (make-synchronized-console-port (transcoded 0) (list out err))])
+          (for-each (lambda (i p) (vector-set! textual-ports i p) (hashtable-set! descriptors p i))
+                    '(0 1 2) (list in out err))))
+      (vector-ref textual-ports fd)))
 
   ;; UTF-8 textual ports over 0, 1, 2.
   (define (stdin-port) (textual 0))
@@ -182,7 +179,7 @@
 
   ;; 0, 1 or 2 for a port of this library, else #f.
   (define (console-port-descriptor p)
-    (with-interrupts-disabled (with-mutex lock (hashtable-ref descriptors p #f))))
+    (with-os-mutex lock (hashtable-ref descriptors p #f)))
 
   ;; ---------------------------------------------------------------- loading
   ;; Chez's console and current ports are replaced (those a program has

@@ -25,7 +25,8 @@
           make-custodian-kind custodian-register! custodian-unregister!
           custodian-try-register!)
   (import (except (chezscheme) make-parameter)
-          (only (spindle private core scheduler) current-gthread with-spin-lock)
+          (only (spindle private core scheduler) current-gthread)
+          (only (spindle private core atomic) with-spin-lock)
           (only (spindle parameter) make-parameter))
 
   ;; The custodian's spin lock (it disables interrupts while held).

@@ -11,7 +11,7 @@
           (rename (make-fsemaphore* make-fsemaphore)) fsemaphore? fsemaphore-post fsemaphore-wait
           fsemaphore-try-wait? fsemaphore-count
           for/async map/async processor-count)
-  (import (except (chezscheme) make-parameter)
+  (import (except (chezscheme) make-parameter) (only (spindle private core atomic) with-os-mutex)
           (only (spindle thread) thread-procedure make-parallel-thread-pool
                 parallel-thread-pool? processor-count)
           (spindle private core evt-core) (spindle private core sync)
@@ -45,11 +45,10 @@
   (define (future-pool)
     (or (current-future-pool)
         shared-pool
-        (with-interrupts-disabled   ; a Chez mutex is held only so (see thread.sls)
-          (with-mutex shared-pool-lock
-            (or shared-pool
-                (begin (set! shared-pool (make-parallel-thread-pool (processor-count)))
-                       shared-pool))))))
+        (with-os-mutex shared-pool-lock
+          (or shared-pool
+              (begin (set! shared-pool (make-parallel-thread-pool (processor-count)))
+                     shared-pool)))))
 
   (define (futures-enabled?) (threaded?))
 

@@ -9,7 +9,7 @@
 (library (spindle parameter)
   (export (rename (make-spindle-parameter make-parameter) (spindle-parameterize parameterize))
           make-thread-parameter snapshot-parameterization empty-parameterization)
-  (import (chezscheme) (spindle private core scheduler))
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private core scheduler))
 
   (define-record-type param
     (fields default filter name)
@@ -41,10 +41,10 @@
                              (set-box! (cdr b) x)
                              (let* ([t (current-gthread)] [ps (gthread-params t)])
                                (gthread-params-set! t (cons (car ps) (cons (cons p (box x)) (cdr ps)))))))])])
-         (with-interrupts-disabled (with-mutex registry-lock (hashtable-set! registry proc p)))
+         (with-os-mutex registry-lock (hashtable-set! registry proc p))
          proc)]))
 
-  (define (lookup proc) (with-interrupts-disabled (with-mutex registry-lock (hashtable-ref registry proc #f))))
+  (define (lookup proc) (with-os-mutex registry-lock (hashtable-ref registry proc #f)))
 
   (define (copy-alist al) (map (lambda (b) (cons (car b) (box (unbox (cdr b))))) al))
 

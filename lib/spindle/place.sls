@@ -25,7 +25,7 @@
           shared-flvector-ref shared-flvector-set!
           ;; for (spindle fork-join) and the template process
           start-lifted-place place-child-main)
-  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize) (only (spindle private core atomic) with-os-mutex)
           (spindle private os unix) (spindle private places place-channel)
           (spindle private places place-message) (spindle private places shared-vector)
           (spindle private core keywords)
@@ -163,19 +163,17 @@
         ;; it never read included (a place is registered with its template
         ;; under launcher-lock); the next place starts a new template.  It
         ;; has closed its end by exiting, so reaping it does not wait.
-        (let ([ended (with-interrupts-disabled
-                       (with-mutex launcher-lock
-                         (when (eq? launcher ctl) (set! launcher #f))
-                         (filter (lambda (p) (eq? (place-launcher p) ctl))
-                                 (vector->list (hashtable-values live-places)))))])
+        (let ([ended (with-os-mutex launcher-lock
+                       (when (eq? launcher ctl) (set! launcher #f))
+                       (filter (lambda (p) (eq? (place-launcher p) ctl))
+                               (vector->list (hashtable-values live-places))))])
           (wait-exit-code pid)
           (for-each (lambda (p) (place-ended! (place-id p) 1) (place-reaped! (place-id p))) ended))))
 
   ;; A place stays in live-places until its process is reaped: one whose
   ;; value is known may still be sending its queued messages.
   (define (live-place id)
-    (with-interrupts-disabled
-      (with-mutex launcher-lock (hashtable-ref live-places id #f))))
+    (with-os-mutex launcher-lock (hashtable-ref live-places id #f)))
 
   (define (place-ended! id code)
     (let ([p (live-place id)])
@@ -184,11 +182,10 @@
         (latch-fire! (place-dead p)))))
 
   (define (place-reaped! id)
-    (let ([p (with-interrupts-disabled
-               (with-mutex launcher-lock
-                 (let ([p (hashtable-ref live-places id #f)])
-                   (hashtable-delete! live-places id)
-                   p)))])
+    (let ([p (with-os-mutex launcher-lock
+               (let ([p (hashtable-ref live-places id #f)])
+                 (hashtable-delete! live-places id)
+                 p))])
       (when p (latch-fire! (place-reaped p)))))
 
   ;; To p's template (a message to a dead one is dropped: its places are
@@ -205,13 +202,12 @@
              ;; The template is started under the lock (a spawn takes about
              ;; a millisecond, with interrupts disabled like every Chez mutex
              ;; hold in spindle), so racing first places share one.
-             [p (with-interrupts-disabled
-                  (with-mutex launcher-lock
-                    (unless launcher (set! launcher (start-launcher! who)))
-                    (set! next-place-id (fx+ next-place-id 1))
-                    (let ([p (make-place ep next-place-id launcher)])
-                      (hashtable-set! live-places next-place-id p)
-                      p)))]
+             [p (with-os-mutex launcher-lock
+                  (unless launcher (set! launcher (start-launcher! who)))
+                  (set! next-place-id (fx+ next-place-id 1))
+                  (let ([p (make-place ep next-place-id launcher)])
+                    (hashtable-set! live-places next-place-id p)
+                    p))]
              [id (place-id p)])
         (when tracing? (trace-instant! 'place-create id module))
         (to-launcher! p
@@ -255,15 +251,13 @@
   (define lifted-bodies (make-hashtable equal-hash equal?))
 
   (define (register-lifted-bodies! lib first bodies)
-    (with-interrupts-disabled
-      (with-mutex lifted-lock
-        (do ([i 0 (fx+ i 1)]) ((fx= i (vector-length bodies)))
-          (hashtable-set! lifted-bodies (cons lib (fx+ first i)) (vector-ref bodies i)))))
+    (with-os-mutex lifted-lock
+      (do ([i 0 (fx+ i 1)]) ((fx= i (vector-length bodies)))
+        (hashtable-set! lifted-bodies (cons lib (fx+ first i)) (vector-ref bodies i))))
     #t)
 
   (define (lifted-body lib n)
-    (with-interrupts-disabled
-      (with-mutex lifted-lock (hashtable-ref lifted-bodies (cons lib n) #f))))
+    (with-os-mutex lifted-lock (hashtable-ref lifted-bodies (cons lib n) #f)))
 
   (define (start-lifted-place who lib n)
     (unless (lifted-body lib n)

@@ -8,7 +8,7 @@
           semaphore-peek-evt semaphore-peek-evt?
           call-with-semaphore call-with-semaphore/enable-break
           semaphore-count-now)
-  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (spindle private core evt-core) (spindle private core sync))
 
   (define-record-type semaphore
@@ -66,6 +66,7 @@
             [else #f])))))          ; count became positive: retry the take
 
   (define (sema-attempt sem s branch register?)
+    (assert-atomic 'sema-attempt)
     (or (take! sem s branch)
         (and register?
              (begin
@@ -85,6 +86,7 @@
       (set-box! (semaphore-count sem) 0)))
 
   (define (sema-cancel sem node)
+    (assert-atomic 'sema-cancel)
     (spin-lock! (semaphore-lock sem))
     (queue-remove! (semaphore-takers sem) node)
     (queue-remove! (semaphore-peekers sem) node)
@@ -92,6 +94,7 @@
     (spin-unlock! (semaphore-lock sem)))
 
   (define (peek-attempt pk s branch register?)
+    (assert-atomic 'peek-attempt)
     (let* ([sem (peek-sema pk)] [b (semaphore-count sem)])
       (cond
         [(fx> (unbox b) 0) (commit-one! s branch (list pk))]

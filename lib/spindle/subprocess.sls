@@ -24,7 +24,7 @@
   (export subprocess subprocess? subprocess-wait subprocess-status subprocess-kill (rename (subprocess-pid* subprocess-pid))
           find-executable-path system* system*/exit-code process* shell-command/exit-code
           run-command port-descriptor)
-  (import (chezscheme)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex)
           (spindle private io poller) (spindle private os posix-io) (spindle private io fd-port)
           (spindle private core evt-core)
           (only (spindle private os unix) spawn-program)
@@ -71,18 +71,17 @@
 
   ;; Reaps p if it has ended (never blocks).  #t once reaped.
   (define (try-reap! p)
-    (with-interrupts-disabled
-      (with-mutex (subprocess-lock p)
-        (or (and (subprocess-code p) #t)
-            (let* ([st (foreign-alloc 8)]
-                   [r (begin (foreign-set! 'int st 0 0) (c-waitpid (subprocess-pid p) st 1))]) ; WNOHANG
-              (let ([s (foreign-ref 'int st 0)])
-                (foreign-free st)
-                (cond
-                  [(fx= r (subprocess-pid p)) (reaped! p (decode-status s)) #t]
-                  ;; not ours any more (ECHILD): someone else reaped it
-                  [(fx< r 0) (reaped! p 255) #t]
-                  [else #f])))))))
+    (with-os-mutex (subprocess-lock p)
+      (or (and (subprocess-code p) #t)
+          (let* ([st (foreign-alloc 8)]
+                 [r (begin (foreign-set! 'int st 0 0) (c-waitpid (subprocess-pid p) st 1))]) ; WNOHANG
+            (let ([s (foreign-ref 'int st 0)])
+              (foreign-free st)
+              (cond
+                [(fx= r (subprocess-pid p)) (reaped! p (decode-status s)) #t]
+                ;; not ours any more (ECHILD): someone else reaped it
+                [(fx< r 0) (reaped! p 255) #t]
+                [else #f]))))))
 
   ;; With p's lock held.
   (define (reaped! p code)
@@ -209,13 +208,12 @@
   ;; force? #t: SIGKILL; #f: SIGINT (as Racket).  No effect once it ended.
   (define (subprocess-kill p force?)
     (check-subprocess 'subprocess-kill p)
-    (with-interrupts-disabled
-      (with-mutex (subprocess-lock p)
-        (let ([fd (subprocess-pidfd p)])
-          (if fd
-              (c-pidfd-signal fd (if force? 9 2) 0 0)
-              (unless (subprocess-code p)
-                ((foreign-procedure "kill" (int int) int) (subprocess-pid p) (if force? 9 2)))))))
+    (with-os-mutex (subprocess-lock p)
+      (let ([fd (subprocess-pidfd p)])
+        (if fd
+            (c-pidfd-signal fd (if force? 9 2) 0 0)
+            (unless (subprocess-code p)
+              ((foreign-procedure "kill" (int int) int) (subprocess-pid p) (if force? 9 2))))))
     (when force? (subprocess-wait p))
     (void))
 

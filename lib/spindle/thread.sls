@@ -17,8 +17,9 @@
           ;; for (srfi :18) and other layers
           make-thread* start-thread! thread-name thread-outcome thread-results
           thread-data-specific thread-data-specific-set! thread-add-exit-hook!)
-  (import (except (chezscheme) sleep thread?)
+  (import (except (chezscheme) sleep thread?) (only (spindle private core atomic) with-os-mutex)
           (spindle private core queue) (spindle private core scheduler)
+          (spindle private core clock) (spindle private core processors)
           (spindle private core evt-core) (spindle private core sync)
           (spindle private core keywords) (spindle async-channel)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
@@ -75,16 +76,12 @@
             [(latch? v) (latch-fire! v)]
             [(not (box-cas! b v 'dead)) (loop)])))))
 
-  ;; Guards the lazily made parts of every tdata and their suspend state.
-  ;; Held only with interrupts disabled, like every Chez mutex in spindle: a
-  ;; holder that is preempted may move to another worker (whose release
-  ;; then fails), another green thread of its worker would re-enter the
-  ;; recursive mutex, and a collection could start while an OS thread that
-  ;; is blocked on the mutex (and so never reaches the rendezvous) waits.
+  ;; Guards the lazily made parts of every tdata and their suspend state
+  ;; (held as every Chez mutex in spindle is: see with-os-mutex).
   (define data-lock (make-mutex))
   (define-syntax with-data-lock
     (syntax-rules ()
-      [(_ body1 body ...) (with-interrupts-disabled (with-mutex data-lock body1 body ...))]))
+      [(_ body1 body ...) (with-os-mutex data-lock body1 body ...)]))
 
   (define (tdata-mailbox* d)
     (or (tdata-mailbox d)

@@ -29,7 +29,8 @@
           (prefix (only (chezscheme) make-mutex) chez:)
           (spindle thread) (spindle event)
           (spindle private core queue)
-          (only (spindle private core scheduler) request-kill!))
+          (only (spindle private core scheduler) request-kill!)
+          (only (spindle private core atomic) with-os-mutex))
 
   ;; ---------------------------------------------------------------- conditions
   (define-condition-type &join-timeout &error make-join-timeout join-timeout-exception?)
@@ -72,7 +73,7 @@
   (define state-lock (chez:make-mutex))
   (define-syntax locked
     (syntax-rules ()
-      [(_ body1 body ...) (with-interrupts-disabled (with-mutex state-lock body1 body ...))]))
+      [(_ body1 body ...) (with-os-mutex state-lock body1 body ...)]))
 
   (define unstarted (make-weak-eq-hashtable))   ; threads made but not started
 

@@ -36,7 +36,8 @@
           register-executor-methods duplicate-executor-registration? duplicate-executor-rtd)
   (import (except (chezscheme) make-mutex mutex? mutex-name thread? sleep
                   make-parameter parameterize)
-          (prefix (only (chezscheme) make-mutex with-mutex) chez:)
+          (prefix (only (chezscheme) make-mutex) chez:)
+          (only (spindle private core atomic) with-os-mutex)
           (only (spindle) make-semaphore semaphore? semaphore-post semaphore-peek-evt sync
                 sync/timeout never-evt current-inexact-monotonic-milliseconds)
           (only (srfi :18) make-thread thread-start!)
@@ -91,7 +92,7 @@
 
   (define-syntax locked
     (syntax-rules ()
-      [(_ e body1 body ...) (with-interrupts-disabled (chez:with-mutex (tpe-lock e) body1 body ...))]))
+      [(_ e body1 body ...) (with-os-mutex (tpe-lock e) body1 body ...)]))
 
   (define (check-tpe who e)
     (unless (thread-pool-executor? e)
@@ -346,14 +347,13 @@
                 (unless (procedure? p)
                   (assertion-violation 'register-executor-methods "expected a procedure" p)))
               (list available? execute shutdown))
-    (unless (with-interrupts-disabled
-              (chez:with-mutex registry-lock
-                (and (not (exists (lambda (m) (eq? (vector-ref m 0) rtd)) registry))
-                     (begin
-                       (set! registry
-                         (cons (vector rtd (record-predicate rtd) available? execute shutdown)
-                               registry))
-                       #t))))
+    (unless (with-os-mutex registry-lock
+              (and (not (exists (lambda (m) (eq? (vector-ref m 0) rtd)) registry))
+                   (begin
+                     (set! registry
+                       (cons (vector rtd (record-predicate rtd) available? execute shutdown)
+                             registry))
+                     #t)))
       (raise (condition (make-duplicate-executor-registration rtd)
                         (make-who-condition 'register-executor-methods)
                         (make-message-condition "executor type is already registered")
@@ -369,7 +369,7 @@
 
   (define (methods who e)
     (unless (executor? e) (assertion-violation who "expected an executor" e))
-    (let ([ms (with-interrupts-disabled (chez:with-mutex registry-lock registry))])
+    (let ([ms (with-os-mutex registry-lock registry)])
       (find (lambda (m) ((vector-ref m 1) e)) ms)))
 
   (define (not-supported who e) (error who "given executor is not supported" e))

@@ -26,7 +26,8 @@
           %future-finish! %run-thunk)
   (import (except (chezscheme) make-mutex mutex? mutex-name thread? sleep
                   make-parameter parameterize)
-          (prefix (only (chezscheme) make-mutex with-mutex) chez:)
+          (prefix (only (chezscheme) make-mutex) chez:)
+          (only (spindle private core atomic) with-os-mutex)
           (only (spindle) make-semaphore semaphore-post semaphore-peek-evt sync sync/timeout
                 current-inexact-monotonic-milliseconds)
           (only (srfi :18) make-thread thread-start!))
@@ -97,7 +98,7 @@
   (define state-lock (chez:make-mutex))
   (define-syntax locked
     (syntax-rules ()
-      [(_ body1 body ...) (with-interrupts-disabled (chez:with-mutex state-lock body1 body ...))]))
+      [(_ body1 body ...) (with-os-mutex state-lock body1 body ...)]))
 
   ;; Filled into a cancelled future's box: its getters raise.
   (define cancelled-mark (list 'cancelled))

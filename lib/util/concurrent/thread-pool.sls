@@ -30,7 +30,8 @@
           thread-pool-thread-task-running? thread-pool-current-thread-id)
   (import (except (chezscheme) make-mutex mutex? mutex-name thread? sleep
                   make-parameter parameterize)
-          (prefix (only (chezscheme) make-mutex with-mutex) chez:)
+          (prefix (only (chezscheme) make-mutex) chez:)
+          (only (spindle private core atomic) with-os-mutex)
           (only (spindle) make-semaphore semaphore-post semaphore-wait current-thread
                 srfi-18-thread-pool)
           (only (spindle thread) make-thread*)
@@ -60,14 +61,14 @@
   (define-syntax locked
     (syntax-rules ()
       [(_ tp body1 body ...)
-       (with-interrupts-disabled (chez:with-mutex (tp-lock tp) body1 body ...))]))
+       (with-os-mutex (tp-lock tp) body1 body ...)]))
 
   ;; thread -> worker id, for thread-pool-current-thread-id
   (define ids (make-weak-eq-hashtable))
   (define ids-lock (chez:make-mutex))
   (define-syntax ids-locked
     (syntax-rules ()
-      [(_ body1 body ...) (with-interrupts-disabled (chez:with-mutex ids-lock body1 body ...))]))
+      [(_ body1 body ...) (with-os-mutex ids-lock body1 body ...)]))
 
   (define (thread-pool-current-thread-id)
     (let ([t (current-thread)]) (ids-locked (hashtable-ref ids t #f))))

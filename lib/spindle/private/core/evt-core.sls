@@ -19,7 +19,7 @@
     make-waiter waiter-syncer waiter-branch waiter-value
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
     latch make-latch latch? latch-fire! record-prints-as!)
-  (import (chezscheme) (spindle private core queue) (spindle private core scheduler))
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic))
 
   (define-record-type syncer
     (fields status id thread (mutable branch) (mutable result))
@@ -66,6 +66,7 @@
 
   ;; Commits another thread's syncer and wakes it.  #f if it was done.
   (define (commit-partner! s branch result)
+    (assert-atomic 'commit-partner!)
     (and (commit-one! s branch result)
          (begin (let ([t (syncer-thread s)]) (when t (unpark! t))) #t)))
 
@@ -105,10 +106,11 @@
           ((new latch-attempt latch-cancel) (box #f) (make-queue) #f value))))
     (nongenerative spindle-latch-v1))
 
-  ;; lock: a spin-lock box (see the scheduler), held with interrupts
+  ;; lock: a spin-lock box (see atomic.sls), held with interrupts
   ;; disabled for a few instructions: a Chez mutex per latch (one per thread,
   ;; for its death) cost 64 bytes and ~30 ns per use.
   (define (latch-attempt l s branch register?)
+    (assert-atomic 'latch-attempt)
     (spin-lock! (latch-lock l))
     (let ([r (cond
                [(latch-fired? l)
@@ -119,6 +121,7 @@
       r))
 
   (define (latch-cancel l node)
+    (assert-atomic 'latch-cancel)
     (spin-lock! (latch-lock l))
     (queue-remove! (latch-waiters l) node)
     (spin-unlock! (latch-lock l)))

@@ -21,7 +21,7 @@
 (library (spindle private core scheduler)
   (export
     ;; pools
-    make-pool make-own-pool pool? pool-size pool-close! main-pool
+    make-pool make-own-pool pool? pool-close! main-pool
     ;; threads
     gthread? gthread-name gthread-pool gthread-data gthread-data-set!
     gthread-params gthread-params-set! gthread-syncer gthread-syncer-set!
@@ -36,17 +36,18 @@
     request-kill! request-break! request-suspend! request-resume!
     check-requests! set-interrupt-hook!
     ;; timers
-    monotonic-ms add-timer! cancel-timer!
+    add-timer! cancel-timer!
     ;; the I/O poller
-    set-io-hooks! poll-io-now! with-spin-lock spin-lock! spin-unlock!
+    set-io-hooks!
     ;; system-idle-evt
     other-threads-busy?
     ;; misc
-    processor-count
     &break break-condition?
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
-  (import (chezscheme) (spindle private core queue) (spindle private os ffi) (spindle private core trace))
+  (import (chezscheme) (spindle private core atomic) (spindle private core queue) (spindle private os ffi)
+          (spindle private core trace) (spindle private core clock) (spindle private core timers)
+          (spindle private core gc-policy) (spindle private core exit-hooks))
 
   ;; A time slice is quantum-ticks Chez ticks (about 0.3-0.7 ms of Scheme
   ;; code) or slice-ms of real time, whichever ends first.  Ticks do not
@@ -69,81 +70,6 @@
   (define-condition-type &break-terminate &break
     make-break-terminate-condition break-terminate-condition?)
 
-  ;; ---------------------------------------------------------------- clock
-  (define (monotonic-ms)
-    (let ([t (current-time 'time-monotonic)])
-      (fl+ (fl* 1000. (fixnum->flonum (time-second t)))
-           (fl/ (fixnum->flonum (time-nanosecond t)) 1e6))))
-
-  (define processor-count
-    (let ([n #f])
-      (lambda ()
-        (or n
-            (let ([k (guard (c [#t 1])
-                       (let ([p (open-input-file "/proc/cpuinfo")])
-                         (let loop ([k 0])
-                           (let ([line (get-line p)])
-                             (cond
-                               [(eof-object? line) (close-port p) k]
-                               [(and (fx>= (string-length line) 9)
-                                     (string=? (substring line 0 9) "processor"))
-                                (loop (fx+ k 1))]
-                               [else (loop k)])))))])
-              (set! n (max 1 k))
-              n)))))
-
-  ;; ---------------------------------------------------------------- records
-  (define-record-type timer
-    (fields deadline action (mutable cancelled?))
-    (nongenerative spindle-timer-v1) (sealed #t))
-
-  ;; This OS thread's interrupt-disable depth, read without changing it.
-  (define-syntax interrupt-depth
-    (syntax-rules () [(_) (#%$tc-field 'disable-count (#%$tc))]))
-
-  ;; Spin locks (a box CAS'd from #f to #t or 'enabled) guard the scheduler's and the
-  ;; events' shared state: a pool's run queue, a channel's queues, a
-  ;; custodian's list.  A Chez mutex costs ~30 ns a round trip, and a
-  ;; switch takes two.  After ~1000 busy polls the waiter yields its CPU:
-  ;; the holder may have been descheduled by the OS (more workers than
-  ;; cores).
-  ;;
-  ;; The rule, because of the collector: a collection starts only when
-  ;; every active OS thread has reached the collect rendezvous, and a
-  ;; thread reaches it only at an interrupt check with interrupts enabled.
-  ;; A waiter spins with interrupts disabled (it may already hold another
-  ;; spin lock or be inside the scheduler), so it never reaches the
-  ;; rendezvous until it gets the lock: if the holder stops at the
-  ;; rendezvous, or waits for anything that waits for a collection, every
-  ;; thread hangs.  So a holder
-  ;; - keeps interrupts disabled from lock to unlock (callers disable them
-  ;;   first; for one that forgot, spin-lock! disables them itself and
-  ;;   spin-unlock! enables them again, marked in the lock box, so that it
-  ;;   cannot be preempted or collected while holding);
-  ;; - runs a bounded stretch of spindle code: no user code, no parking,
-  ;;   no blocking or __collect_safe foreign call (its return waits for a
-  ;;   running collection), no wait for a Chez mutex (its holder may be
-  ;;   one that does), no allocation that grows with the data (it delays
-  ;;   every collection; a queue node or a waiter is fine);
-  ;; - takes nested spin locks only in one order (a custodian before its
-  ;;   children, an event's lock before a pool's lock).
-  (define (spin-lock! b)
-    (let ([held (if (fx= 0 (interrupt-depth)) (begin (disable-interrupts) 'enabled) #t)])
-      (let loop ([polls 0])
-        (unless (box-cas! b #f held)
-          (let wait ([polls polls])
-            (cond
-              [(not (unbox b)) (loop polls)]
-              [(fx< polls 1000) (wait (fx+ polls 1))]
-              [else (os-yield!) (wait 0)]))))))
-  (define (spin-unlock! b)
-    (let ([held (unbox b)])
-      (set-box! b #f)
-      (when (eq? held 'enabled) (enable-interrupts))))
-  (define-syntax with-spin-lock
-    (syntax-rules ()
-      [(_ b e ...) (begin (spin-lock! b) (let ([v (begin e ...)]) (spin-unlock! b) v))]))
-
   ;; Idle workers sleep on wakeup, an OS semaphore; posted counts the posts
   ;; not yet taken by a sleeper, so wakers post only while idle > posted.
   ;; One idle worker of the process may sleep in the I/O poller instead
@@ -161,19 +87,19 @@
   (define-record-type pool
     (fields size main? own? lock wakeup run-queue members
             (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
-            (mutable timers) (mutable timer-count) (mutable posted)
+            timers (mutable posted)
             (mutable poll-sleeper?) (mutable poll-kicked?))
     (protocol
       (lambda (new)
         (case-lambda
           [(size main?) (new-pool new size main? #f)]
           [(size main? own?) (new-pool new size main? own?)])))
-    (nongenerative spindle-pool-v4) (sealed #t))
+    (nongenerative spindle-pool-v5) (sealed #t))
 
   (define (new-pool new size main? own?)
     (register-weakly! all-pools
       (new size main? own? (box #f) (make-os-semaphore) (make-queue) (and (not main?) (make-queue))
-           0 0 0 #f (make-vector 16 #f) 0 0 #f #f)))
+           0 0 0 #f (make-timer-heap) 0 #f #f)))
 
   (define (make-own-pool) (make-pool 1 #f #t))
 
@@ -222,6 +148,11 @@
                     (and (not (bwp-object? p)) (not (queue-empty? (pool-run-queue p))))))
                 (unbox all-pools))))
 
+  ;; Switches between two looks at the I/O poller by a worker whose threads
+  ;; keep switching (see switches-left).  A look is a system call
+  ;; (epoll_wait with no wait), the cost of dozens of switches, so it is
+  ;; made every few dozen; a prime, so that it does not fall in step with
+  ;; a program's cycle of threads.
   (define poll-interval 61)
 
   ;; park: 'running, 'parked or 'notified (a wake-up that came before the park).
@@ -378,6 +309,7 @@
 
   ;; Makes t runnable on its pool, waking or starting a worker.
   (define (enqueue! t)
+    (assert-atomic 'enqueue!)
     (let ([p (gthread-pool t)])
       (spin-lock! (pool-lock p))
       (queue-push! (pool-run-queue p) t)
@@ -406,89 +338,19 @@
       (flush-exit-ports)
       (os-exit code)))
 
-  ;; Compiled libraries load into the youngest generation, and a program's
-  ;; first collections would copy them again, generation by generation,
-  ;; with every worker stopped (the demo's 45 ms parallel run took 10%
-  ;; longer).  One full collection when the scheduler starts (3 ms) moves
-  ;; them to the oldest.  Chez refuses it once other OS threads exist; then
-  ;; it is skipped.
-  (define libraries-collected
-    (guard (c [#t #f]) (collect (collect-maximum-generation)) #t))
-
-  ;; ---------------------------------------------------------------- collector policy
-  ;; Chez's default handler collects generation g every radix^g collections,
-  ;; whatever it finds there, and Chez 9.5.8 copies every object it keeps,
-  ;; one generation up (at ~1 ns a byte for parked continuations).  A
-  ;; program that parks many threads keeps most of what it allocates, and
-  ;; the radix rule copied each parked thread four times into the oldest
-  ;; generation, then again at every collection of it (a million parked
-  ;; threads: 9.5 s of collections, 4.7 s of them two of the oldest).
-  ;; This handler, installed once for every spindle program (a program's
-  ;; own handler replaces it):
-  ;; - growing: when the last collection kept more than 1/8 of what was
-  ;;   allocated since the one before, the program is building long-lived
-  ;;   data; it collects generations 0 to maxg-1 into the oldest, so each
-  ;;   survivor is copied once, and the oldest generation only once the heap
-  ;;   is `growth` times what it held after its last collection (each such
-  ;;   collection costs a copy of the live heap: paced geometrically, they
-  ;;   add a fraction of the final heap).  growth starts at 4 and grows 4x
-  ;;   (to 64 at most) each time a collection of the oldest generation frees
-  ;;   less than a quarter of the heap, and returns to 4 when one frees more;
-  ;; - otherwise the radix rule, except that the oldest generation waits
-  ;;   until the heap is twice what it held after its last collection, so a
-  ;;   program whose heap does not grow never copies it again.
-  ;; The heap bound is that of a copying collector paced at 2x-4x.
-  (define gc-count 0)          ; collections requested so far
-  (define gc-after 0)          ; bytes-allocated after the last collection
-  (define gc-full-after 0)     ; ... after the last collection of the oldest generation
-  (define gc-growing? #f)      ; the last collection kept more than 1/8 of what was new
-  (define gc-floor 16777216)   ; pacing starts from a 16 MB heap
-  (define gc-growth 4)         ; see above
-  ;; The largest g <= maxg such that radix^g divides n (Chez's own rule).
-  (define (radix-due n radix maxg)
-    (let loop ([g 0] [m radix])
-      (if (and (fx< g maxg) (fx= 0 (fxmodulo n m))) (loop (fx+ g 1) (fx* m radix)) g)))
-  (define (collect-adaptively)
-    (set! gc-count (fx+ gc-count 1))
-    (let* ([maxg (collect-maximum-generation)]
-           [before (bytes-allocated)]
-           [paced (lambda (k) (>= before (* k (max gc-full-after gc-floor))))]
-           [g (if gc-growing?
-                  (if (paced gc-growth) maxg (fx- maxg 1))
-                  (let ([g (radix-due gc-count (collect-generation-radix) maxg)])
-                    (if (and (fx= g maxg) (not (paced 2))) (fx- maxg 1) g)))]
-           [t0 (and gc-debug (real-time))])
-      (collect g)
-      (let ([after (bytes-allocated)])
-        (set! gc-growing? (> (* 8 (- after gc-after)) (- before gc-after)))
-        (set! gc-after after)
-        (when (fx= g maxg)
-          (set! gc-growth (if (> (* 4 after) (* 3 before)) (fxmin 64 (fx* 4 gc-growth)) 4))
-          (set! gc-full-after after)))
-      (when gc-debug
-        (fprintf (console-error-port) "gc g=~a ~a ms heap ~a MB\n" g (- (real-time) t0)
-                 (quotient (bytes-allocated) 1000000)))))
-  (define gc-debug (getenv "SPINDLE_GCDEBUG"))
-  (define gc-policy-installed
-    (begin
-      (collect-request-handler collect-adaptively)
-      #t))
+  ;; See (spindle private core gc-policy).
+  (define libraries-collected (collect-libraries!))
+  (define gc-policy-installed (begin (install-gc-policy!) #t))
 
   ;; Chez 9.5.8 flushes no port at exit while other OS threads live (pool
   ;; workers, futures): a program that printed a last line without a
-  ;; newline lost it, whether it called `exit` or simply ended.  A C exit
-  ;; hook flushes the current and console ports.  It runs in the exiting
-  ;; thread with the heap still in place (checked: it can allocate and
-  ;; collect), also when Chez has flushed them itself.  Places end with
-  ;; _exit and flush on their own.
+  ;; newline lost it, whether it called `exit` or simply ended.  An exit
+  ;; hook flushes the current and console ports, also when Chez has
+  ;; flushed them itself.  Places end with _exit and flush on their own.
   (define (flush-exit-ports)
     (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
               (list (current-output-port) (console-output-port) (console-error-port))))
-  (define flush-at-exit
-    (let ([hook (foreign-callable (lambda (arg) (flush-exit-ports)) (uptr) void)])
-      (lock-object hook)
-      ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
-      hook))
+  (define flush-at-exit (begin (add-exit-hook! flush-exit-ports) #t))
 
   (define (start-worker! p)
     (fork-os-thread
@@ -522,78 +384,21 @@
     ((worker-base w) msg))
 
   ;; ---------------------------------------------------------------- timers
-  ;; Each pool keeps a binary min-heap of timers on deadline, under its lock.
-  (define (heap-swap! v i j)
-    (let ([x (vector-ref v i)]) (vector-set! v i (vector-ref v j)) (vector-set! v j x)))
-
+  ;; (see (spindle private core timers))
   (define (add-timer! p deadline action)
-    (let ([tm (make-timer deadline action #f)])
-      (with-interrupts-disabled
-        (with-spin-lock (pool-lock p)
-          (when (fx= (pool-timer-count p) (vector-length (pool-timers p)))
-            (make-room-for-timer! p))
-          (let* ([n (pool-timer-count p)] [v (pool-timers p)])
-            (vector-set! v n tm)
-            (pool-timer-count-set! p (fx+ n 1))
-            (let up ([i n])
-              (when (fx> i 0)
-                (let ([parent (fxsrl (fx- i 1) 1)])
-                  (when (fl< (timer-deadline (vector-ref v i)) (timer-deadline (vector-ref v parent)))
-                    (heap-swap! v i parent)
-                    (up parent)))))
-            ;; an idle worker may be sleeping past this deadline
-            (wake-one! p))))
-      tm))
+    (with-atomic
+      (with-spin-lock (pool-lock p)
+        (let ([tm (timer-heap-add! (pool-timers p) deadline action)])
+          ;; an idle worker may be sleeping past this deadline
+          (wake-one! p)
+          tm))))
 
-  ;; A cancelled timer stays in the heap until its deadline or until the
-  ;; heap is full, when make-room-for-timer! drops it.
-  (define (cancel-timer! tm) (timer-cancelled?-set! tm #t))
-
-  ;; With the pool lock held and the heap full: drop cancelled timers (a loop
-  ;; of long sync/timeouts that commit early leaves many), and grow the heap
-  ;; only if it is still more than half full.  A sorted vector is a heap.
-  (define (make-room-for-timer! p)
-    (let* ([v (pool-timers p)]
-           [live (let loop ([i 0] [acc '()])
-                   (if (fx= i (pool-timer-count p))
-                       acc
-                       (loop (fx+ i 1) (let ([tm (vector-ref v i)]) (if (timer-cancelled? tm) acc (cons tm acc))))))]
-           [sorted (list-sort (lambda (a b) (fl< (timer-deadline a) (timer-deadline b))) live)]
-           [n (length sorted)]
-           [nv (make-vector (if (fx> (fx* 2 n) (vector-length v)) (fx* 2 (vector-length v)) (vector-length v)) #f)])
-      (let fill ([i 0] [ts sorted])
-        (unless (null? ts) (vector-set! nv i (car ts)) (fill (fx+ i 1) (cdr ts))))
-      (pool-timers-set! p nv)
-      (pool-timer-count-set! p n)))
-
-  (define (heap-pop! p)
-    (let* ([v (pool-timers p)] [n (fx- (pool-timer-count p) 1)] [top (vector-ref v 0)])
-      (vector-set! v 0 (vector-ref v n))
-      (vector-set! v n #f)
-      (pool-timer-count-set! p n)
-      (let down ([i 0])
-        (let* ([l (fx+ (fx* 2 i) 1)] [r (fx+ l 1)]
-               [m (if (and (fx< l n) (fl< (timer-deadline (vector-ref v l)) (timer-deadline (vector-ref v i)))) l i)]
-               [m (if (and (fx< r n) (fl< (timer-deadline (vector-ref v r)) (timer-deadline (vector-ref v m)))) r m)])
-          (unless (fx= m i) (heap-swap! v i m) (down m))))
-      top))
-
-  ;; With the pool lock held: pops due timers, returns their actions.
-  (define (take-due-timers! p now)
-    (let loop ([acc '()])
-      (if (and (fx> (pool-timer-count p) 0)
-               (fl<= (timer-deadline (vector-ref (pool-timers p) 0)) now))
-          (let ([tm (heap-pop! p)])
-            (loop (if (timer-cancelled? tm) acc (cons (timer-action tm) acc))))
-          (reverse acc))))   ; in deadline order: earlier sleepers wake first
-
-  (define (next-deadline p)
-    (and (fx> (pool-timer-count p) 0) (timer-deadline (vector-ref (pool-timers p) 0))))
+  (define (next-deadline p) (timer-heap-next-deadline (pool-timers p)))
 
   ;; Called with interrupts disabled and no lock held.
   (define (fire-due-timers! p)
-    (when (fx> (pool-timer-count p) 0)
-      (let ([actions (with-spin-lock (pool-lock p) (take-due-timers! p (monotonic-ms)))])
+    (unless (timer-heap-empty? (pool-timers p))
+      (let ([actions (with-spin-lock (pool-lock p) (timer-heap-take-due! (pool-timers p) (monotonic-ms)))])
         (for-each (lambda (a) (a)) actions))))
 
   ;; ---------------------------------------------------------------- running
@@ -821,6 +626,7 @@
   ;; stale 'notified then sees them.  A plain load may pass those stores
   ;; (x86 store->load reordering) and lose the wake-up.
   (define (unpark! t)
+    (assert-atomic 'unpark!)
     (let ([b (gthread-park t)])
       (let loop ()
         (cond

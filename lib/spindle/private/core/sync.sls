@@ -13,7 +13,8 @@
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!
     sync-prim)
-  (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
+          (spindle private core clock)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
@@ -55,19 +56,20 @@
   ;; always-evt: ready at once, result itself.  never-evt: never ready.
   (define always-evt
     (letrec ([e (make-prim-evt
-                  (lambda (self s branch register?) (commit-one! s branch (list e)))
-                  (lambda (self token) (void)))])
+                  (lambda (self s branch register?)
+                    (assert-atomic 'always-evt-attempt)
+                    (commit-one! s branch (list e)))
+                  (lambda (self token) (assert-atomic 'always-evt-cancel)))])
       e))
 
   (define never-evt
-    (make-prim-evt (lambda (self s branch register?) (if register? 'never #f))
-                   (lambda (self token) (void))))
+    (make-prim-evt (lambda (self s branch register?)
+                     (assert-atomic 'never-evt-attempt)
+                     (if register? 'never #f))
+                   (lambda (self token) (assert-atomic 'never-evt-cancel))))
 
   ;; ---------------------------------------------------------------- clocks
-  (define (current-inexact-milliseconds)
-    (let ([t (current-time 'time-utc)])
-      (fl+ (fl* 1000. (fixnum->flonum (time-second t)))
-           (fl/ (fixnum->flonum (time-nanosecond t)) 1e6))))
+  (define (current-inexact-milliseconds) (wall-ms))
 
   (define (current-inexact-monotonic-milliseconds) (monotonic-ms))
 
@@ -88,6 +90,7 @@
          (if (alarm-monotonic? a) (monotonic-ms) (current-inexact-milliseconds))))
 
   (define (alarm-attempt a s branch register?)
+    (assert-atomic 'alarm-attempt)
     (let ([ms (alarm-remaining a)])
       (cond
         [(fl<= ms 0.) (commit-one! s branch (list a))]
@@ -97,7 +100,9 @@
              (lambda () (commit-partner! s branch (list a)))))]
         [else #f])))
 
-  (define (alarm-cancel a tm) (cancel-timer! tm))
+  (define (alarm-cancel a tm)
+    (assert-atomic 'alarm-cancel)
+    (cancel-timer! tm))
 
   ;; system-idle-evt: ready (with void) when no thread of the process but
   ;; the syncing one runs or is runnable, in any pool: every other thread is
@@ -108,6 +113,7 @@
   (define idle-check-ms 2.)
 
   (define (idle-attempt e s branch register?)
+    (assert-atomic 'idle-attempt)
     (let ([self (syncer-thread s)])
       (cond
         [(not (other-threads-busy? self)) (commit-one! s branch (list (void)))]
@@ -124,6 +130,7 @@
 
   ;; Runs with interrupts disabled, as timer actions do: no race with check!.
   (define (idle-cancel e token)
+    (assert-atomic 'idle-cancel)
     (let ([tm (unbox token)])
       (set-box! token #f)
       (when tm (cancel-timer! tm))))
@@ -153,11 +160,9 @@
       (assertion-violation 'register-evt-record-type! "expected an evt, a procedure or a field index" spec))
     (when (and (fixnum? spec) (record-field-mutable? rtd spec))
       (assertion-violation 'register-evt-record-type! "field must be immutable" rtd spec))
-    ;; a Chez mutex is held only with interrupts disabled (see thread.sls)
-    (unless (with-interrupts-disabled
-              (with-mutex registry-lock
-                (and (not (assq rtd registered-types))
-                     (begin (set! registered-types (cons (cons rtd spec) registered-types)) #t))))
+    (unless (with-os-mutex registry-lock
+              (and (not (assq rtd registered-types))
+                   (begin (set! registered-types (cons (cons rtd spec) registered-types)) #t)))
       (assertion-violation 'register-evt-record-type! "record type already registered" rtd)))
 
   (define (registered-spec v)
@@ -329,12 +334,19 @@
     (make-thread-parameter
       (lambda () (fxlogor 1 (fxand (most-positive-fixnum) (fx+ (get-thread-id) (time-nanosecond (current-time))))))))
 
+  ;; A xorshift step (x ^= x<<13, x ^= x>>7, x ^= x<<7) on non-negative
+  ;; fixnums.  fxsll raises on
+  ;; overflow, so each left shift first keeps only the low bits that still
+  ;; fit: 44 bits shifted by 13 and 52 bits shifted by 7 stay within the 60
+  ;; value bits of a fixnum.
+  (define low-44-bits #xFFFFFFFFFFF)
+  (define low-52-bits #xFFFFFFFFFFFFF)
   (define (random-below n)
     (let* ([state (rng-state)]
            [x (if (procedure? state) (state) state)]
-           [x (fxlogxor x (fxand (fxsll (fxand x #xFFFFFFFFFFF) 13) (most-positive-fixnum)))]
+           [x (fxlogxor x (fxand (fxsll (fxand x low-44-bits) 13) (most-positive-fixnum)))]
            [x (fxlogxor x (fxsrl x 7))]
-           [x (fxlogxor x (fxand (fxsll (fxand x #xFFFFFFFFFFFFF) 7) (most-positive-fixnum)))]
+           [x (fxlogxor x (fxand (fxsll (fxand x low-52-bits) 7) (most-positive-fixnum)))]
            [x (if (fx= x 0) 1 x)])
       (rng-state x)
       (fxmod x n)))

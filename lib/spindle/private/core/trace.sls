@@ -36,7 +36,7 @@
           trace-run-start! trace-run-end! trace-park-reason! trace-park!
           trace-wake! trace-spawn! trace-finish!
           trace-instant! trace-span! trace-place-start! trace-write-place!)
-  (import (chezscheme))
+  (import (chezscheme) (spindle private core clock) (spindle private core exit-hooks))
 
   (define trace-path
     (let ([p (getenv "SPINDLE_TRACE")]) (and p (not (string=? p "")) p)))
@@ -84,14 +84,8 @@
   (define place-name #f)
   (define root-marked (and root? (begin (putenv "SPINDLE_TRACE_ROOT" (number->string (getpid))) #t)))
 
-  ;; CLOCK_MONOTONIC, the same in every process (Chez's time-monotonic
-  ;; counts from the process's start, and places are processes); 33 ns.
-  (define clock-gettime (foreign-procedure "clock_gettime" (int u8*) int))
-  (define (trace-now)
-    (let ([ts (make-bytevector 16)])
-      (clock-gettime 1 ts)
-      (fx+ (fx* (bytevector-s64-native-ref ts 0) 1000000)
-           (fxquotient (bytevector-s64-native-ref ts 8) 1000))))
+  ;; Microseconds of a clock shared by all processes (places are processes).
+  (define (trace-now) (shared-monotonic-us))
 
   ;; ------------------------------------------------------------ buffers
   ;; An event is 6 slots of a chunk: kind ts dur a b c.
@@ -428,11 +422,6 @@
                             (string=? (substring f (fx- n 5) n) ".part"))))
                    (directory-list (if slash dir "."))))))
 
-  ;; The root writes at exit: a C exit hook runs when the program ends, by
-  ;; `exit` or by falling off its end, with the heap in place.
+  ;; The root writes at exit (by `exit` or by falling off the program's end).
   (define exit-hook
-    (and root?
-         (let ([hook (foreign-callable (lambda (arg) (write-file! trace-path #t)) (uptr) void)])
-           (lock-object hook)
-           ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
-           hook))))
+    (and root? (begin (add-exit-hook! (lambda () (write-file! trace-path #t))) #t))))

@@ -28,7 +28,7 @@
   (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
           fd-record-fd fd-record-closed?
           watch-level! change-level! unwatch-level!)
-  (import (chezscheme) (spindle private core scheduler) (spindle private core evt-core)
+  (import (chezscheme) (spindle private core scheduler) (spindle private core atomic) (spindle private core evt-core)
           (spindle private core queue) (spindle private os posix-io)
           (only (spindle private os unix) own-pid close-fd)
           (only (spindle private core sync) sync))
@@ -223,6 +223,7 @@
 
   ;; Called with interrupts disabled (evt-core).
   (define (fd-ready-attempt e s branch register?)
+    (assert-atomic 'fd-ready-attempt)
     (let ([rec (fd-ready-rec e)])
       (with-spin-lock (fd-record-lock rec)
         (cond
@@ -233,6 +234,7 @@
           [else #f]))))
 
   (define (fd-ready-cancel e node)
+    (assert-atomic 'fd-ready-cancel)
     (let ([rec (fd-ready-rec e)])
       (with-interrupts-disabled
         (with-spin-lock (fd-record-lock rec)
@@ -270,6 +272,7 @@
     (if (eq? (operation-dir op) 'read) (fd-record-readers (operation-rec op)) (fd-record-writers (operation-rec op))))
 
   (define (operation-attempt op s branch register?)
+    (assert-atomic 'operation-attempt)
     (with-spin-lock (fd-record-lock (operation-rec op))
       (cond
         [(try-operation! op s branch #f) #t]
@@ -277,6 +280,7 @@
         [else #f])))
 
   (define (operation-cancel op node)
+    (assert-atomic 'operation-cancel)
     (with-interrupts-disabled
       (with-spin-lock (fd-record-lock (operation-rec op))
         (queue-remove! (operation-queue op) node))))
