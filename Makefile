@@ -22,16 +22,15 @@ demo: deps
 	$(SPINDLE) run examples/sqrt-demo.ss
 
 test: deps browser
-	tests/run.sh
-	@$(MAKE) --no-print-directory test-safe
+	SAFE_TESTS="$(SAFE_TESTS)" tests/run.sh
 
-# The core, I/O and places tests once more with SPINDLE_SAFE=1: the libraries
-# compiled at optimize-level 0, with every assert-atomic check in (see
-# lib/spindle/private/core/atomic.sls).
+# make test runs these once more with SPINDLE_SAFE=1: the libraries compiled
+# at optimize-level 0, with every assert-atomic check in (see
+# lib/spindle/private/core/atomic.sls); make test-safe runs only them.
 SAFE_TESTS = tests/test-threads.ss tests/test-events.ss tests/test-stress.ss tests/test-scheduler.ss \
   tests/test-io.ss tests/test-io-writes.ss tests/test-places.ss tests/test-place-rings.ss
 test-safe: deps
-	SPINDLE_SAFE=1 tests/run.sh $(SAFE_TESTS)
+	SAFE_TESTS="$(SAFE_TESTS)" tests/run.sh --safe-only
 
 # Headless chromium loads the trace viewer's page in tests/test-trace.ss; if it
 # cannot be installed, that part of the test is skipped (with a message).

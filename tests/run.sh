@@ -1,28 +1,44 @@
 #!/usr/bin/env bash
 # Runs every tests/test-*.ss (or the files given) in its own process under a
-# time bound, and prints "N passed, N failed" last.  Exits 1 on any failure.
+# time bound, then the files named in SAFE_TESTS (space-separated) once more
+# with SPINDLE_SAFE=1 (libraries compiled safe, with assert-atomic checks),
+# and prints "N passed, N failed" for both together last.  Exits 1 on any
+# failure.  --safe-only: only the SAFE_TESTS run.  SPINDLE_TEST_LIMIT: seconds a file may run (default 240).
 cd "$(dirname "$0")/.."
+safe_only=; [ "${1:-}" = --safe-only ] && { safe_only=1; shift; }
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(tests/test-*.ss)
 limit=${SPINDLE_TEST_LIMIT:-240}
-# lib/ with its compiled objects (built once per change of lib/; see bin/spindle)
-libdirs=$(bin/spindle libdirs)
 passed=0; failed=0
-for f in "${files[@]}"; do
-  out=$(mktemp); start=$SECONDS
-  timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests" --program "$f" >"$out" 2>&1
-  rc=$?
-  p=$(grep -c '^ok ' "$out"); x=$(grep -c '^FAIL ' "$out")
-  passed=$((passed + p)); failed=$((failed + x))
-  if [ $rc -ne 0 ] && [ "$x" -eq 0 ]; then
-    failed=$((failed + 1))
-    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "FAIL $f: timed out after ${limit}s"; else echo "FAIL $f: exited with $rc"; fi
-    tail -20 "$out"
-  else
-    grep -A12 '^FAIL ' "$out"
-  fi
-  echo "$f: $p passed, $x failed ($((SECONDS - start)) s)"
-  rm -f "$out"
-done
+
+# run_files LABEL FILE...: lib/ with its compiled objects (built once per
+# change of lib/ and of SPINDLE_SAFE; see bin/spindle)
+run_files() {
+  local label=$1; shift
+  local libdirs f out start rc p x
+  libdirs=$(bin/spindle libdirs)
+  for f in "$@"; do
+    out=$(mktemp); start=$SECONDS
+    timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests" --program "$f" >"$out" 2>&1
+    rc=$?
+    p=$(grep -c '^ok ' "$out"); x=$(grep -c '^FAIL ' "$out")
+    passed=$((passed + p)); failed=$((failed + x))
+    if [ $rc -ne 0 ] && [ "$x" -eq 0 ]; then
+      failed=$((failed + 1))
+      if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "FAIL $label$f: timed out after ${limit}s"; else echo "FAIL $label$f: exited with $rc"; fi
+      tail -20 "$out"
+    else
+      grep -A12 '^FAIL ' "$out"
+    fi
+    echo "$label$f: $p passed, $x failed ($((SECONDS - start)) s)"
+    rm -f "$out"
+  done
+}
+
+[ -n "$safe_only" ] || run_files "" "${files[@]}"
+if [ -n "${SAFE_TESTS:-}" ]; then
+  # shellcheck disable=SC2086
+  SPINDLE_SAFE=1 run_files "safe: " $SAFE_TESTS
+fi
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
