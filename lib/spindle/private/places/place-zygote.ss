@@ -9,10 +9,10 @@
 ;;; A place writes its completion value (one byte) on a pipe of its own as
 ;;; soon as it has one, and may live on while its queued messages drain:
 ;;; `exited` goes out at the first of that byte and the process's end.
-(import (chezscheme) (spindle private os unix) (only (spindle place) place-child-main))
+(import (chezscheme) (spindle private os unix) (spindle private places frame)
+        (only (spindle place) place-child-main))
 
 (define ctl 3)
-(define header-size 16)
 (define zygote-pid (own-pid))
 (define children '())                   ; list of #(id pid pidfd report-fd reported?)
 
@@ -35,9 +35,9 @@
 
 ;; -> (message . fds), or #f at end of stream
 (define (read-request)
-  (let* ([h (malloc header-size)] [fds (read-exactly! h header-size)])
+  (let* ([h (malloc frame-header-size)] [fds (read-exactly! h frame-header-size)])
     (and fds
-         (let* ([n (foreign-ref 'unsigned-64 h 0)] [p (malloc (fxmax n 1))] [more (read-exactly! p n)])
+         (let* ([n (frame-length h)] [p (malloc (fxmax n 1))] [more (read-exactly! p n)])
            (free h)
            (and more
                 (let ([bv (make-bytevector n)])
@@ -48,13 +48,12 @@
 (define (report! msg)
   (let-values ([(port get) (open-bytevector-output-port)])
     (fasl-write msg port)
-    (let* ([bv (get)] [n (bytevector-length bv)] [buf (malloc (fx+ header-size n))])
-      (foreign-set! 'unsigned-64 buf 0 n)
-      (foreign-set! 'unsigned-64 buf 8 0)
-      (memcpy-from-bytevector! (+ buf header-size) bv n)
+    (let* ([bv (get)] [n (bytevector-length bv)] [size (fx+ frame-header-size n)] [buf (malloc size)])
+      (frame-header-set! buf n 0 kind-fasl)
+      (memcpy-from-bytevector! (+ buf frame-header-size) bv n)
       (let loop ([sent 0])
-        (when (fx< sent (fx+ header-size n))
-          (let ([r (send-frame-chunk ctl (+ buf sent) (fx- (fx+ header-size n) sent) '())])
+        (when (fx< sent size)
+          (let ([r (send-frame-chunk ctl (+ buf sent) (fx- size sent) '())])
             (cond
               [(fixnum? r) (loop (fx+ sent r))]
               [(eq? r 'again) (loop sent)]
