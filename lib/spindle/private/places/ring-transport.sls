@@ -240,8 +240,8 @@
       (let ([fds (parser-take-fds! p (frame-fd-count header))])
         (when (receive-state-ring rs) (drop-in-ring! e))
         (if (fx= (length fds) 3)
-            (let ([r (adopt-reader-ring 'place-channel-get (car fds) (cadr fds) (caddr fds) capacity)]
-                  [efd (cadr fds)])
+            (let* ([efd (list-ref fds 1)]            ; memfd, data eventfd, space eventfd
+                   [r (apply adopt-reader-ring 'place-channel-get (append fds (list capacity)))])
               (receive-state-ring-set! rs r)
               (ring-watched?-set! r #t)
               (watch-level! efd epoll-in
