@@ -17,9 +17,7 @@
 (define known-upward-edges
   '(((spindle private io fd-port) . (spindle semaphore))
     ((spindle private io fd-port) . (spindle custodian))
-    ((spindle private io socket) . (spindle custodian))
-    ((spindle private places place-channel) . (spindle thread))
-    ((spindle private places place-channel) . (spindle async-channel))))
+    ((spindle private io socket) . (spindle custodian))))
 
 (define (prefix? p l)
   (or (null? p) (and (pair? l) (equal? (car p) (car l)) (prefix? (cdr p) (cdr l)))))

@@ -298,7 +298,7 @@
       (if p
           (case (record-type-name (record-rtd p))
             [(semaphore peek) 'semaphore]
-            [(channel put-evt async-channel peek-evt) 'channel]
+            [(channel put-evt async-channel peek-evt inbox) 'channel]   ; inbox: a place channel
             [(alarm) 'sleep]
             [(fd-ready operation) 'io]
             [(latch) 'wait]

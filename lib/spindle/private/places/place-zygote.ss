@@ -9,12 +9,19 @@
 ;;; A place writes its completion value (one byte) on a pipe of its own as
 ;;; soon as it has one, and may live on while its queued messages drain:
 ;;; `exited` goes out at the first of that byte and the process's end.
-(import (chezscheme) (spindle private os unix) (only (spindle place) place-child-main))
+(import (chezscheme) (spindle private os unix) (spindle private places frame)
+        (only (spindle place) place-child-main))
 
 (define ctl 3)
-(define header-size 16)
 (define zygote-pid (own-pid))
-(define children '())                   ; list of #(id pid pidfd report-fd reported?)
+(define children '())                   ; list of child records
+
+;; A place forked here: its id (the creating process's), process id and
+;; pidfd, the read end of its report pipe (#f once that ended), and whether
+;; its exit was reported.
+(define-record-type child
+  (fields id pid pidfd (mutable report-fd) (mutable reported?))
+  (protocol (lambda (new) (lambda (id pid pidfd report-fd) (new id pid pidfd report-fd #f)))))
 
 ;; place-break's signals stay blocked here and in every fork, so one sent
 ;; before a new place reads them is pending, not lost; Ctrl-C at a terminal
@@ -35,9 +42,9 @@
 
 ;; -> (message . fds), or #f at end of stream
 (define (read-request)
-  (let* ([h (malloc header-size)] [fds (read-exactly! h header-size)])
+  (let* ([h (malloc frame-header-size)] [fds (read-exactly! h frame-header-size)])
     (and fds
-         (let* ([n (foreign-ref 'unsigned-64 h 0)] [p (malloc (fxmax n 1))] [more (read-exactly! p n)])
+         (let* ([n (frame-length h)] [p (malloc (fxmax n 1))] [more (read-exactly! p n)])
            (free h)
            (and more
                 (let ([bv (make-bytevector n)])
@@ -48,13 +55,12 @@
 (define (report! msg)
   (let-values ([(port get) (open-bytevector-output-port)])
     (fasl-write msg port)
-    (let* ([bv (get)] [n (bytevector-length bv)] [buf (malloc (fx+ header-size n))])
-      (foreign-set! 'unsigned-64 buf 0 n)
-      (foreign-set! 'unsigned-64 buf 8 0)
-      (memcpy-from-bytevector! (+ buf header-size) bv n)
+    (let* ([bv (get)] [n (bytevector-length bv)] [size (fx+ frame-header-size n)] [buf (malloc size)])
+      (frame-header-set! buf n 0 kind-fasl)
+      (memcpy-from-bytevector! (+ buf frame-header-size) bv n)
       (let loop ([sent 0])
-        (when (fx< sent (fx+ header-size n))
-          (let ([r (send-frame-chunk ctl (+ buf sent) (fx- (fx+ header-size n) sent) '())])
+        (when (fx< sent size)
+          (let ([r (send-frame-chunk ctl (+ buf sent) (fx- size sent) '())])
             (cond
               [(fixnum? r) (loop (fx+ sent r))]
               [(eq? r 'again) (loop sent)]
@@ -62,8 +68,8 @@
       (free buf))))
 
 (define (shut-down!)
-  (for-each (lambda (c) (pidfd-signal (vector-ref c 2) 9)) children)
-  (for-each (lambda (c) (wait-exit-code (vector-ref c 1))) children)
+  (for-each (lambda (c) (pidfd-signal (child-pidfd c) 9)) children)
+  (for-each (lambda (c) (wait-exit-code (child-pid c))) children)
   (exit 0))
 
 ;; Compiles (not invokes) the place's library here, once for all forks,
@@ -96,8 +102,8 @@
          (close-fd ctl)
          (close-fd report-in)
          (for-each (lambda (c)
-                     (close-fd (vector-ref c 2))
-                     (when (vector-ref c 3) (close-fd (vector-ref c 3))))
+                     (close-fd (child-pidfd c))
+                     (when (child-report-fd c) (close-fd (child-report-fd c))))
                    children)
          (die-with-parent!)
          (unless (fx= (parent-pid) zygote-pid) (exit 1))
@@ -108,34 +114,34 @@
          (report! (vector 'reaped id))]
         [else
          (close-fd fd) (close-fd report-out)
-         (set! children (cons (vector id pid (pidfd-open pid) report-in #f) children))
+         (set! children (cons (make-child id pid (pidfd-open pid) report-in) children))
          (report! (vector 'spawned id pid))]))))
 
 (define (report-exit! c code)
-  (unless (vector-ref c 4)
-    (vector-set! c 4 #t)
-    (report! (vector 'exited (vector-ref c 0) code))))
+  (unless (child-reported? c)
+    (child-reported?-set! c #t)
+    (report! (vector 'exited (child-id c) code))))
 
 ;; The place's completion byte, or the end of its pipe.
 (define (read-report! c)
-  (let ([b (read-octet (vector-ref c 3))])
+  (let ([b (read-octet (child-report-fd c))])
     (if b
         (report-exit! c b)
-        (begin (close-fd (vector-ref c 3)) (vector-set! c 3 #f)))))
+        (begin (close-fd (child-report-fd c)) (child-report-fd-set! c #f)))))
 
 (define (reap! c)
-  (let ([code (wait-exit-code (vector-ref c 1))])
-    (close-fd (vector-ref c 2))
-    (when (vector-ref c 3) (close-fd (vector-ref c 3)))
+  (let ([code (wait-exit-code (child-pid c))])
+    (close-fd (child-pidfd c))
+    (when (child-report-fd c) (close-fd (child-report-fd c)))
     (set! children (remq c children))
     (report-exit! c code)
-    (report! (vector 'reaped (vector-ref c 0)))))
+    (report! (vector 'reaped (child-id c)))))
 
 (let loop ()
   (let ([ready (poll-readable
                  (cons ctl (fold-left (lambda (acc c)
-                                        (let ([acc (cons (vector-ref c 2) acc)])
-                                          (if (vector-ref c 3) (cons (vector-ref c 3) acc) acc)))
+                                        (let ([acc (cons (child-pidfd c) acc)])
+                                          (if (child-report-fd c) (cons (child-report-fd c) acc) acc)))
                                       '() children)))])
     (for-each
       (lambda (fd)
@@ -147,10 +153,10 @@
                   [(spawn)
                    (apply spawn! (append (cdr (vector->list msg)) (list (car (cdr req)))))]
                   [(signal)
-                   (let ([c (find (lambda (c) (eqv? (vector-ref c 0) (vector-ref msg 1))) children)])
-                     (when c (pidfd-signal (vector-ref c 2) (vector-ref msg 2))))])))
+                   (let ([c (find (lambda (c) (eqv? (child-id c) (vector-ref msg 1))) children)])
+                     (when c (pidfd-signal (child-pidfd c) (vector-ref msg 2))))])))
             (cond
-              [(find (lambda (c) (eqv? (vector-ref c 3) fd)) children) => read-report!]
-              [(find (lambda (c) (eqv? (vector-ref c 2) fd)) children) => reap!])))
+              [(find (lambda (c) (eqv? (child-report-fd c) fd)) children) => read-report!]
+              [(find (lambda (c) (eqv? (child-pidfd c) fd)) children) => reap!])))
       ready))
   (loop))

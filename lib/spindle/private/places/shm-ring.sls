@@ -4,12 +4,12 @@
 ;;;
 ;;; Layout: a control block (below) and `capacity` bytes of data.  head and
 ;;; tail count bytes from the ring's start (they only grow); a frame starts
-;;; at a multiple of 16: a 16-byte header (kind: u32, aux: u32, len: u64),
-;;; then len bytes, padded to 16.  A frame never wraps: a wrap frame fills
-;;; the rest of the data area instead.
+;;; at a multiple of 16: the frame header of frame.sls, then its payload,
+;;; padded to 16.  A frame never wraps: a wrap frame fills the rest of the
+;;; data area instead.
 ;;;
 ;;; Invariants:
-;;; - One writer process and one reader process at a time (place-channel.sls
+;;; - One writer process and one reader process at a time (ring-transport.sls
 ;;;   sees to it); within a process, the endpoint's lock serializes.
 ;;; - tail is changed only by the writer, head only by the reader, both
 ;;;   under the shared spin lock, which also guards `closed` and the two
@@ -26,12 +26,12 @@
   (export make-writer-ring adopt-reader-ring ring? ring-memfd ring-data-efd ring-space-efd
           ring-capacity ring-state ring-state-set! ring-watched? ring-watched?-set! ring-release! ring-reusable? ring-reset!
           ring-put! ring-room ring-head-seen ring-want-room! ring-read! ring-ready? ring-want-data! ring-close!
-          ring-frame-limit
-          frame-message frame-large frame-chunk frame-retire)
+          ring-frame-limit)
   (import (chezscheme)
           (only (spindle private os unix) memcpy-to-bytevector! close-fd)
           (only (spindle private os posix-io) make-eventfd eventfd-signal!)
-          (only (spindle private os ffi) os-yield!))
+          (only (spindle private os ffi) os-yield!)
+          (spindle private places frame))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
   (define c-memfd-create (foreign-procedure "memfd_create" (string unsigned) int))
@@ -45,24 +45,18 @@
             [head iptr]))                          ; on its own cache line
   (define control-size 128)
 
-  ;; frame kinds
-  (define frame-message 1)                         ; aux: 1 raw bytevector, 0 fasl
-  (define frame-large 2)                           ; data: u64 total size of the chunks that follow
-  (define frame-chunk 3)                           ; part of the large message being sent
-  (define frame-wrap 4)                            ; skip to the next lap
-  (define frame-retire 5)                          ; the writer goes on over the socket
-  (define header-size 16)
+  (define header-size frame-header-size)
 
   (define (padded n) (fxand (fx+ n 15) (fxnot 15)))
 
-  ;; state, for place-channel.sls: writer: active, retiring, retired, dead
+  ;; state, for ring-transport.sls: writer: active, retiring, retired, dead
   ;; (closed by the reader); reader: active.
   (define-record-type ring
     (fields memfd data-efd space-efd capacity address control
             (mutable state)
             (mutable position)         ; writer: tail written; reader: head read
             (mutable other)            ; writer: last head seen
-            (mutable watched?)         ; its eventfd is watched by the poller (place-channel.sls)
+            (mutable watched?)         ; its eventfd is watched by the poller (ring-transport.sls)
             (mutable asked?))          ; reader: reader-waiting is 1
     (nongenerative spindle-shm-ring-v1) (sealed #t))
 
@@ -167,10 +161,10 @@
             want
             (begin (refresh-head! r) (fxmin want (room)))))))
 
-  ;; Writes a frame (kind aux, len payload bytes that (fill address) writes)
+  ;; Writes a frame (kind, len payload bytes that (fill address) writes)
   ;; and publishes it.  Returns 'ok, 'full (nothing written) or 'closed (the
   ;; reader gave the ring up, or its lock is lost: nothing was delivered).
-  (define (ring-put! r kind aux len fill)
+  (define (ring-put! r kind len fill)
     (let ([need (frame-need r len)])
       (when (fx> need (free-bytes r)) (refresh-head! r))
       (if (fx> need (free-bytes r))
@@ -179,19 +173,16 @@
                  [off (fxand (ring-position r) mask)])
             (when (fx> (fx+ off header-size (padded len)) cap)
               ;; wrap: the rest of this lap is skipped
-              (write-header! r off frame-wrap 0 0)
+              (write-header! r off kind-wrap 0)
               (ring-position-set! r (fx+ (ring-position r) (fx- cap off))))
             (let ([off (fxand (ring-position r) mask)])
-              (write-header! r off kind aux len)
+              (write-header! r off kind len)
               (fill (fx+ (ring-data r) off header-size))
               (ring-position-set! r (fx+ (ring-position r) header-size (padded len)))
               (publish! r))))))
 
-  (define (write-header! r off kind aux len)
-    (let ([a (fx+ (ring-data r) off)])
-      (foreign-set! 'unsigned-32 a 0 kind)
-      (foreign-set! 'unsigned-32 a 4 aux)
-      (foreign-set! 'unsigned-64 a 8 len)))
+  (define (write-header! r off kind len)
+    (frame-header-set! (fx+ (ring-data r) off) len 0 kind))
 
   (define (publish! r)
     (if (lock! r)
@@ -237,7 +228,7 @@
     (ring-state-set! r 'active))
 
   ;; ---------------------------------------------------------------- reading
-  ;; Calls (on-frame kind aux address len) on each published frame in
+  ;; Calls (on-frame kind address len) on each published frame in
   ;; order, until one returns #f (that frame is consumed; the rest stays);
   ;; then frees the space read and kicks a writer waiting for room.
   ;; Returns #f if the ring's lock is lost.
@@ -257,12 +248,12 @@
                (if (fx= pos tail)
                    (advance! r pos)
                    (let* ([a (fx+ (ring-data r) (fxand pos mask))]
-                          [kind (foreign-ref 'unsigned-32 a 0)]
-                          [len (foreign-ref 'unsigned-64 a 8)])
-                     (if (fx= kind frame-wrap)
+                          [kind (frame-kind a)]
+                          [len (frame-length a)])
+                     (if (fx= kind kind-wrap)
                          (loop (fx+ pos (fx- cap (fxand pos mask))))
                          (let ([next (fx+ pos header-size (padded len))])
-                           (if (on-frame kind (foreign-ref 'unsigned-32 a 4) (fx+ a header-size) len)
+                           (if (on-frame kind (fx+ a header-size) len)
                                (loop next)
                                (advance! r next)))))))
              #t))]))
