@@ -202,4 +202,7 @@
 
   (record-prints-as! (record-type-descriptor async-channel) "async-channel")
   (record-prints-as! (record-type-descriptor put-evt) "async-channel-put-evt")
-  (record-prints-as! (record-type-descriptor peek-evt) "async-channel-peek-evt"))
+  (record-prints-as! (record-type-descriptor peek-evt) "async-channel-peek-evt")
+  (for-each (lambda (rtd) (evt-trace-reason! rtd 'channel))
+            (list (record-type-descriptor async-channel) (record-type-descriptor put-evt)
+                  (record-type-descriptor peek-evt))))

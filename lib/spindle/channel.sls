@@ -101,4 +101,6 @@
     (make-put-evt ch v))
 
   (record-prints-as! (record-type-descriptor channel) "channel")
-  (record-prints-as! (record-type-descriptor put-evt) "channel-put-evt"))
+  (record-prints-as! (record-type-descriptor put-evt) "channel-put-evt")
+  (evt-trace-reason! (record-type-descriptor channel) 'channel)
+  (evt-trace-reason! (record-type-descriptor put-evt) 'channel))

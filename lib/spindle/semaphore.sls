@@ -202,4 +202,6 @@
        (call-with-sema 'call-with-semaphore/enable-break semaphore-wait/enable-break sem proc try-fail args)]))
 
   (record-prints-as! (record-type-descriptor semaphore) "semaphore")
-  (record-prints-as! (record-type-descriptor peek) "semaphore-peek-evt"))
+  (record-prints-as! (record-type-descriptor peek) "semaphore-peek-evt")
+  (evt-trace-reason! (record-type-descriptor semaphore) 'semaphore)
+  (evt-trace-reason! (record-type-descriptor peek) 'semaphore))

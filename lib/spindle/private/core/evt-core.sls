@@ -18,7 +18,8 @@
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
     make-waiter waiter-syncer waiter-branch waiter-value
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
-    latch make-latch latch? latch-fire! record-prints-as!)
+    latch make-latch latch? latch-fire! record-prints-as!
+    evt-trace-reason! evt-trace-reason)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic))
 
   (define-record-type syncer
@@ -83,6 +84,18 @@
   (define (waiter-syncer w) (if (syncer? w) w (full-waiter-syncer w)))
   (define (waiter-branch w) (if (syncer? w) 0 (full-waiter-branch w)))
   (define (waiter-value w) (if (syncer? w) #f (full-waiter-value w)))
+
+  ;; What a thread parked on an evt of a record type waits on, for the
+  ;; trace (channel, semaphore, sleep, io, wait, ...): each library names
+  ;; its own evt types' reason, so sync names no other library's types.
+  ;; An alist replaced whole under the lock, read without it.
+  (define trace-reasons '())
+  (define trace-reasons-lock (make-mutex))
+  (define (evt-trace-reason! rtd reason)
+    (with-os-mutex trace-reasons-lock
+      (set! trace-reasons (cons (cons rtd reason) trace-reasons))))
+  (define (evt-trace-reason rtd)
+    (let ([r (assq rtd trace-reasons)]) (and r (cdr r))))
 
   (define-record-type prim-evt
     (fields attempt cancel)
@@ -152,5 +165,6 @@
   (set-interrupt-hook! interrupt-thread!)
 
   (record-prints-as! (record-type-descriptor prim-evt) "evt")
+  (evt-trace-reason! (record-type-descriptor latch) 'wait)
   (record-prints-as! (record-type-descriptor syncer) "syncer")
   (record-prints-as! (record-type-descriptor full-waiter) "waiter"))

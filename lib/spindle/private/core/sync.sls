@@ -295,15 +295,7 @@
                [(prim-evt? what) what]
                [(fx= (vector-length what) 1) (branch-prim (vector-ref what 0))]
                [else #f])])
-      (if p
-          (case (record-type-name (record-rtd p))
-            [(semaphore peek) 'semaphore]
-            [(channel put-evt async-channel peek-evt inbox) 'channel]   ; inbox: a place channel
-            [(alarm) 'sleep]
-            [(fd-ready operation) 'io]
-            [(latch) 'wait]
-            [else 'sync])
-          'sync)))
+      (or (and p (evt-trace-reason (record-rtd p))) 'sync)))
 
   ;; (sync p) for one primitive evt, no timeout: what sync-evts does, without
   ;; its branch vector, NACK box and closures (a channel round trip is four
@@ -493,6 +485,7 @@
     (with-breaks-enabled (lambda () (apply sync/timeout timeout evts))))
 
   (record-prints-as! (record-type-descriptor alarm) "alarm-evt")
+  (evt-trace-reason! (record-type-descriptor alarm) 'sleep)
   (for-each (lambda (rtd) (record-prints-as! rtd "evt"))
             (list (record-type-descriptor choice) (record-type-descriptor wrapper)
                   (record-type-descriptor guarded) (record-type-descriptor replacer))))

@@ -286,4 +286,7 @@
         (queue-remove! (operation-queue op) node))))
 
   ;; Parks the current thread until the direction may be ready.
-  (define (fd-wait! rec dir) (sync (make-fd-ready rec dir #t)) (void)))
+  (define (fd-wait! rec dir) (sync (make-fd-ready rec dir #t)) (void))
+
+  (evt-trace-reason! (record-type-descriptor fd-ready) 'io)
+  (evt-trace-reason! (record-type-descriptor operation) 'io))

@@ -73,4 +73,5 @@
               (loop (cons v acc))
               (begin (spin-unlock! (inbox-lock ib)) (reverse acc)))))))
 
-  (record-prints-as! (record-type-descriptor inbox) "place-channel-inbox"))
+  (record-prints-as! (record-type-descriptor inbox) "place-channel-inbox")
+  (evt-trace-reason! (record-type-descriptor inbox) 'channel))
