@@ -13,7 +13,7 @@
   (export call-blocking blocking-helper-count)
   (import (chezscheme) (spindle private core evt-core) (spindle private core queue)
           (only (spindle private core sync) sync)
-          (only (spindle private os ffi) block-keyboard-interrupt!))
+          (only (spindle private os signals) block-keyboard-interrupt!))
 
   (define max-helpers 64)
   (define idle-seconds 10)

@@ -53,7 +53,7 @@
   (import (chezscheme) (spindle private io port-handler)
           (only (spindle private core scheduler) current-gthread gthread-dead?
                 gthread-break-enabled? gthread-break-enabled?-set! check-requests!)
-          (only (spindle private os ffi) os-yield!)
+          (only (spindle private os threads) os-yield!)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-count-now)
           (only (spindle private core sync) sync/timeout))
 

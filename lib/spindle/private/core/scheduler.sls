@@ -46,7 +46,10 @@
     &break break-condition?
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
-  (import (chezscheme) (spindle private core queue) (spindle private os ffi) (spindle private core trace))
+  (import (chezscheme) (spindle private core queue)
+          (only (spindle private os processes) os-exit register-c-exit-entry!)
+          (only (spindle private os signals) block-keyboard-interrupt!)
+          (only (spindle private os threads) make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield!) (spindle private core trace))
 
   ;; A time slice is quantum-ticks Chez ticks (about 0.3-0.7 ms of Scheme
   ;; code) or slice-ms of real time, whichever ends first.  Ticks do not
@@ -487,7 +490,7 @@
   (define flush-at-exit
     (let ([hook (foreign-callable (lambda (arg) (flush-exit-ports)) (uptr) void)])
       (lock-object hook)
-      ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
+      (register-c-exit-entry! (foreign-callable-entry-point hook))
       hook))
 
   (define (start-worker! p)

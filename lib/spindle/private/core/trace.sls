@@ -36,7 +36,9 @@
           trace-run-start! trace-run-end! trace-park-reason! trace-park!
           trace-wake! trace-spawn! trace-finish!
           trace-instant! trace-span! trace-place-start! trace-write-place!)
-  (import (chezscheme))
+  (import (chezscheme)
+          (only (spindle private os processes) own-pid register-c-exit-entry!)
+          (only (spindle private os clock) monotonic-microseconds))
 
   (define trace-path
     (let ([p (getenv "SPINDLE_TRACE")]) (and p (not (string=? p "")) p)))
@@ -77,21 +79,16 @@
   (define (add-held! k)
     (let loop () (let ([n (unbox held-chunks)]) (unless (box-cas! held-chunks n (fx+ n k)) (loop)))))
 
-  (define getpid (begin (load-shared-object "libc.so.6") (foreign-procedure "getpid" () int)))
+  (define getpid own-pid)
 
   ;; root?: this process writes trace-path; place-name: set in a place.
   (define root? (and tracing? (not (getenv "SPINDLE_TRACE_ROOT"))))
   (define place-name #f)
   (define root-marked (and root? (begin (putenv "SPINDLE_TRACE_ROOT" (number->string (getpid))) #t)))
 
-  ;; CLOCK_MONOTONIC, the same in every process (Chez's time-monotonic
-  ;; counts from the process's start, and places are processes); 33 ns.
-  (define clock-gettime (foreign-procedure "clock_gettime" (int u8*) int))
-  (define (trace-now)
-    (let ([ts (make-bytevector 16)])
-      (clock-gettime 1 ts)
-      (fx+ (fx* (bytevector-s64-native-ref ts 0) 1000000)
-           (fxquotient (bytevector-s64-native-ref ts 8) 1000))))
+  ;; The monotonic clock, the same in every process (places are
+  ;; processes), in microseconds.
+  (define (trace-now) (monotonic-microseconds))
 
   ;; ------------------------------------------------------------ buffers
   ;; An event is 6 slots of a chunk: kind ts dur a b c.
@@ -434,5 +431,5 @@
     (and root?
          (let ([hook (foreign-callable (lambda (arg) (write-file! trace-path #t)) (uptr) void)])
            (lock-object hook)
-           ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
+           (register-c-exit-entry! (foreign-callable-entry-point hook))
            hook))))

@@ -43,7 +43,11 @@
           handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call handle-wait-read! handle-wait-write!
           port-buffered-count port-buffered-has? port-fill! raise-os-error reclaim-unreachable-handles!)
-  (import (chezscheme) (spindle private io port-handler) (spindle private io poller) (spindle private os posix-io)
+  (import (chezscheme) (spindle private io port-handler) (spindle private io poller)
+          (only (spindle private os descriptors) sys-read sys-write sys-close)
+          (only (spindle private os libc) sys-strerror errno-again)
+          (only (spindle private os polling) descriptor-writable? descriptor-output-room)
+          (only (spindle private os sockets) sys-shutdown shut-write)
           (only (spindle private core scheduler) current-gthread gthread-dead?)
           (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set! sync/timeout)
           (only (spindle semaphore) make-semaphore semaphore-post)

@@ -6,7 +6,11 @@
   (export make-listener listener? listener-kind listener-handle listener-name
           listener-accept listener-accept-evt listener-accept-ready? listener-close!
           socket-connect socket-listen socket-port-handle)
-  (import (chezscheme) (spindle private os posix-io) (spindle private io fd-port)
+  (import (chezscheme)
+          (only (spindle private os descriptors) sys-close)
+          (only (spindle private os libc) errno-again errno-inprogress)
+          (only (spindle private os polling) poll-in poll-now)
+          (only (spindle private os sockets) make-nonblocking-socket sys-bind sys-listen sys-accept sys-connect socket-error socket-peer-address address-family address->string address-port af-inet6 af-unix) (spindle private io fd-port)
           (spindle private io poller)
           (only (spindle custodian) custodian-register! make-custodian-kind current-custodian)
           (only (spindle private core sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds))
@@ -99,13 +103,7 @@
   ;; #t if an accept would not block (a connection is waiting).
   (define (listener-accept-ready? l)
     (and (not (handle-closed? (listener-handle l)))
-         (let ([pfd (make-bytevector 8 0)])
-           (bytevector-s32-native-set! pfd 0 (handle-fd (listener-handle l)))
-           (bytevector-s16-native-set! pfd 4 1)              ; POLLIN
-           (and (eqv? 1 (c-poll pfd 1 0))
-                (fxlogtest (bytevector-s16-native-ref pfd 6) 1)))))
-
-  (define c-poll (foreign-procedure "poll" (u8* unsigned-long int) int))
+         (fxlogtest (poll-now (handle-fd (listener-handle l)) poll-in) poll-in)))
 
   (define (listener-close! l)
     (close-handle! (listener-handle l))

@@ -47,14 +47,19 @@
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
-  (import (chezscheme) (spindle private os unix) (spindle private core queue) (spindle private places buffer-pool)
+  (import (chezscheme)
+          (only (spindle private os descriptors) close-fd set-nonblocking! descriptor-inode)
+          (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector! memmove!)
+          (only (spindle private os polling) epoll-in epoll-out epoll-hangup-mask eventfd-signal! eventfd-drain!)
+          (only (spindle private os sockets) make-socket-pair send-frame-chunk recv-chunk max-fds-per-message)
+          (only (spindle private os threads) os-yield!) (spindle private core queue) (spindle private places buffer-pool)
           (spindle private places shm-ring)
-          (only (spindle private os posix-io) eventfd-drain! eventfd-signal!)
+          
           (only (spindle private io poller) watch-level! change-level! unwatch-level!)
           (only (spindle async-channel) make-async-channel async-channel-get
                 async-channel-try-get async-channel-push-back! async-channel-take-all!)
           (only (spindle thread) yield)
-          (only (spindle private os ffi) os-yield!)
+          
           (only (spindle private core sync) wrap-evt guard-evt))
 
   (define header-size 16)

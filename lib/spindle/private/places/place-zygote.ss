@@ -9,7 +9,13 @@
 ;;; A place writes its completion value (one byte) on a pipe of its own as
 ;;; soon as it has one, and may live on while its queued messages drain:
 ;;; `exited` goes out at the first of that byte and the process's end.
-(import (chezscheme) (spindle private os unix) (only (spindle place) place-child-main))
+(import (chezscheme)
+        (only (spindle private os descriptors) close-fd make-pipe read-octet)
+        (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
+        (only (spindle private os polling) poll-readable)
+        (only (spindle private os processes) pidfd-open pidfd-signal wait-exit-code own-pid parent-pid die-with-parent! fork-process)
+        (only (spindle private os signals) block-place-signals!)
+        (only (spindle private os sockets) send-frame-chunk recv-chunk) (only (spindle place) place-child-main))
 
 (define ctl 3)
 (define header-size 16)
