@@ -16,8 +16,6 @@
 ;; Edges that still point up (doc/internals.md lists them).
 (define known-upward-edges
   '(((spindle private io fd-port) . (spindle semaphore))
-    ((spindle private io fd-port) . (spindle custodian))
-    ((spindle private io socket) . (spindle custodian))
     ((spindle private places place-channel) . (spindle thread))
     ((spindle private places place-channel) . (spindle async-channel))))
 

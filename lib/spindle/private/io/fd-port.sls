@@ -51,7 +51,7 @@
           (only (spindle private core scheduler) current-gthread gthread-dead?)
           (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set! sync/timeout)
           (only (spindle semaphore) make-semaphore semaphore-post)
-          (only (spindle custodian) custodian-register! make-custodian-kind current-custodian))
+          (spindle private io custody))
 
   (define-record-type handle
     (fields fd rec name kind            ; kind: socket or pipe
@@ -490,14 +490,14 @@
   ;; names it, for code that may run where no thread of the ports' owner
   ;; is current (an accept completed by the poller).
   (define (make-fd-ports fd name kind in? out?)
-    (make-fd-ports/custodian fd name kind in? out? (current-custodian)))
+    (make-fd-ports/custodian fd name kind in? out? (current-custody)))
 
   (define (make-fd-ports/custodian fd name kind in? out? custodian)
     (reclaim-unreachable-handles!)
     (let* ([h (make-handle fd name kind (+ (if in? 1 0) (if out? 1 0)))]
            [shut-write (lambda ()
                          (when (and (eq? kind 'socket) (not (handle-abandoned? h)))
-                           (handle-call h (lambda (fd) (sys-shutdown fd 1)))))]
+                           (handle-call h (lambda (fd) (sys-shutdown fd shut-write)))))]
            ;; only the first close of a port counts (a transcoded port's
            ;; close reaches the handler through Chez's copy of the port)
            [closer (lambda (e on-close out?)
@@ -527,15 +527,15 @@
       ;; the ports belong to the current custodian (a shut-down one refuses
       ;; them: the descriptor is closed and the error raised)
       (guard (c [#t (close-handle! h) (raise c)])
-        (when in (custodian-register! in fd-port-kind 'make-fd-ports custodian))
-        (when out (custodian-register! out fd-port-kind 'make-fd-ports custodian)))
+        (when in (custody-register! in fd-port-kind 'make-fd-ports custodian))
+        (when out (custody-register! out fd-port-kind 'make-fd-ports custodian)))
       (values in out)))
 
   ;; A custodian closes a port's descriptor first, so that a thread waiting
   ;; in a read or write wakes with "port is closed", then the port itself
   ;; (dropping unflushed output: it could only fail).
   (define fd-port-kind
-    (make-custodian-kind
+    (make-custody-kind
       (lambda (p)
         (let ([h (fd-port-handle p)])
           (when h (close-handle! h))
