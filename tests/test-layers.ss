@@ -15,8 +15,7 @@
 
 ;; Edges that still point up (doc/internals.md lists them).
 (define known-upward-edges
-  '(((spindle private io fd-port) . (spindle semaphore))
-    ((spindle private places place-channel) . (spindle thread))
+  '(((spindle private places place-channel) . (spindle thread))
     ((spindle private places place-channel) . (spindle async-channel))))
 
 (define (prefix? p l)

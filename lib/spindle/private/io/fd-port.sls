@@ -48,9 +48,9 @@
           (only (spindle private os libc) sys-strerror errno-again)
           (only (spindle private os polling) descriptor-writable? descriptor-output-room)
           (only (spindle private os sockets) sys-shutdown shut-write)
-          (only (spindle private core scheduler) current-gthread gthread-dead?)
-          (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set! sync/timeout)
-          (only (spindle semaphore) make-semaphore semaphore-post)
+          (only (spindle private core owner-lock) make-owner-lock owner-lock-acquire! owner-lock-release!
+                owner-lock-try-acquire!)
+          (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set!)
           (spindle private io custody))
 
   (define-record-type handle
@@ -67,7 +67,7 @@
       (lambda (new)
         (lambda (fd name kind open-ports)
           (new fd (fd-watch fd) name kind (box 0) open-ports #f #f #f
-               (make-port-lock) (make-port-lock) #f 0 0 #f (make-bytevector 1)))))
+               (make-owner-lock) (make-owner-lock) #f 0 0 #f (make-bytevector 1)))))
     (nongenerative spindle-fd-handle-v1) (sealed #t))
 
   (define (handle-closed? h) (fxodd? (unbox (handle-users h))))
@@ -89,31 +89,12 @@
             (loop)))))
 
   ;; ---------------------------------------------------------------- port locks
-  ;; A box holding the owning thread (or #f), a count of waiters and a
-  ;; semaphore they wait on.  Waiters look again every 50 ms, so a lock
-  ;; whose owner died (killed while parked in a read) is taken over.
-  (define-record-type port-lock
-    (fields owner (mutable waiters) turn)
-    (protocol (lambda (new) (lambda () (new (box #f) 0 (make-semaphore 0)))))
-    (nongenerative spindle-port-lock-v1) (sealed #t))
-
-  (define (port-lock! l)
-    (let ([me (current-gthread)] [b (port-lock-owner l)])
-      (let loop ()
-        (let ([owner (unbox b)])
-          (unless (or (and (not owner) (box-cas! b #f me))
-                      (and owner (gthread-dead? owner) (box-cas! b owner me)))
-            (with-interrupts-disabled (port-lock-waiters-set! l (fx+ (port-lock-waiters l) 1)))
-            (sync/timeout 0.05 (port-lock-turn l))
-            (with-interrupts-disabled (port-lock-waiters-set! l (fx- (port-lock-waiters l) 1)))
-            (loop))))))
-
-  (define (port-unlock! l)
-    (set-box! (port-lock-owner l) #f)
-    (when (fx> (port-lock-waiters l) 0) (semaphore-post (port-lock-turn l))))
-
+  ;; Owner locks (see (spindle private core owner-lock)): a lock whose
+  ;; owner died (killed while parked in a read) goes to the next waiter.
+  (define port-lock! owner-lock-acquire!)
+  (define port-unlock! owner-lock-release!)
   ;; #t if the lock was free and is now the caller's.
-  (define (port-try-lock! l) (box-cas! (port-lock-owner l) #f (current-gthread)))
+  (define port-try-lock! owner-lock-try-acquire!)
 
   (define-syntax with-port-lock
     (syntax-rules ()
