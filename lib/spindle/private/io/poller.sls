@@ -26,14 +26,14 @@
 ;;; Closing the record makes both directions ready for good.
 (library (spindle private io poller)
   (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
-          fd-record-fd fd-record-closed?
           watch-level! change-level! unwatch-level!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core evt-core)
           (spindle private core queue)
           (only (spindle private os descriptors) close-fd)
-          (only (spindle private os polling) make-epoll epoll-in epoll-out epoll-rdhup epoll-hangup-mask epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level! make-eventfd eventfd-signal! eventfd-drain!)
+          (only (spindle private os polling) make-epoll epoll-in epoll-out epoll-rdhup epoll-hangup-mask
+                epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level!
+                make-eventfd eventfd-signal! eventfd-drain!)
           (only (spindle private os processes) own-pid)
-          
           (only (spindle private core sync) sync))
 
   (define-record-type fd-record

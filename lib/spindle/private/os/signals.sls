@@ -3,7 +3,7 @@
 ;;; (and the threads and processes it starts), and reading blocked ones
 ;;; from a signalfd.
 (library (spindle private os signals)
-  (export sighup sigint sigkill sigterm signal-set-size fill-signal-set!
+  (export sigint sigkill signal-set-size fill-signal-set!
           block-keyboard-interrupt! place-signals block-place-signals!
           signals->descriptor read-signal signal-number signal-break-kind)
   (import (chezscheme) (spindle private os libc))

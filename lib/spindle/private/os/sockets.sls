@@ -8,7 +8,7 @@
 ;;; libc) `checked`); none blocks but lookup-host.
 (library (spindle private os sockets)
   (export make-nonblocking-socket sys-bind sys-listen sys-accept sys-connect sys-shutdown
-          shut-read shut-write shut-both
+          shut-write
           socket-error socket-send-buffer-size sys-set-socket-option! socket-local-address socket-peer-address
           make-inet-address make-inet6-address make-unix-address parse-address
           address-family address->string address-port unix-path-max
@@ -37,10 +37,7 @@
   (define msg-nosignal #x4000)        ; MSG_NOSIGNAL
   (define msg-cmsg-cloexec #x40000000) ; MSG_CMSG_CLOEXEC
 
-  ;; shutdown(2)'s how.
-  (define shut-read 0)
-  (define shut-write 1)
-  (define shut-both 2)
+  (define shut-write 1)                ; shutdown(2)'s SHUT_WR
 
   (define c-shutdown (foreign-procedure "shutdown" (int int) int))
   (define (sys-shutdown fd how) (checked (c-shutdown fd how)))

@@ -8,7 +8,7 @@
 ;;; stops every collection of the process (all threads then hang in the
 ;;; collect rendezvous).
 (library (spindle private os threads)
-  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield!)
+  (export make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield!)
   (import (chezscheme) (spindle private os libc) (spindle private os clock))
 
   (define loaded libc-loaded)   ; libc is loaded before the bindings below
