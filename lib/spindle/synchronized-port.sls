@@ -55,8 +55,8 @@
           (only (spindle private core scheduler) current-gthread 
                 gthread-break-enabled? gthread-break-enabled?-set! check-requests!)
           (only (spindle private os threads) os-yield!)
-          (only (spindle private core owner-lock) make-owner-lock owner-lock-owner owner-lock-acquire!
-                owner-lock-release! owner-lock-await-free!))
+          (only (spindle private core owner-lock) make-owner-lock owner-lock-owner owner-lock-acquire-as!
+                owner-lock-release-as! owner-lock-await-free!))
 
 
   ;; ---------------------------------------------------------------- locks
@@ -68,11 +68,9 @@
 
   (define (owner-of lk) (owner-lock-owner (plock-owner lk)))
 
-  (define (acquire-owner! lk me)
-    (unless (eq? (owner-of lk) me) (owner-lock-acquire! (plock-owner lk))))
+  (define (acquire-owner! lk me) (owner-lock-acquire-as! (plock-owner lk) me))
 
-  (define (release-owner! lk me)
-    (when (eq? (owner-of lk) me) (owner-lock-release! (plock-owner lk))))
+  (define (release-owner! lk me) (owner-lock-release-as! (plock-owner lk) me))
 
   ;; Interrupts disabled.  Takes busy, then, unless any-owner?, waits for a
   ;; with-port-lock holder that is not us.  #t if taken, #f if this OS

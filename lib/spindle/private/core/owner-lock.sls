@@ -27,7 +27,8 @@
 ;;; Not re-entrant; callers that need it compare (owner-lock-owner l) with
 ;;; the current thread first.
 (library (spindle private core owner-lock)
-  (export make-owner-lock owner-lock? owner-lock-owner owner-lock-acquire! owner-lock-try-acquire!
+  (export make-owner-lock owner-lock? owner-lock-owner owner-lock-acquire! owner-lock-acquire-as!
+          owner-lock-try-acquire! owner-lock-release-as!
           owner-lock-release! owner-lock-await-free! set-owner-death-evt!)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler)
           (spindle private core evt-core) (only (spindle private core sync) sync choice-evt))
@@ -54,7 +55,10 @@
   (define death-evt (lambda (t) #f))
   (define (set-owner-death-evt! p) (set! death-evt p))
 
-  (define (owner-lock-owner l) (unbox (owner-lock-holder l)))
+  ;; The lock and unlock of an uncontended lock are one CAS each: the fast
+  ;; paths are macros, so that no call into this library is made for them.
+  (define-syntax owner-lock-owner
+    (syntax-rules () [(_ l) (unbox (owner-lock-holder l))]))
 
   (define (add-waiting! l n)
     (let ([b (owner-lock-waiting l)])
@@ -125,16 +129,25 @@
         (wake-next! l #f))
       (spin-unlock! (owner-lock-spin l))))
 
+  ;; The same for me, the current thread (a caller that has it already);
+  ;; at once if me holds l.
+  (define-syntax owner-lock-acquire-as!
+    (syntax-rules ()
+      [(_ l-expr me-expr)
+       (let ([l l-expr] [me me-expr])
+         (unless (box-cas! (owner-lock-holder l) #f me) (acquire-slow! l me)))]))
+
   ;; Takes l for the current thread, parking while another holds it.
-  (define (owner-lock-acquire! l)
-    (let ([me (current-gthread)] [b (owner-lock-holder l)])
-      (unless (box-cas! b #f me)
-        (let loop ([front? #f])
-          (let ([o (unbox b)])
-            (unless (eq? o me)
-              (let* ([d (and o (not (gthread-dead? o)) (death-evt o))]
-                     [tn (make-turn l o front?)])
-                (loop (eq? 're-watch (sync (if d (choice-evt tn d) tn)))))))))))
+  (define (owner-lock-acquire! l) (owner-lock-acquire-as! l (current-gthread)))
+
+  (define (acquire-slow! l me)
+    (let ([b (owner-lock-holder l)])
+      (let loop ([front? #f])
+        (let ([o (unbox b)])
+          (unless (eq? o me)
+            (let* ([d (and o (not (gthread-dead? o)) (death-evt o))]
+                   [tn (make-turn l o front?)])
+              (loop (eq? 're-watch (sync (if d (choice-evt tn d) tn))))))))))
 
   ;; #t if l was free (or its owner dead) and is now the current thread's.
   (define (owner-lock-try-acquire! l)
@@ -146,17 +159,29 @@
   ;; Gives l up (the current thread holds it); hands it to a waiter.
   (define (owner-lock-release! l)
     (let ([b (owner-lock-holder l)])
-      ;; a CAS, not set-box!: the read of waiting must not pass it
       (let loop () (let ([o (unbox b)]) (unless (box-cas! b o #f) (loop))))
-      (when (fx> (unbox (owner-lock-waiting l)) 0)
-        (with-spin-lock (owner-lock-spin l)
-          ;; a thread may have taken it meanwhile: then its release hands it on
-          (when (and (not (unbox b)) (wake-next! l #t))
-            (unless (queue-empty? (owner-lock-waiters l))
-              (let ([w (queue-pop! (owner-lock-waiters l) #f)])
-                (add-waiting! l -1)
-                ;; it syncs again, in front, on the new owner's death
-                (commit-partner! (waiter-syncer w) (waiter-branch w) '(re-watch)))))))))
+      (hand-on! l)))
+
+  ;; Gives l up if me holds it.
+  (define-syntax owner-lock-release-as!
+    (syntax-rules ()
+      [(_ l-expr me-expr)
+       (let ([l l-expr])
+         (when (and (box-cas! (owner-lock-holder l) me-expr #f) (fx> (unbox (owner-lock-waiting l)) 0))
+           (hand-on! l)))]))
+
+  ;; After the CAS that freed l (the read of waiting must not pass it: a
+  ;; CAS, not set-box!).
+  (define (hand-on! l)
+    (when (fx> (unbox (owner-lock-waiting l)) 0)
+      (with-spin-lock (owner-lock-spin l)
+        ;; a thread may have taken it meanwhile: then its release hands it on
+        (when (and (not (unbox (owner-lock-holder l))) (wake-next! l #t))
+          (unless (queue-empty? (owner-lock-waiters l))
+            (let ([w (queue-pop! (owner-lock-waiters l) #f)])
+              (add-waiting! l -1)
+              ;; it syncs again, in front, on the new owner's death
+              (commit-partner! (waiter-syncer w) (waiter-branch w) '(re-watch))))))))
 
   ;; Parks until l is free or the current thread's, without keeping it.
   (define (owner-lock-await-free! l)

@@ -50,7 +50,7 @@
     (let ([pfd (make-bytevector 8 0)])
       (bytevector-s32-native-set! pfd 0 fd)
       (bytevector-s16-native-set! pfd 4 mask)
-      (if (fx> (checked (c-poll pfd 1 0)) 0)
+      (if (fx> (c-poll pfd 1 0) 0)
           (bytevector-s16-native-ref pfd 6)
           0)))
 
