@@ -6,7 +6,7 @@
 ;;; (raw.*) and, with --peers, Racket 8.7's figures from the same run.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
         (bench-harness)
-        (only (spindle private os unix) shell-command))
+        (only (spindle private os processes) shell-command))
 
 (check-arguments! "bench" '("--quick" "--peers" "micro" "scale" "sharing") '()
   (lambda (port) (fprintf port "usage: spindle bench [--quick] [--peers] [micro] [scale] [sharing]\n")))

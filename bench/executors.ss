@@ -44,7 +44,7 @@
               place-channel-put place-channel-get place-kill)
         (only (bench-places) start-workers stop-places)
         (only (bench-harness) check-arguments! flag? option positive-int split-string now-ms)
-        (only (spindle private os unix) shell-command))
+        (only (spindle private os processes) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
 (check-arguments! "executors" '("--quick" "--no-peers") '("--runs")

@@ -41,8 +41,7 @@
 ;;; wants it >= 1) and a table with the targets.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
         (only (bench-workloads) strfib)
-        (bench-harness)
-        (only (spindle private os unix) shell-command))
+        (bench-harness))
 
 ;; ---------------------------------------------------------------- arguments
 (check-arguments! "places" '("--quick" "--no-peers") '("--runs")

@@ -64,7 +64,7 @@
         (bench-workloads)
         (only (bench-places) start-workers stop-places)
         (bench-harness)
-        (only (spindle private os unix) shell-command))
+        (only (spindle private os processes) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
 (define known-flags '("--quick" "--no-peers" "--save" "--no-save" "--no-gc" "--verbose"))

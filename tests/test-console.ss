@@ -3,7 +3,8 @@
 ;;; and console ports; reading an empty stdin stops no other thread; output
 ;;; through pipes, files and `| head -1`; places beside them.
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
-        (spindle) (harness) (only (spindle private os unix) shell-command own-pid))
+        (spindle) (harness)
+        (only (spindle private os processes) own-pid shell-command))
 
 (define (read-all-string in) (let ([b (get-bytevector-all in)]) (if (eof-object? b) "" (utf8->string b))))
 

@@ -3,7 +3,8 @@
 ;;; programs that use threads, a future and places from a directory outside
 ;;; the checkout (with plain scheme --libdirs and with the installed
 ;;; spindle command), then uninstall and check that nothing is left.
-(import (chezscheme) (harness) (text-files) (only (spindle private os unix) shell-command own-pid))
+(import (chezscheme) (harness) (text-files)
+        (only (spindle private os processes) own-pid shell-command))
 
 (test-limit 180)
 

@@ -2,7 +2,7 @@
 ;;; I/O (issue 10): the poller, TCP and Unix sockets, port evts,
 ;;; call-blocking; threads that wait for I/O never stop the others.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
-        (only (spindle private os unix) own-pid))
+        (only (spindle private os processes) own-pid))
 
 (test-limit 60)
 

@@ -15,9 +15,7 @@
 
 ;; Edges that still point up (doc/internals.md lists them).
 (define known-upward-edges
-  '(((spindle private io fd-port) . (spindle semaphore))
-    ((spindle private io fd-port) . (spindle custodian))
-    ((spindle private io socket) . (spindle custodian))))
+  '())
 
 (define (prefix? p l)
   (or (null? p) (and (pair? l) (equal? (car p) (car l)) (prefix? (cdr p) (cdr l)))))

@@ -3,7 +3,8 @@
 ;;; shared vectors, ends (crash, exit, kill, break), dynamic-place, errors,
 ;;; non-blocking puts, a many-place stress test and process clean-up.
 ;;; Place bodies live in tests/places/kinds.sls (place forms need a library).
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (only (spindle private os unix) shell-command)
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+        (only (spindle private os processes) shell-command)
         (spindle private places buffer-pool)
         (places records)
         ;; the place constructors are wrapped below, so that every place is tracked

@@ -5,7 +5,8 @@
 ;;; evaluates (+ 1 2); Ctrl-D exits with status 0.  Both `bin/spindle repl`
 ;;; and a plain `scheme` session that imports (spindle repl).
 ;;; Skipped, with a message, where python3 or its pty module is missing.
-(import (chezscheme) (harness) (only (spindle private os unix) shell-command own-pid))
+(import (chezscheme) (harness)
+        (only (spindle private os processes) own-pid shell-command))
 
 (define libdirs
   (let ([ds (map (lambda (d) (if (string=? (car d) (cdr d)) (car d) (string-append (car d) "::" (cdr d))))

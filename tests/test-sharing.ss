@@ -4,7 +4,8 @@
 ;;; Each stress test checks exact final contents; the harness watchdog
 ;;; turns a deadlock into a failure.
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
-        (spindle) (harness) (only (spindle private os unix) shell-command))
+        (spindle) (harness)
+        (only (spindle private os processes) shell-command))
 
 ;; ---------------------------------------------------------------- helpers
 (define pool (make-parallel-thread-pool 2))

@@ -4,7 +4,8 @@
 ;;; message is received exactly once and that nothing deadlocks (the
 ;;; harness watchdog bounds each test).
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
-        (spindle) (harness) (only (spindle private os unix) shell-command))
+        (spindle) (harness)
+        (only (spindle private os processes) shell-command))
 
 ;; ---------------------------------------------------------------- setup
 (define pool-a (make-parallel-thread-pool 2))

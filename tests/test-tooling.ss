@@ -2,7 +2,8 @@
 ;;; bin/spindle's compiled-object cache: built once per state of lib/, in a
 ;;; directory named after the sources, never half-built, and optional.
 ;;; Each test works on a copy of bin/ and lib/ and a cache of its own.
-(import (chezscheme) (harness) (text-files) (only (spindle private os unix) shell-command own-pid))
+(import (chezscheme) (harness) (text-files)
+        (only (spindle private os processes) own-pid shell-command))
 
 (test-limit 120)
 

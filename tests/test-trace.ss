@@ -4,7 +4,8 @@
 ;;; checked, its HTML page loaded in headless chromium (when installed;
 ;;; `make test` installs it) and the page's DOM compared with the trace.
 ;;; The screenshot stays in the test's directory for a person to look at.
-(import (chezscheme) (harness) (only (spindle private os unix) shell-command own-pid))
+(import (chezscheme) (harness)
+        (only (spindle private os processes) own-pid shell-command))
 
 (test-limit 120)
 

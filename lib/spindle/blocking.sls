@@ -13,7 +13,7 @@
   (export call-blocking blocking-helper-count)
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private core evt-core) (spindle private core queue)
           (only (spindle private core sync) sync)
-          (only (spindle private os ffi) fork-os-thread))
+          (only (spindle private os signals) fork-os-thread))
 
   (define max-helpers 64)
   (define idle-seconds 10)

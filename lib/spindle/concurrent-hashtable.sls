@@ -46,7 +46,7 @@
           concurrent-hashtable-clear! concurrent-hashtable-copy)
   (import (chezscheme)
           (only (spindle private core processors) processor-count)
-          (only (spindle private os ffi) os-yield!))
+          (only (spindle private os threads) os-yield!))
 
   ;; kind: 'eq, 'eqv or 'custom (hash and equiv are the user's).
   ;; buckets: stripe i's bucket vector (#f while empty) at i; at

@@ -34,34 +34,23 @@
 (library (spindle console)
   (export stdin-port stdout-port stderr-port binary-console-port
           install-console-ports! console-port-descriptor)
-  (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private io poller) (spindle private os posix-io)
-          (only (spindle private os unix) own-pid)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private io poller)
+          (only (spindle private os descriptors) sys-read sys-write)
+          (only (spindle private os libc) errno-again)
+          (only (spindle private os processes) own-pid register-c-exit-entry!)
+          (only (spindle private os polling) poll-in poll-out poll-now poll-wait-blocking)
+          
           (only (spindle private io fd-port) raise-os-error)
           (only (spindle synchronized-port) make-synchronized-console-port))
 
-  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
-  (define c-poll (foreign-procedure "poll" (u8* unsigned-long int) int))
-  (define c-poll-blocking (foreign-procedure __collect_safe "poll" (uptr unsigned-long int) int))
-
-  (define (poll-events dir) (if (eq? dir 'read) 1 4))   ; POLLIN, POLLOUT
+  (define (poll-events dir) (if (eq? dir 'read) poll-in poll-out))
 
   ;; #t if fd is ready now for dir (an error or hang-up counts as ready:
   ;; the call then reports it).
-  (define (ready-now? fd dir)
-    (let ([pfd (make-bytevector 8 0)])
-      (bytevector-s32-native-set! pfd 0 fd)
-      (bytevector-s16-native-set! pfd 4 (poll-events dir))
-      (and (fx> (c-poll pfd 1 0) 0)
-           (not (fx= 0 (bytevector-s16-native-ref pfd 6))))))
+  (define (ready-now? fd dir) (not (fx= 0 (poll-now fd (poll-events dir)))))
 
   ;; Waits in poll(2) with the collector released.
-  (define (wait-blocking fd dir)
-    (let ([pfd (foreign-alloc 8)])
-      (foreign-set! 'int pfd 0 fd)
-      (foreign-set! 'short pfd 4 (poll-events dir))
-      (foreign-set! 'short pfd 6 0)
-      (c-poll-blocking pfd 1 -1)
-      (foreign-free pfd)))
+  (define (wait-blocking fd dir) (poll-wait-blocking fd (poll-events dir)))
 
   ;; ---------------------------------------------------------------- records
   ;; The poller's records of 0, 1 and 2, made on first need in this process.
@@ -207,5 +196,5 @@
                               (list (stdout-port) (stderr-port))))
                   (uptr) void)])
       (lock-object hook)
-      ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
+      (register-c-exit-entry! (foreign-callable-entry-point hook))
       hook)))

@@ -27,7 +27,8 @@
   (import (except (chezscheme) make-parameter)
           (only (spindle private core scheduler) current-gthread)
           (only (spindle private core atomic) with-spin-lock)
-          (only (spindle parameter) make-parameter))
+          (only (spindle parameter) make-parameter)
+          (only (spindle private io custody) set-custody-hooks!))
 
   ;; The custodian's spin lock (it disables interrupts while held).
   (define-syntax spin-lock-custodian
@@ -233,5 +234,15 @@
           acc
           (loop (cdr es) (if (entry-live? (car es)) (cons (caar es) acc) acc)))))
 
+  ;; Descriptor ports and listeners (the I/O layer) register through
+  ;; these; an owner of #f is the current custodian.
+  (define custody-hooks-installed
+    (begin
+      (set-custody-hooks!
+        (lambda (obj kind who owner) (custodian-register! obj kind who (or owner (current-custodian))))
+        current-custodian)
+      #t))
+
   (record-writer (record-type-descriptor custodian)
-    (lambda (c port wr) (display "#<custodian>" port))))
+    (lambda (c port wr) (display "#<custodian>" port)))
+)

@@ -10,53 +10,48 @@
 ;;; ports they are for one thread at a time.
 (library (spindle file)
   (export open-input-file/helper open-output-file/helper file->bytevector/helper)
-  (import (chezscheme) (spindle blocking) (spindle private os posix-io)
-          (only (spindle private os unix) c-string free))
+  (import (chezscheme) (spindle blocking)
+          (only (spindle private os libc) sys-strerror errno o-cloexec)
+          (only (spindle private os descriptors) blocking-open blocking-read blocking-write blocking-close
+                o-rdonly o-wronly o-creat o-excl o-trunc o-append)
+          (only (spindle private os memory) free foreign->bytevector! bytevector->foreign! c-string))
 
-  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
-
-  ;; All __collect_safe: they run on a helper while the collector may move
+  ;; The blocking-* calls run on a helper while the collector may move
   ;; Scheme objects, so they see only C memory.
-  (define c-open (foreign-procedure __collect_safe "open" (uptr int int) int))
-  (define c-read (foreign-procedure __collect_safe "read" (int uptr size_t) ssize_t))
-  (define c-write (foreign-procedure __collect_safe "write" (int uptr size_t) ssize_t))
-  (define c-close (foreign-procedure __collect_safe "close" (int) int))
-  (define c-errno-location (foreign-procedure "__errno_location" () uptr))
 
   (define buffer-size 65536)
 
   ;; Runs on a helper: (values result errno).
   (define (with-errno thunk)
     (let ([r (thunk)])
-      (values r (if (< r 0) (foreign-ref 'int (c-errno-location) 0) 0))))
+      (values r (if (< r 0) (errno) 0))))
 
   (define (os-error who e what path)
     (raise (condition (make-i/o-filename-error path) (make-who-condition who)
                       (make-message-condition (string-append what ": " (sys-strerror e)))
                       (make-irritants-condition (list path)))))
 
-  ;; O_RDONLY 0; O_WRONLY|O_CREAT 0x41 with O_TRUNC 0x200 or O_APPEND 0x400
-  ;; or O_EXCL 0x80; O_CLOEXEC 0x80000.
+  ;; flags: open(2)'s; the descriptor is always close-on-exec.
   (define (open-descriptor who path flags)
     (unless (string? path) (assertion-violation who "expected a path string" path))
     (let ([cpath (c-string path)])
-      (let-values ([(fd e) (call-blocking with-errno (lambda () (c-open cpath (fxior flags #x80000) #o666)))])
+      (let-values ([(fd e) (call-blocking with-errno (lambda () (blocking-open cpath (fxior flags o-cloexec) #o666)))])
         (free cpath)
         (when (< fd 0) (os-error who e "cannot open" path))
         fd)))
 
   ;; A port whose reads run on a helper.
   (define (open-input-file/helper path)
-    (let* ([fd (open-descriptor 'open-input-file/helper path 0)]
+    (let* ([fd (open-descriptor 'open-input-file/helper path o-rdonly)]
            [buf (foreign-alloc buffer-size)])
       (make-custom-binary-input-port path
         (lambda (bv start n)
-          (let-values ([(r e) (call-blocking with-errno (lambda () (c-read fd buf (fxmin n buffer-size))))])
+          (let-values ([(r e) (call-blocking with-errno (lambda () (blocking-read fd buf (fxmin n buffer-size))))])
             (when (< r 0) (os-error 'read e "cannot read" path))
             (foreign->bytevector! buf bv start r)
             r))
         #f #f
-        (lambda () (foreign-free buf) (call-blocking c-close fd)))))
+        (lambda () (foreign-free buf) (call-blocking blocking-close fd)))))
 
   ;; exists: 'truncate (the default), 'append or 'error.
   (define open-output-file/helper
@@ -64,19 +59,19 @@
       [(path) (open-output-file/helper path 'truncate)]
       [(path exists)
        (let* ([mode (case exists
-                      [(truncate) #x200] [(append) #x400] [(error) #x80]
+                      [(truncate) o-trunc] [(append) o-append] [(error) o-excl]
                       [else (assertion-violation 'open-output-file/helper "expected truncate, append or error" exists)])]
-              [fd (open-descriptor 'open-output-file/helper path (fxior #x41 mode))]
+              [fd (open-descriptor 'open-output-file/helper path (fxior o-wronly o-creat mode))]
               [buf (foreign-alloc buffer-size)])
          (let ([p (make-custom-binary-output-port path
                     (lambda (bv start n)
                       (let ([n (fxmin n buffer-size)])
                         (bytevector->foreign! bv start buf n)
-                        (let-values ([(r e) (call-blocking with-errno (lambda () (c-write fd buf n)))])
+                        (let-values ([(r e) (call-blocking with-errno (lambda () (blocking-write fd buf n)))])
                           (when (< r 0) (os-error 'write e "cannot write" path))
                           r)))
                     #f #f
-                    (lambda () (foreign-free buf) (call-blocking c-close fd)))])
+                    (lambda () (foreign-free buf) (call-blocking blocking-close fd)))])
            (set-binary-port-output-buffer! p (make-bytevector buffer-size))
            p))]))
 

@@ -26,7 +26,10 @@
           ;; for (spindle fork-join) and the template process
           start-lifted-place place-child-main)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (only (spindle private core atomic) with-os-mutex)
-          (spindle private os unix) (spindle private places place-channel)
+          (only (spindle private os descriptors) close-fd write-octet)
+          (only (spindle private os processes) spawn-process wait-exit-code own-pid change-directory self-executable exit-process)
+          (only (spindle private os signals) place-signals signals->descriptor read-signal signal-number signal-break-kind)
+          (only (spindle private os sockets) make-socket-pair) (spindle private places place-channel)
           (spindle private places place-message) (spindle private places shared-vector)
           (spindle private core keywords)
           (only (spindle private core evt-core) make-latch latch-fire!)

@@ -20,7 +20,8 @@
 (library (spindle port)
   (export read-bytes-evt read-bytes-avail!-evt read-line-evt read-bytes-line-evt
           write-bytes-evt write-bytes-avail-evt eof-evt port-ready-evt make-pipe)
-  (import (chezscheme) (spindle private io fd-port) (spindle private io poller) (spindle private os posix-io)
+  (import (chezscheme) (spindle private io fd-port) (spindle private io poller)
+          (only (spindle private os descriptors) sys-close make-nonblocking-pipe set-pipe-capacity!)
           (only (spindle private core sync) always-evt never-evt wrap-evt guard-evt replace-evt))
 
   (define (check-input who p)

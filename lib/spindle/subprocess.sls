@@ -16,7 +16,7 @@
 ;;; green thread), the child's end is made blocking and dup2'ed onto 0, 1
 ;;; or 2 by posix_spawn file actions.  The child inherits only 0, 1, 2,
 ;;; with default signal dispositions and an empty signal mask
-;;; ((spindle private os unix) spawn-program).
+;;; ((spindle private os processes) spawn-program).
 ;;;
 ;;; Exit codes: the code the child passed to exit, or 128 + the signal
 ;;; number when a signal ended it (as Racket CS reports it, and as shells do).
@@ -25,21 +25,18 @@
           find-executable-path system* system*/exit-code process* shell-command/exit-code
           run-command port-descriptor)
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex)
-          (spindle private io poller) (spindle private os posix-io) (spindle private io fd-port)
+          (spindle private io poller) (spindle private io fd-port)
           (spindle private core evt-core)
-          (only (spindle private os unix) spawn-program)
+          (only (spindle private os descriptors) sys-close make-nonblocking-pipe set-descriptor-blocking!)
+          (only (spindle private os processes) spawn-program pidfd-open pidfd-signal send-signal try-reap
+                executable-file? exited-status? exit-status-code status-signal)
+          (only (spindle private os signals) sigint sigkill)
+          (only (spindle private os polling) epoll-in)
           (only (spindle private core sync) sync wrap-evt register-evt-record-type!)
           (only (spindle thread) thread thread-wait)
           (rename (only (spindle thread) sleep) (sleep green-sleep))
           (only (spindle console) console-port-descriptor)
           (only (spindle custodian) custodian-register! make-custodian-kind))
-
-  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
-
-  (define c-pidfd-open (foreign-procedure "pidfd_open" (int unsigned) int))
-  (define c-pidfd-signal (foreign-procedure "pidfd_send_signal" (int int uptr unsigned) int))
-  (define c-waitpid (foreign-procedure "waitpid" (int uptr int) int))
-  (define c-access (foreign-procedure "access" (string int) int))
 
   ;; ---------------------------------------------------------------- records
   (define-record-type (subprocess-record make-subprocess subprocess?)
@@ -65,18 +62,16 @@
 
   ;; ---------------------------------------------------------------- reaping
   (define (decode-status s)
-    (if (fx= (fxand s #x7f) 0)
-        (fxand (fxsra s 8) #xff)
-        (fx+ 128 (fxand s #x7f))))
+    (if (exited-status? s)
+        (exit-status-code s)
+        (fx+ 128 (status-signal s))))
 
   ;; Reaps p if it has ended (never blocks).  #t once reaped.
   (define (try-reap! p)
-    (with-os-mutex (subprocess-lock p)
-      (or (and (subprocess-code p) #t)
-          (let* ([st (foreign-alloc 8)]
-                 [r (begin (foreign-set! 'int st 0 0) (c-waitpid (subprocess-pid p) st 1))]) ; WNOHANG
-            (let ([s (foreign-ref 'int st 0)])
-              (foreign-free st)
+    (with-interrupts-disabled
+      (with-mutex (subprocess-lock p)
+        (or (and (subprocess-code p) #t)
+            (let-values ([(r s) (try-reap (subprocess-pid p))])
               (cond
                 [(fx= r (subprocess-pid p)) (reaped! p (decode-status s)) #t]
                 ;; not ours any more (ECHILD): someone else reaped it
@@ -160,10 +155,10 @@
                     (spawn 'subprocess command (cons command args)
                            (list (cons 0 in-src) (cons 1 out-src) (cons 2 err-src))))])
         (for-each sys-close closers)
-        (let* ([pidfd (c-pidfd-open pid 0)]
+        (let* ([pidfd (pidfd-open pid)]
                [p (make-subprocess pid (make-mutex) (make-latch (lambda (l) l)) (and (fx>= pidfd 0) pidfd) #f)])
           (if (fx>= pidfd 0)
-              (watch-level! pidfd 1 (lambda (mask) (try-reap! p)))
+              (watch-level! pidfd epoll-in (lambda (mask) (try-reap! p)))
               (poll-for-exit p))                ; no pidfd (kernel < 5.3)
           ;; the subprocess belongs to the current custodian, which kills it
           ;; at shutdown; a shut-down custodian refuses it, and it is killed
@@ -208,12 +203,13 @@
   ;; force? #t: SIGKILL; #f: SIGINT (as Racket).  No effect once it ended.
   (define (subprocess-kill p force?)
     (check-subprocess 'subprocess-kill p)
-    (with-os-mutex (subprocess-lock p)
-      (let ([fd (subprocess-pidfd p)])
-        (if fd
-            (c-pidfd-signal fd (if force? 9 2) 0 0)
-            (unless (subprocess-code p)
-              ((foreign-procedure "kill" (int int) int) (subprocess-pid p) (if force? 9 2))))))
+    (with-interrupts-disabled
+      (with-mutex (subprocess-lock p)
+        (let ([fd (subprocess-pidfd p)])
+          (if fd
+              (pidfd-signal fd (if force? sigkill sigint))
+              (unless (subprocess-code p)
+                (send-signal (subprocess-pid p) (if force? sigkill sigint)))))))
     (when force? (subprocess-wait p))
     (void))
 
@@ -229,7 +225,7 @@
        (let loop ([dirs (split (or (getenv "PATH") "/usr/local/bin:/usr/bin:/bin") #\:)])
          (and (pair? dirs)
               (let ([f (string-append (if (string=? (car dirs) "") "." (car dirs)) "/" name)])
-                (if (and (file-exists? f) (not (file-directory? f)) (fx= 0 (c-access f 1)))  ; X_OK
+                (if (and (file-exists? f) (not (file-directory? f)) (executable-file? f))
                     f
                     (loop (cdr dirs))))))]))
 

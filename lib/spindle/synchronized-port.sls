@@ -20,10 +20,11 @@
 ;;;   several calls (use with-port-lock to keep them together).
 ;;; - Each direction (output, input) has its own lock, so a reader waiting
 ;;;   for input never holds up writers.  A lock has two parts:
-;;;   owner, a re-entrant lock of the green thread in with-port-lock (its
-;;;   holder may be preempted or park; other threads park, with sync, until
-;;;   it is released, or until the holder is found dead: a thread killed
-;;;   inside with-port-lock abandons it, and the next waiter frees it);
+;;;   owner, a re-entrant owner lock ((spindle private core owner-lock))
+;;;   of the green thread in with-port-lock (its holder may be preempted
+;;;   or park; other threads park until it is released, or until the
+;;;   holder dies: a thread killed inside with-port-lock abandons it, and
+;;;   it goes to the next waiter);
 ;;;   busy, held by the OS thread that is inside the wrapped port right now.
 ;;; - mode 'atomic (the default, for Chez's own ports, which never park):
 ;;;   an operation takes busy, spinning, with interrupts disabled, and runs
@@ -51,59 +52,25 @@
   (export make-synchronized-port synchronized-port? with-port-lock call-with-port-lock
           make-synchronized-console-port)
   (import (chezscheme) (spindle private io port-handler)
-          (only (spindle private core scheduler) current-gthread gthread-dead?
+          (only (spindle private core scheduler) current-gthread 
                 gthread-break-enabled? gthread-break-enabled?-set! check-requests!)
-          (only (spindle private os ffi) os-yield!)
-          (only (spindle semaphore) make-semaphore semaphore-post semaphore-count-now)
-          (only (spindle private core sync) sync/timeout))
+          (only (spindle private os threads) os-yield!)
+          (only (spindle private core owner-lock) make-owner-lock owner-lock-owner owner-lock-acquire-as!
+                owner-lock-release-as! owner-lock-await-free!))
 
 
   ;; ---------------------------------------------------------------- locks
   (define-record-type plock
     (fields busy       ; box: #f, or the id of the OS thread inside the wrapped port
-            owner      ; box: #f, or the green thread holding with-port-lock
-            waiting    ; box: number of threads parked for owner
-            wakeup)    ; semaphore they park on
-    (protocol (lambda (new) (lambda () (new (box #f) (box #f) (box 0) (make-semaphore 0)))))
+            owner)     ; owner lock of with-port-lock (a dead holder's goes to the next waiter)
+    (protocol (lambda (new) (lambda () (new (box #f) (make-owner-lock)))))
     (nongenerative spindle-synchronized-port-lock-v1) (sealed #t))
 
-  (define (box-add! b n) (let loop () (let ([v (unbox b)]) (unless (box-cas! b v (fx+ v n)) (loop)))))
+  (define (owner-of lk) (owner-lock-owner (plock-owner lk)))
 
-  ;; One pending unit at most: a semaphore filled by posts nobody waits for
-  ;; (a waiter that was killed) would make later waiters spin.
-  (define (wake! lk)
-    (when (and (fx> (unbox (plock-waiting lk)) 0) (fx= (semaphore-count-now (plock-wakeup lk)) 0))
-      (semaphore-post (plock-wakeup lk))))
+  (define (acquire-owner! lk me) (owner-lock-acquire-as! (plock-owner lk) me))
 
-  ;; A waiter also wakes when the holder might have died meanwhile.
-  (define dead-holder-poll-s 0.05)
-
-  ;; Parks until owner is free or me (take? #f), or until me takes it
-  ;; (take? #t).  Interrupts enabled.  The waiting count is raised before
-  ;; owner is read and released by a CAS before waiting is read: a release
-  ;; cannot slip between a waiter's check and its park unseen.
-  (define (await-owner! lk me take?)
-    (let ([owner (plock-owner lk)] [waiting (plock-waiting lk)])
-      (dynamic-wind
-        (lambda () (box-add! waiting 1))
-        (lambda ()
-          (let loop ()
-            (let ([o (unbox owner)])
-              (cond
-                [(eq? o me) (void)]
-                [(not o) (unless (or (not take?) (box-cas! owner #f me)) (loop))]
-                [(gthread-dead? o) (box-cas! owner o #f) (loop)]
-                [else (sync/timeout dead-holder-poll-s (plock-wakeup lk)) (loop)]))))
-        (lambda () (box-add! waiting -1)))
-      ;; the next waiter may go too (per-operation waiters take no owner)
-      (unless (unbox owner) (wake! lk))))
-
-  (define (acquire-owner! lk me)
-    (unless (or (box-cas! (plock-owner lk) #f me) (eq? (unbox (plock-owner lk)) me))
-      (await-owner! lk me #t)))
-
-  (define (release-owner! lk me)
-    (when (box-cas! (plock-owner lk) me #f) (wake! lk)))
+  (define (release-owner! lk me) (owner-lock-release-as! (plock-owner lk) me))
 
   ;; Interrupts disabled.  Takes busy, then, unless any-owner?, waits for a
   ;; with-port-lock holder that is not us.  #t if taken, #f if this OS
@@ -116,13 +83,13 @@
       (let spin ([polls 0] [tid (get-thread-id)])
         (cond
           [(box-cas! busy #f tid)
-           (let ([o (unbox (plock-owner lk))])
+           (let ([o (owner-of lk)])
              (if (or any-owner? (not o) (eq? o (current-gthread)))
                  #t
                  (begin
                    (set-box! busy #f)
                    (enable-interrupts)
-                   (await-owner! lk (current-gthread) #f)
+                   (owner-lock-await-free! (plock-owner lk))
                    (disable-interrupts)
                    (spin 0 (get-thread-id)))))]
           [(eqv? (unbox busy) tid) #f]
@@ -153,7 +120,7 @@
        (define (name sp lk who p any-owner? arg ...)
          (let ([r (if (sport-parking? sp)
                       (let ([me (current-gthread)])
-                        (if (eq? (unbox (plock-owner lk)) me)
+                        (if (eq? (owner-of lk) me)
                             (if (port-closed? p) closed-marker (begin body ...))
                             (begin
                               (acquire-owner! lk me)
@@ -269,7 +236,7 @@
   ;; for operations in progress.
   (define (close-sport! sp p)
     (let* ([me (current-gthread)] [locks (sport-locks sp)]
-           [taken (filter (lambda (lk) (not (eq? (unbox (plock-owner lk)) me))) locks)])
+           [taken (filter (lambda (lk) (not (eq? (owner-of lk) me))) locks)])
       (for-each (lambda (lk) (acquire-owner! lk me)) taken)
       (dynamic-wind
         void
@@ -358,7 +325,7 @@
       (if (not sp)
           (thunk)
           (let ([locks (sport-locks sp)] [me (current-gthread)])
-            (if (for-all (lambda (lk) (eq? (unbox (plock-owner lk)) me)) locks)
+            (if (for-all (lambda (lk) (eq? (owner-of lk) me)) locks)
                 (thunk)
                 (dynamic-wind
                   (lambda () (let ([me (current-gthread)]) (for-each (lambda (lk) (acquire-owner! lk me)) locks)))

@@ -7,7 +7,8 @@
 (library (spindle tcp)
   (export tcp-listen tcp-accept tcp-accept-evt tcp-accept-ready? tcp-connect
           tcp-close tcp-abandon-port tcp-addresses tcp-listener? tcp-port?)
-  (import (chezscheme) (spindle private os posix-io) (spindle private io fd-port)
+  (import (chezscheme)
+          (only (spindle private os sockets) sys-set-socket-option! socket-local-address socket-peer-address make-inet-address make-inet6-address parse-address address-family address->string address-port af-inet af-inet6 lookup-host) (spindle private io fd-port)
           (spindle private io socket) (spindle blocking))
 
   (define (tcp-listener? v) (and (listener? v) (eq? (listener-kind v) 'tcp)))

@@ -22,6 +22,7 @@
           (spindle private core clock) (spindle private core processors)
           (spindle private core evt-core) (spindle private core sync)
           (spindle private core keywords) (spindle async-channel)
+          (only (spindle private core owner-lock) set-owner-death-evt!)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
           (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind)
           (only (spindle synchronized-port) with-port-lock)
@@ -441,4 +442,5 @@
   (define (memory-order-acquire) (box-cas! fence-box 0 0) (void))
   (define (memory-order-release) (box-cas! fence-box 0 0) (void))
 
-  (thread-dead-latch-proc-set! (lambda (t) (dead-latch (tdata-of t)))))
+  (thread-dead-latch-proc-set! (lambda (t) (dead-latch (tdata-of t))))
+  (set-owner-death-evt! (lambda (t) (dead-latch (tdata-of t)))))

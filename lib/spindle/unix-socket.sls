@@ -4,7 +4,8 @@
 (library (spindle unix-socket)
   (export unix-socket-available? unix-socket-path? unix-socket-listen unix-socket-listener?
           unix-socket-accept unix-socket-accept-evt unix-socket-close-listener unix-socket-connect)
-  (import (chezscheme) (spindle private os posix-io) (spindle private io socket))
+  (import (chezscheme)
+          (only (spindle private os sockets) make-unix-address unix-path-max) (spindle private io socket))
 
   (define unix-socket-available? #t)
 

@@ -26,7 +26,7 @@
   (export with-atomic with-os-mutex interrupt-depth atomic?
           assert-atomic atomic-checks? internal-error
           spin-lock! spin-unlock! with-spin-lock)
-  (import (chezscheme) (only (spindle private os ffi) os-yield!))
+  (import (chezscheme) (only (spindle private os threads) os-yield!))
 
   (define-syntax with-atomic
     (syntax-rules () [(_ e1 e2 ...) (with-interrupts-disabled e1 e2 ...)]))

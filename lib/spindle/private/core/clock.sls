@@ -10,7 +10,7 @@
 ;;;   time stamps.  About 33 ns a reading.
 (library (spindle private core clock)
   (export monotonic-ms wall-ms shared-monotonic-us)
-  (import (chezscheme))
+  (import (chezscheme) (only (spindle private os clock) monotonic-microseconds))
 
   (define-syntax time->ms
     (syntax-rules ()
@@ -22,11 +22,6 @@
 
   (define (wall-ms) (time->ms (current-time 'time-utc)))
 
-  (define clock-monotonic 1)   ; CLOCK_MONOTONIC in <time.h> (Linux)
-  (define clock-gettime
-    (begin (load-shared-object "libc.so.6") (foreign-procedure "clock_gettime" (int u8*) int)))
-  (define (shared-monotonic-us)
-    (let ([ts (make-bytevector 16)])   ; struct timespec: tv_sec, tv_nsec
-      (clock-gettime clock-monotonic ts)
-      (fx+ (fx* (bytevector-s64-native-ref ts 0) 1000000)
-           (fxquotient (bytevector-s64-native-ref ts 8) 1000)))))
+  ;; Microseconds of the monotonic clock, the same in every process
+  ;; (places are processes): the trace's timestamps.
+  (define (shared-monotonic-us) (monotonic-microseconds)))

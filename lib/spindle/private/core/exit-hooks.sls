@@ -5,7 +5,7 @@
 ;;; `exit` or falls off its end.  Places end with _exit and never run it.
 (library (spindle private core exit-hooks)
   (export add-exit-hook!)
-  (import (chezscheme))
+  (import (chezscheme) (only (spindle private os processes) register-c-exit-entry!))
 
   (define hooks (box '()))
 
@@ -17,6 +17,5 @@
   (define c-hook
     (let ([hook (foreign-callable (lambda (arg) (for-each (lambda (h) (h)) (unbox hooks))) (uptr) void)])
       (lock-object hook)
-      (load-shared-object "libc.so.6")
-      ((foreign-procedure "__cxa_atexit" (uptr uptr uptr) int) (foreign-callable-entry-point hook) 0 0)
+      (register-c-exit-entry! (foreign-callable-entry-point hook))
       hook)))

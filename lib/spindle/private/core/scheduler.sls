@@ -45,7 +45,10 @@
     &break break-condition?
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
-  (import (chezscheme) (spindle private core atomic) (spindle private core queue) (spindle private os ffi)
+  (import (chezscheme) (spindle private core atomic) (spindle private core queue)
+          (only (spindle private os processes) os-exit)
+          (only (spindle private os signals) fork-os-thread)
+          (only (spindle private os threads) make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield!)
           (spindle private core trace) (spindle private core clock) (spindle private core timers)
           (spindle private core gc-policy) (spindle private core exit-hooks))
 

@@ -36,7 +36,8 @@
           trace-run-start! trace-run-end! trace-park-reason! trace-park!
           trace-wake! trace-spawn! trace-finish!
           trace-instant! trace-span! trace-place-start! trace-write-place!)
-  (import (chezscheme) (spindle private core clock) (spindle private core exit-hooks))
+  (import (chezscheme) (spindle private core clock) (spindle private core exit-hooks)
+          (only (spindle private os processes) own-pid))
 
   (define trace-path
     (let ([p (getenv "SPINDLE_TRACE")]) (and p (not (string=? p "")) p)))
@@ -77,7 +78,7 @@
   (define (add-held! k)
     (let loop () (let ([n (unbox held-chunks)]) (unless (box-cas! held-chunks n (fx+ n k)) (loop)))))
 
-  (define getpid (begin (load-shared-object "libc.so.6") (foreign-procedure "getpid" () int)))
+  (define getpid own-pid)
 
   ;; root?: this process writes trace-path; place-name: set in a place.
   (define root? (and tracing? (not (getenv "SPINDLE_TRACE_ROOT"))))

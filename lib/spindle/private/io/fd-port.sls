@@ -21,95 +21,34 @@
 ;;; it waits inside a read or write blocks nobody; a call that raises
 ;;; releases it first.
 ;;;
-;;; A port records its handle and direction in its info field (Chez's
+;;; A port records its handle (private/io/fd-handle: the descriptor, its
+;;; input buffer and locks) and direction in its info field (Chez's
 ;;; per-port slot), so no table keeps a dropped port's handle alive.
-;;;
-;;; A handle owns the descriptor.  Its `users` box counts the system calls
-;;; in flight (times 2) plus a closing bit: the descriptor is closed by
-;;; whoever leaves it closing with no call in flight, so a call never runs
-;;; on a descriptor number that was closed and reused meanwhile.  No count
-;;; is held while a thread waits, so a thread killed in a wait leaks
-;;; nothing.  A handle that becomes unreachable is closed by a guardian,
-;;; drained when a port is made and after every collection (a wrapper of
-;;; collect-request-handler): a port dropped while young closes its
-;;; descriptor at the next collection; one that lived through k
-;;; collections is found unreachable only when its generation is next
-;;; collected.  Guardians are not safe to use from two OS threads at once:
-;;; this one is registered and drained under reclaim-lock (a Chez mutex,
-;;; held with interrupts disabled, never across the closing).
 (library (spindle private io fd-port)
-  (export make-fd-ports make-fd-ports/custodian open-handle abandon-port! fd-port? fd-port-handle
-          fd-port-input-ready-evt fd-port-output-ready-evt fd-port-write-some!
-          handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
-          handle-call handle-wait-read! handle-wait-write!
-          port-buffered-count port-buffered-has? port-fill! raise-os-error reclaim-unreachable-handles!)
-  (import (chezscheme) (spindle private io port-handler) (spindle private io poller) (spindle private os posix-io)
-          (only (spindle private core scheduler) current-gthread gthread-dead?)
-          (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set! sync/timeout)
-          (only (spindle semaphore) make-semaphore semaphore-post)
-          (only (spindle custodian) custodian-register! make-custodian-kind current-custodian))
-
-  (define-record-type handle
-    (fields fd rec name kind            ; kind: socket or pipe
-            users                       ; box: 2 x calls in flight + closing bit
-            (mutable open-ports)        ; ports still open (under interrupts disabled)
-            (mutable abandoned?)        ; the output port closes without a FIN
-            (mutable in-closed?) (mutable out-closed?)
-            in-lock out-lock            ; port-locks, see above
-            (mutable in-buf) (mutable in-start) (mutable in-end)  ; bytes read, not yet taken
-            (mutable in-eof?)           ; an unget-u8 of eof: the next get gives eof
-            out-byte)                   ; put-u8's bytevector, used under the output lock
-    (protocol
-      (lambda (new)
-        (lambda (fd name kind open-ports)
-          (new fd (fd-watch fd) name kind (box 0) open-ports #f #f #f
-               (make-port-lock) (make-port-lock) #f 0 0 #f (make-bytevector 1)))))
-    (nongenerative spindle-fd-handle-v1) (sealed #t))
-
-  (define (handle-closed? h) (fxodd? (unbox (handle-users h))))
-
-  ;; #f if the handle is closing; else the call may run.
-  (define (acquire! h)
-    (let loop ()
-      (let ([n (unbox (handle-users h))])
-        (cond
-          [(fxodd? n) #f]
-          [(box-cas! (handle-users h) n (fx+ n 2)) #t]
-          [else (loop)]))))
-
-  (define (release! h)
-    (let loop ()
-      (let ([n (unbox (handle-users h))])
-        (if (box-cas! (handle-users h) n (fx- n 2))
-            (when (fx= n 3) (really-close! h))
-            (loop)))))
+  (export make-fd-ports make-fd-ports/custodian abandon-port! fd-port? fd-port-handle
+          fd-port-output-ready-evt fd-port-write-some!
+          port-buffered-count port-buffered-has? port-fill!
+          ;; from private/io/fd-handle, for the libraries that make ports
+          open-handle handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
+          handle-call raise-os-error)
+  (import (chezscheme) (spindle private io port-handler) (spindle private io poller)
+          (spindle private io fd-handle)
+          (only (spindle private os descriptors) sys-read sys-write)
+          (only (spindle private os libc) errno-again)
+          (only (spindle private os polling) descriptor-writable? descriptor-output-room)
+          (only (spindle private os sockets) sys-shutdown shut-write)
+          (only (spindle private core owner-lock) owner-lock-acquire! owner-lock-release!
+                owner-lock-try-acquire!)
+          (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set!)
+          (spindle private io custody))
 
   ;; ---------------------------------------------------------------- port locks
-  ;; A box holding the owning thread (or #f), a count of waiters and a
-  ;; semaphore they wait on.  Waiters look again every 50 ms, so a lock
-  ;; whose owner died (killed while parked in a read) is taken over.
-  (define-record-type port-lock
-    (fields owner (mutable waiters) turn)
-    (protocol (lambda (new) (lambda () (new (box #f) 0 (make-semaphore 0)))))
-    (nongenerative spindle-port-lock-v1) (sealed #t))
-
-  (define (port-lock! l)
-    (let ([me (current-gthread)] [b (port-lock-owner l)])
-      (let loop ()
-        (let ([owner (unbox b)])
-          (unless (or (and (not owner) (box-cas! b #f me))
-                      (and owner (gthread-dead? owner) (box-cas! b owner me)))
-            (with-interrupts-disabled (port-lock-waiters-set! l (fx+ (port-lock-waiters l) 1)))
-            (sync/timeout 0.05 (port-lock-turn l))
-            (with-interrupts-disabled (port-lock-waiters-set! l (fx- (port-lock-waiters l) 1)))
-            (loop))))))
-
-  (define (port-unlock! l)
-    (set-box! (port-lock-owner l) #f)
-    (when (fx> (port-lock-waiters l) 0) (semaphore-post (port-lock-turn l))))
-
+  ;; Owner locks (see (spindle private core owner-lock)): a lock whose
+  ;; owner died (killed while parked in a read) goes to the next waiter.
+  (define port-lock! owner-lock-acquire!)
+  (define port-unlock! owner-lock-release!)
   ;; #t if the lock was free and is now the caller's.
-  (define (port-try-lock! l) (box-cas! (port-lock-owner l) #f (current-gthread)))
+  (define port-try-lock! owner-lock-try-acquire!)
 
   (define-syntax with-port-lock
     (syntax-rules ()
@@ -118,112 +57,11 @@
                      (call-with-values (lambda () e ...)
                        (lambda vals (port-unlock! lock) (apply values vals))))]))
 
-  ;; Marks the handle closing (waiters wake and find it closed); the
-  ;; descriptor closes now or when the last call in flight ends.
-  (define (close-handle! h)
-    (let loop ()
-      (let ([n (unbox (handle-users h))])
-        (unless (fxodd? n)
-          (if (box-cas! (handle-users h) n (fx+ n 1))
-              (begin
-                (fd-unwatch! (handle-rec h))
-                (when (fx= n 0) (really-close! h)))
-              (loop))))))
-
-  (define (really-close! h) (sys-close (handle-fd h)))
-
-  ;; Runs (call fd) with the descriptor held open; #f if it is closed.
-  (define (handle-call h call)
-    (and (acquire! h)
-         (let ([r (call (handle-fd h))])
-           (release! h)
-           r)))
-
-  ;; ---------------------------------------------------------------- errors
-  ;; Raises an i/o condition naming who, with the OS text of errno e.
-  (define (raise-os-error who e what . irritants)
-    (raise
-      (condition
-        (case what
-          [(read) (make-i/o-read-error)]
-          [(write) (make-i/o-write-error)]
-          [else (make-error)])
-        (make-who-condition who)
-        (make-message-condition (string-append (if (string? what) (string-append what ": ") "")
-                                               (sys-strerror e)))
-        (make-irritants-condition irritants))))
-
-  ;; ---------------------------------------------------------------- reading, writing
-  ;; Parks until the direction may be ready.  The seq must have been read
-  ;; before the call that failed with EAGAIN.
-  (define (handle-wait-read! h seq)
-    (fd-idle! (handle-rec h) 'read seq)
-    (fd-wait! (handle-rec h) 'read))
-  (define (handle-wait-write! h seq)
-    (fd-idle! (handle-rec h) 'write seq)
-    (fd-wait! (handle-rec h) 'write))
-
   ;; Every use of a closed port (closed before the call, or while the call
   ;; waited) raises this: an &i/o-port error naming the operation.
   (define (closed-error who p)
     (raise (condition (make-i/o-port-error p) (make-who-condition who)
                       (make-message-condition "port is closed") (make-irritants-condition (list p)))))
-
-  (define in-buffer-size 16384)
-
-  ;; With the input lock held: the buffered count.
-  (define (buffered h) (fx- (handle-in-end h) (handle-in-start h)))
-
-  ;; With the input lock held: moves up to n buffered bytes into bv.
-  (define (take-buffered! h bv start n)
-    (let ([k (fxmin n (buffered h))])
-      (bytevector-copy! (handle-in-buf h) (handle-in-start h) bv start k)
-      (handle-in-start-set! h (fx+ (handle-in-start h) k))
-      k))
-
-  ;; Input buffers are lent to a handle while they hold bytes, and given
-  ;; back to a shared stack when a reader finds them empty and parks, so an
-  ;; idle connection holds none (10,000 idle connections would otherwise
-  ;; keep 160 MB).  The stack (a box, CAS'd) keeps at most spare-limit.
-  (define spare-buffers (box '()))
-  (define spare-limit 64)
-
-  (define (borrow-buffer!)
-    (let loop ()
-      (let ([l (unbox spare-buffers)])
-        (cond
-          [(null? l) (make-bytevector in-buffer-size)]
-          [(box-cas! spare-buffers l (cdr l)) (car l)]
-          [else (loop)]))))
-
-  ;; With the input lock held and nothing buffered.
-  (define (return-buffer! h)
-    (let ([buf (handle-in-buf h)])
-      (when buf
-        (handle-in-buf-set! h #f)
-        (handle-in-start-set! h 0)
-        (handle-in-end-set! h 0)
-        (let loop ()
-          (let ([l (unbox spare-buffers)])
-            (when (and (fx< (length l) spare-limit) (not (box-cas! spare-buffers l (cons buf l))))
-              (loop)))))))
-
-  ;; With the input lock held: one non-blocking read into the buffer (after
-  ;; what it holds): a count, 0 at end of file, -EAGAIN, -errno, or #f when
-  ;; the handle is closed.
-  (define (fill-buffer! h)
-    (unless (handle-in-buf h) (handle-in-buf-set! h (borrow-buffer!)))
-    (when (fx= (handle-in-start h) (handle-in-end h))
-      (handle-in-start-set! h 0) (handle-in-end-set! h 0))
-    (let* ([buf (handle-in-buf h)] [end (handle-in-end h)])
-      (when (and (fx= end (bytevector-length buf)) (fx> (handle-in-start h) 0))
-        (bytevector-copy! buf (handle-in-start h) buf 0 (buffered h))
-        (handle-in-end-set! h (buffered h))
-        (handle-in-start-set! h 0))
-      (let* ([end (handle-in-end h)]
-             [r (handle-call h (lambda (fd) (sys-read fd buf end (fx- (bytevector-length buf) end))))])
-        (when (and r (fx> r 0)) (handle-in-end-set! h (fx+ end r)))
-        r)))
 
 ;; ---------------------------------------------------------------- input port
   ;; Every input handler runs under the input lock: (locked-input h body)
@@ -416,39 +254,6 @@
       (with-port-lock (handle-out-lock h) (write-some! who p h bv start n))))
 
   ;; ---------------------------------------------------------------- ports
-  ;; Unreachable handles close their descriptor (see the top of the file).
-  (define reclaim (make-guardian))
-  (define reclaim-lock (make-mutex))
-
-  (define (guard-handle! h)
-    (with-interrupts-disabled (with-mutex reclaim-lock (reclaim h))))
-
-  ;; With reclaim-lock held: the handles found unreachable.
-  (define (unreachable-handles)
-    (let loop ([acc '()])
-      (let ([h (reclaim)])
-        (if h (loop (cons h acc)) acc))))
-
-  (define (reclaim-unreachable-handles!)
-    (for-each close-handle!
-      (with-interrupts-disabled (with-mutex reclaim-lock (unreachable-handles)))))
-
-  ;; After every collection, on the OS thread that ran it while the others
-  ;; wait.  The lock is only tried: a thread holding it has interrupts
-  ;; disabled, so it cannot be among those waiting, but it may be inside
-  ;; mutex-acquire on another OS thread; then the next port made drains it.
-  (define collect-hook-installed
-    (let ([handler (collect-request-handler)])
-      (collect-request-handler
-        (lambda ()
-          (handler)
-          (for-each close-handle!
-            (with-interrupts-disabled
-              (if (mutex-acquire reclaim-lock #f)
-                  (let ([l (unreachable-handles)]) (mutex-release reclaim-lock) l)
-                  '())))))
-      #t))
-
   ;; A port's info: its handle and direction ('in or 'out); closing? is a
   ;; box set by the first close of the port (only that one counts).
   (define-record-type fd-entry
@@ -459,14 +264,6 @@
     (let ([i (#%$port-info p)]) (and (fd-entry? i) i)))
   (define (fd-port? p) (and (port? p) (fd-port-entry p) #t))
   (define (fd-port-handle p) (let ([e (fd-port-entry p)]) (and e (fd-entry-handle e))))
-
-  ;; A handle for a descriptor that has no ports (a listening socket),
-  ;; closed with close-handle! or when unreachable.
-  (define (open-handle fd name kind)
-    (reclaim-unreachable-handles!)
-    (let ([h (make-handle fd name kind 1)])
-      (guard-handle! h)
-      h))
 
   ;; One port closed: the last one closes the handle.  on-output-close runs
   ;; when the output port closes (a socket sends its FIN there).
@@ -486,14 +283,14 @@
   ;; names it, for code that may run where no thread of the ports' owner
   ;; is current (an accept completed by the poller).
   (define (make-fd-ports fd name kind in? out?)
-    (make-fd-ports/custodian fd name kind in? out? (current-custodian)))
+    (make-fd-ports/custodian fd name kind in? out? (current-custody)))
 
   (define (make-fd-ports/custodian fd name kind in? out? custodian)
     (reclaim-unreachable-handles!)
     (let* ([h (make-handle fd name kind (+ (if in? 1 0) (if out? 1 0)))]
            [shut-write (lambda ()
                          (when (and (eq? kind 'socket) (not (handle-abandoned? h)))
-                           (handle-call h (lambda (fd) (sys-shutdown fd 1)))))]
+                           (handle-call h (lambda (fd) (sys-shutdown fd shut-write)))))]
            ;; only the first close of a port counts (a transcoded port's
            ;; close reaches the handler through Chez's copy of the port)
            [closer (lambda (e on-close out?)
@@ -523,15 +320,15 @@
       ;; the ports belong to the current custodian (a shut-down one refuses
       ;; them: the descriptor is closed and the error raised)
       (guard (c [#t (close-handle! h) (raise c)])
-        (when in (custodian-register! in fd-port-kind 'make-fd-ports custodian))
-        (when out (custodian-register! out fd-port-kind 'make-fd-ports custodian)))
+        (when in (custody-register! in fd-port-kind 'make-fd-ports custodian))
+        (when out (custody-register! out fd-port-kind 'make-fd-ports custodian)))
       (values in out)))
 
   ;; A custodian closes a port's descriptor first, so that a thread waiting
   ;; in a read or write wakes with "port is closed", then the port itself
   ;; (dropping unflushed output: it could only fail).
   (define fd-port-kind
-    (make-custodian-kind
+    (make-custody-kind
       (lambda (p)
         (let ([h (fd-port-handle p)])
           (when h (close-handle! h))

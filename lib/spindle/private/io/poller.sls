@@ -26,11 +26,14 @@
 ;;; Closing the record makes both directions ready for good.
 (library (spindle private io poller)
   (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
-          fd-record-fd fd-record-closed?
           watch-level! change-level! unwatch-level!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core atomic) (spindle private core evt-core)
-          (spindle private core queue) (spindle private os posix-io)
-          (only (spindle private os unix) own-pid close-fd)
+          (spindle private core queue)
+          (only (spindle private os descriptors) close-fd)
+          (only (spindle private os polling) make-epoll epoll-in epoll-out epoll-rdhup epoll-hangup-mask
+                epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level!
+                make-eventfd eventfd-signal! eventfd-drain!)
+          (only (spindle private os processes) own-pid)
           (only (spindle private core sync) sync))
 
   (define-record-type fd-record
@@ -70,12 +73,12 @@
                 (close-fd wake-fd)
                 (set! epoll-fd #f)
                 (with-spin-lock table-lock (hashtable-clear! table)))
-              (let ([ep ((foreign-procedure "epoll_create1" (int) int) #x80000)]
+              (let ([ep (make-epoll)]
                     [wfd (make-eventfd)])
                 (when (fx< ep 0) (error 'poller "epoll_create1 failed"))
                 (unless event-buffer (set! event-buffer (foreign-alloc (fx* 12 event-buffer-size))))
                 (set! wake-fd wfd)
-                (epoll-watch-level! ep wfd 1)
+                (epoll-watch-level! ep wfd epoll-in)
                 (set! poller-pid pid)
                 (set! epoll-fd ep)
                 (set-io-hooks! io-wait! io-dispatch! (lambda () (eventfd-signal! wake-fd))))))))))
@@ -110,12 +113,12 @@
 
   ;; EPOLLIN, EPOLLOUT, EPOLLERR|EPOLLHUP, EPOLLRDHUP
   (define (edge! rec mask)
-    (let ([err? (fxlogtest mask (fxior 8 #x10))])
+    (let ([err? (fxlogtest mask epoll-hangup-mask)])
       (with-spin-lock (fd-record-lock rec)
-        (when (or err? (fxlogtest mask (fxior 1 #x2000)))
+        (when (or err? (fxlogtest mask (fxior epoll-in epoll-rdhup)))
           (fd-record-read-seq-set! rec (fx+ 1 (fd-record-read-seq rec)))
           (wake-all-waiters! (fd-record-readers rec)))
-        (when (or err? (fxlogtest mask 4))
+        (when (or err? (fxlogtest mask epoll-out))
           (fd-record-write-seq-set! rec (fx+ 1 (fd-record-write-seq rec)))
           (wake-all-waiters! (fd-record-writers rec))))))
 
@@ -176,8 +179,8 @@
                    (wake-all-waiters! (fd-record-writers rec)))))))
 
   ;; Calls (handler mask) in whichever worker polls, with interrupts
-  ;; disabled, as long as fd is ready for mask (level-triggered: EPOLLIN 1,
-  ;; EPOLLOUT 4; errors and hang-ups come whatever the mask).  The handler
+  ;; disabled, as long as fd is ready for mask (level-triggered: epoll-in,
+  ;; epoll-out; errors and hang-ups come whatever the mask).  The handler
   ;; must not block.
   (define (watch-level! fd mask handler)
     (ensure-poller!)

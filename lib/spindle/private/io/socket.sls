@@ -6,9 +6,13 @@
   (export make-listener listener? listener-kind listener-handle listener-name
           listener-accept listener-accept-evt listener-accept-ready? listener-close!
           socket-connect socket-listen socket-port-handle)
-  (import (chezscheme) (spindle private os posix-io) (spindle private io fd-port)
+  (import (chezscheme)
+          (only (spindle private os descriptors) sys-close)
+          (only (spindle private os libc) errno-again errno-inprogress errno-connrefused)
+          (only (spindle private os polling) poll-in poll-now)
+          (only (spindle private os sockets) make-nonblocking-socket sys-bind sys-listen sys-accept sys-connect socket-error socket-peer-address address-family address->string address-port af-inet6 af-unix) (spindle private io fd-port)
           (spindle private io poller)
-          (only (spindle custodian) custodian-register! make-custodian-kind current-custodian)
+          (spindle private io custody)
           (only (spindle private core sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds))
 
   ;; kind: 'tcp or 'unix; path: the socket file of a unix listener (or #f).
@@ -37,11 +41,11 @@
       (let ([l (make-listener kind (open-handle fd name 'socket) name path)])
         ;; the listener belongs to the current custodian
         (guard (c [#t (listener-close! l) (raise c)])
-          (custodian-register! l listener-custodian-kind who))
+          (custody-register! l listener-custodian-kind who (current-custody)))
         l)))
 
   (define listener-custodian-kind
-    (make-custodian-kind (lambda (l) (listener-close! l)) (lambda (l) (handle-closed? (listener-handle l)))))
+    (make-custody-kind (lambda (l) (listener-close! l)) (lambda (l) (handle-closed? (listener-handle l)))))
 
   ;; One non-blocking accept: a list (in out), #f if none is waiting, or a
   ;; list holding a thunk that raises the error.
@@ -88,7 +92,7 @@
   (define (listener-accept-evt l configure)
     (guard-evt
       (lambda ()
-        (let ([custodian (current-custodian)])
+        (let ([custodian (current-custody)])
           (wrap-evt (fd-operation-evt (handle-rec (listener-handle l)) 'read (lambda () (try-accept l configure custodian)))
                     (lambda vals (call-with-values (lambda () (apply accept-result vals)) list)))))))
 
@@ -99,13 +103,7 @@
   ;; #t if an accept would not block (a connection is waiting).
   (define (listener-accept-ready? l)
     (and (not (handle-closed? (listener-handle l)))
-         (let ([pfd (make-bytevector 8 0)])
-           (bytevector-s32-native-set! pfd 0 (handle-fd (listener-handle l)))
-           (bytevector-s16-native-set! pfd 4 1)              ; POLLIN
-           (and (eqv? 1 (c-poll pfd 1 0))
-                (fxlogtest (bytevector-s16-native-ref pfd 6) 1)))))
-
-  (define c-poll (foreign-procedure "poll" (u8* unsigned-long int) int))
+         (fxlogtest (poll-now (handle-fd (listener-handle l)) poll-in) poll-in)))
 
   (define (listener-close! l)
     (close-handle! (listener-handle l))
@@ -118,7 +116,7 @@
   ;; one completes later instead): it is tried again after a pause, 1 ms
   ;; doubling to 50 ms, for up to 10 s.
   (define (socket-connect who addrs name configure)
-    (let loop ([addrs addrs] [last-error -111] [pause 1.] [waited 0.])
+    (let loop ([addrs addrs] [last-error (fx- 0 errno-connrefused)] [pause 1.] [waited 0.])
       (if (null? addrs)
           (raise-os-error who last-error (string-append "cannot connect to " name))
           (let ([r (connect-once who (car addrs) name configure)])

@@ -6,7 +6,8 @@
 ;;; reused buffers).
 (library (spindle private places buffer-pool)
   (export buffer-alloc buffer-free)
-  (import (chezscheme) (only (spindle private os unix) malloc free))
+  (import (chezscheme)
+          (only (spindle private os memory) malloc free))
 
   (define pooled-min (* 64 1024))          ; smaller requests go to malloc
   (define pool-limit (* 16 1024 1024))     ; bytes kept at most

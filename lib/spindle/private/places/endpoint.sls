@@ -38,8 +38,8 @@
           register! unregister! update-interest! start-reading! watch-descriptor! wait-for-output!
           now-ns)
   (import (chezscheme)
-          (only (spindle private os unix) malloc free close-fd descriptor-inode epoll-in epoll-out)
-          (only (spindle private os posix-io) eventfd-signal!)
+          (only (spindle private os descriptors) close-fd descriptor-inode) (only (spindle private os memory) malloc free) (only (spindle private os polling) epoll-in epoll-out)
+          (only (spindle private os polling) eventfd-signal!)
           (only (spindle private io poller) watch-level! change-level! unwatch-level!)
           (spindle private core queue)
           (spindle private places buffer-pool) (spindle private places shm-ring)

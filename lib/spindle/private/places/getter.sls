@@ -18,7 +18,7 @@
 (library (spindle private places getter)
   (export endpoint-get endpoint-evt)
   (import (chezscheme)
-          (only (spindle private os ffi) os-yield!)
+          (only (spindle private os threads) os-yield!)
           (only (spindle private core scheduler) yield!)
           (only (spindle private core sync) wrap-evt guard-evt)
           (spindle private places shm-ring) (spindle private places frame)

@@ -19,8 +19,7 @@
           endpoint-record-type watch-descriptor!
           wait-for-output! endpoint-take-unread!)
   (import (chezscheme)
-          (only (spindle private os unix) close-fd make-socket-pair set-nonblocking! descriptor-inode
-                epoll-out epoll-in epoll-hangup-mask)
+          (only (spindle private os descriptors) close-fd set-nonblocking! descriptor-inode) (only (spindle private os polling) epoll-out epoll-in epoll-hangup-mask) (only (spindle private os sockets) make-socket-pair)
           (spindle private places shm-ring) (spindle private places frame)
           (spindle private places inbox) (spindle private places endpoint)
           (spindle private places send) (spindle private places ring-transport)

@@ -13,7 +13,8 @@
 ;;; are kept.
 (library (spindle private places place-message)
   (export place-message-allowed? encode-message decode-message)
-  (import (chezscheme) (spindle private places shared-vector))
+  (import (chezscheme) (spindle private places shared-vector)
+          (only (spindle private os processes) stack-limit))
 
   (define-record-type wire-ref
     (fields kind a (mutable b) (mutable c))
@@ -79,11 +80,9 @@
   ;; the processes that receive from them share it): 26,214 levels with
   ;; the usual 8 MB.  Deeper messages are refused at the put.
   (define message-depth-limit
-    (let ([rl (make-bytevector 16 0)])
-      ((foreign-procedure "getrlimit" (int u8*) int) 3 rl)      ; RLIMIT_STACK
-      (let ([cur (bytevector-u64-native-ref rl 0)])
-        (fxquotient (if (or (= cur (- (expt 2 64) 1)) (< cur 65536)) (* 2 1024 1024) (min cur (expt 2 30)))
-                    320))))
+    (let ([cur (stack-limit)])
+      (fxquotient (if (or (not cur) (< cur 65536)) (* 2 1024 1024) (min cur (expt 2 30)))
+                  320)))
 
   ;; Walks v once.  Returns #f if something is not allowed, 'too-deep if it
   ;; nests deeper than message-depth-limit, 'plain if fasl can carry v as

@@ -9,7 +9,7 @@
 ;;; A place writes its completion value (one byte) on a pipe of its own as
 ;;; soon as it has one, and may live on while its queued messages drain:
 ;;; `exited` goes out at the first of that byte and the process's end.
-(import (chezscheme) (spindle private os unix) (spindle private places frame)
+(import (chezscheme) (only (spindle private os descriptors) close-fd make-pipe read-octet) (only (spindle private os memory) free malloc memcpy-from-bytevector! memcpy-to-bytevector!) (only (spindle private os polling) poll-readable) (only (spindle private os processes) die-with-parent! fork-process own-pid parent-pid pidfd-open pidfd-signal wait-exit-code) (only (spindle private os signals) block-place-signals!) (only (spindle private os sockets) recv-chunk send-frame-chunk) (spindle private places frame)
         (only (spindle place) place-child-main))
 
 (define ctl 3)

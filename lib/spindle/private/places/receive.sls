@@ -10,7 +10,7 @@
 (library (spindle private places receive)
   (export pull! read-frames! bytes-reader partial-frame-bytes)
   (import (chezscheme)
-          (only (spindle private os unix) memcpy-to-bytevector! memcpy-from-bytevector! memmove! recv-chunk)
+          (only (spindle private os memory) memcpy-to-bytevector! memcpy-from-bytevector! memmove!) (only (spindle private os sockets) recv-chunk)
           (spindle private places buffer-pool) (spindle private places frame)
           (spindle private places inbox) (spindle private places endpoint)
           (spindle private places ring-transport))

@@ -36,9 +36,8 @@
           ;; reading
           adopt-offer! pull-ring! drop-in-ring!)
   (import (chezscheme)
-          (only (spindle private os unix) memcpy-to-bytevector! memcpy-from-bytevector! memmove! close-fd
-                epoll-in)
-          (only (spindle private os posix-io) eventfd-drain! eventfd-signal!)
+          (only (spindle private os descriptors) close-fd) (only (spindle private os memory) memcpy-to-bytevector! memcpy-from-bytevector! memmove!) (only (spindle private os polling) epoll-in)
+          (only (spindle private os polling) eventfd-drain! eventfd-signal!)
           (only (spindle private io poller) watch-level! unwatch-level!)
           (spindle private places buffer-pool) (spindle private places shm-ring)
           (spindle private places frame) (spindle private places endpoint)

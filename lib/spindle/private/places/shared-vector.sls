@@ -12,7 +12,9 @@
           shared-fxvector-ref shared-fxvector-set!
           make-shared-flvector shared-flvector shared-flvector? shared-flvector-length
           shared-flvector-ref shared-flvector-set!)
-  (import (chezscheme) (spindle private os unix))
+  (import (chezscheme)
+          (only (spindle private os descriptors) close-fd)
+          (only (spindle private os memory) memcpy-to-bytevector! make-memfd map-shared unmap))
 
   ;; kind: 'bytes (1-byte elements), 'fx or 'fl (8-byte elements).
   (define-record-type shared-vector

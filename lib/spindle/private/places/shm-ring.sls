@@ -28,16 +28,12 @@
           ring-put! ring-room ring-head-seen ring-want-room! ring-read! ring-ready? ring-want-data! ring-close!
           ring-frame-limit)
   (import (chezscheme)
-          (only (spindle private os unix) memcpy-to-bytevector! close-fd)
-          (only (spindle private os posix-io) make-eventfd eventfd-signal!)
-          (only (spindle private os ffi) os-yield!)
+          (only (spindle private os descriptors) close-fd)
+          (only (spindle private os memory) make-memfd map-shared unmap)
+          (only (spindle private os polling) make-eventfd eventfd-signal!)
+          (only (spindle private os threads) os-yield!)
           (spindle private places frame))
 
-  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
-  (define c-memfd-create (foreign-procedure "memfd_create" (string unsigned) int))
-  (define c-ftruncate (foreign-procedure "ftruncate" (int long) int))
-  (define c-mmap (foreign-procedure "mmap" (uptr size_t int int int long) uptr))
-  (define c-munmap (foreign-procedure "munmap" (uptr size_t) int))
 
   (define-ftype ring-block
     (struct [lock iptr] [tail iptr] [closed iptr] [reader-waiting iptr] [writer-waiting iptr]
@@ -66,18 +62,11 @@
   ;; chunks.  A frame of it, with a wrap before it, still fits the ring.
   (define (ring-frame-limit r) (fx- (fxsrl (ring-capacity r) 1) header-size))
 
-  (define (map-ring who fd size)
-    ;; PROT_READ|PROT_WRITE, MAP_SHARED|MAP_POPULATE: faulted in once, here
-    (let ([a (c-mmap 0 size 3 #x8001 fd 0)])
-      (when (= a (- (expt 2 64) 1)) (error who "mmap failed" size))
-      a))
+  ;; Faulted in once, here.
+  (define (map-ring who fd size) (map-shared who fd size #t))
 
   (define (make-writer-ring who capacity)
-    (let ([fd (c-memfd-create "spindle-ring" 1)])   ; MFD_CLOEXEC
-      (when (fx< fd 0) (error who "memfd_create failed"))
-      (unless (eqv? 0 (c-ftruncate fd (fx+ control-size capacity)))
-        (close-fd fd)
-        (error who "cannot size shared memory" capacity))
+    (let ([fd (make-memfd who (fx+ control-size capacity))])
       (let* ([a (map-ring who fd (fx+ control-size capacity))]
              [r (make-ring fd (make-eventfd) (make-eventfd) capacity a
                            (make-ftype-pointer ring-block a) 'active 0 0 #f #f)])
@@ -94,7 +83,7 @@
         r)))
 
   (define (ring-release! r)
-    (c-munmap (ring-address r) (fx+ control-size (ring-capacity r)))
+    (unmap (ring-address r) (fx+ control-size (ring-capacity r)))
     (when (ring-memfd r) (close-fd (ring-memfd r)))
     (close-fd (ring-data-efd r))
     (close-fd (ring-space-efd r)))

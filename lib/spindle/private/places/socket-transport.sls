@@ -9,8 +9,7 @@
   (export socket-item? bytevector->socket-item copy->socket-item socket-item-discard! socket-step!
           want-writable!)
   (import (chezscheme)
-          (only (spindle private os unix) memcpy-from-bytevector! memmove! close-fd
-                send-frame-chunk max-fds-per-message)
+          (only (spindle private os descriptors) close-fd) (only (spindle private os memory) memcpy-from-bytevector! memmove!) (only (spindle private os sockets) send-frame-chunk max-fds-per-message)
           (spindle private places buffer-pool) (spindle private places frame)
           (spindle private places endpoint))
 

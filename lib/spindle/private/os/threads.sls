@@ -1,5 +1,5 @@
 #!chezscheme
-;;; The only library that names libc.
+;;; libc for OS threads: semaphores and yielding the CPU.
 ;;;
 ;;; OS semaphores (POSIX sem_t in foreign memory) are how idle workers
 ;;; sleep.  The wait is a __collect_safe call, so the sleeping OS thread is
@@ -7,15 +7,13 @@
 ;;; deactivate a thread whose interrupts are disabled, and one such sleeper
 ;;; stops every collection of the process (all threads then hang in the
 ;;; collect rendezvous).
-(library (spindle private os ffi)
-  (export make-os-semaphore os-semaphore? os-semaphore-post! os-semaphore-wait! os-yield! os-exit
-          fork-os-thread)
-  (import (chezscheme))
+(library (spindle private os threads)
+  (export make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield!)
+  (import (chezscheme) (spindle private os libc) (spindle private os clock))
 
-  (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
+  (define loaded libc-loaded)   ; libc is loaded before the bindings below
 
   (define sem-size 32)          ; sizeof(sem_t) on 64-bit glibc
-  (define clock-monotonic 1)
 
   (define sem-init (foreign-procedure "sem_init" (uptr int unsigned) int))
   (define sem-destroy (foreign-procedure "sem_destroy" (uptr) int))
@@ -23,27 +21,6 @@
   (define sched-yield (foreign-procedure "sched_yield" () int))
   (define sem-wait (foreign-procedure __collect_safe "sem_wait" (uptr) int))
   (define sem-clockwait (foreign-procedure __collect_safe "sem_clockwait" (uptr int uptr) int))
-  (define clock-gettime (foreign-procedure "clock_gettime" (int uptr) int))
-  (define c-exit (foreign-procedure "exit" (int) void))
-  (define c-pthread-sigmask (foreign-procedure "pthread_sigmask" (int uptr uptr) int))
-
-  ;; (fork-os-thread thunk): fork-thread with SIGINT blocked in the new OS
-  ;; thread from its first instruction (the mask is inherited; the
-  ;; caller's own mask is put back at once).  Every OS thread spindle
-  ;; starts is made so, and the kernel then delivers Ctrl-C to the
-  ;; program's main OS thread, whose handler breaks the main green thread
-  ;; (see the scheduler): taken by a worker, it was marked pending in that
-  ;; worker alone, and one just forked could take it before blocking it.
-  (define (fork-os-thread thunk)
-    (let ([set (foreign-alloc 128)] [old (foreign-alloc 128)])
-      (do ([i 0 (fx+ i 8)]) ((fx= i 128)) (foreign-set! 'unsigned-64 set i 0))
-      (foreign-set! 'unsigned-64 set 0 (fxsll 1 1))     ; signal 2 (SIGINT) is bit 1
-      (c-pthread-sigmask 0 set old)                      ; SIG_BLOCK
-      (let ([t (fork-thread thunk)])
-        (c-pthread-sigmask 2 old 0)                      ; SIG_SETMASK
-        (foreign-free set)
-        (foreign-free old)
-        t)))
 
   (define-record-type (os-semaphore new-os-semaphore os-semaphore?)
     (fields address)
@@ -74,10 +51,6 @@
 
   (define (os-semaphore-post! s) (sem-post (os-semaphore-address s)) (void))
 
-  ;; Ends the process with code from any OS thread, after the C exit hooks
-  ;; (atexit) have run in the calling thread.
-  (define (os-exit code) (c-exit code))
-
   ;; Gives the CPU to another OS thread (a spin lock's holder, say).
   (define (os-yield!) (sched-yield) (void))
 
@@ -87,7 +60,7 @@
     (let ([a (os-semaphore-address s)])
       (if ms
           (let ([ts (foreign-alloc 16)])
-            (clock-gettime clock-monotonic ts)
+            (clock-gettime! clock-monotonic ts)
             (let* ([ns (fx+ (foreign-ref 'long ts 8)
                             (flonum->fixnum (flceiling (fl* (flmin (flmax ms 0.) 1e9) 1e6))))]
                    [sec (fx+ (foreign-ref 'long ts 0) (fxquotient ns 1000000000))])

@@ -1,0 +1,90 @@
+#!chezscheme
+;;; libc for signals: their numbers, signal sets, blocking them in a thread
+;;; (and the threads and processes it starts), and reading blocked ones
+;;; from a signalfd.
+(library (spindle private os signals)
+  (export sigint sigkill signal-set-size fill-signal-set!
+          fork-os-thread place-signals block-place-signals!
+          signals->descriptor read-signal signal-number signal-break-kind)
+  (import (chezscheme) (spindle private os libc))
+
+  (define loaded libc-loaded)   ; libc is loaded before the bindings below
+
+  (define sighup 1)
+  (define sigint 2)
+  (define sigkill 9)
+  (define sigterm 15)
+
+  (define sig-block 0)                ; SIG_BLOCK
+  (define signal-set-size 128)        ; sizeof(sigset_t)
+  (define signalfd-info-size 128)     ; sizeof(struct signalfd_siginfo)
+
+  (define c-sigemptyset (foreign-procedure "sigemptyset" (uptr) int))
+  (define c-sigaddset (foreign-procedure "sigaddset" (uptr int) int))
+  (define c-sigprocmask (foreign-procedure "sigprocmask" (int uptr uptr) int))
+  (define c-pthread-sigmask (foreign-procedure "pthread_sigmask" (int uptr uptr) int))
+  (define c-signalfd (foreign-procedure "signalfd" (int uptr int) int))
+  (define c-read (foreign-procedure "read" (int uptr size_t) ssize_t))
+
+  ;; Makes the set at address set (signal-set-size bytes) hold signos.
+  (define (fill-signal-set! set signos)
+    (c-sigemptyset set)
+    (for-each (lambda (n) (c-sigaddset set n)) signos))
+
+  (define (signal-set signos)
+    (let ([set (foreign-alloc signal-set-size)])
+      (fill-signal-set! set signos)
+      set))
+
+  (define sig-setmask 2)              ; SIG_SETMASK
+
+  ;; (fork-os-thread thunk): fork-thread with SIGINT blocked in the new OS
+  ;; thread from its first instruction (the mask is inherited; the
+  ;; caller's own mask is put back at once).  Every OS thread spindle
+  ;; starts is made so, and the kernel then delivers Ctrl-C to the
+  ;; program's main OS thread, whose handler breaks the main green thread
+  ;; (see the scheduler): taken by a worker, it was marked pending in that
+  ;; worker alone, and one just forked could take it before blocking it.
+  (define (fork-os-thread thunk)
+    (let ([set (signal-set (list sigint))] [old (foreign-alloc signal-set-size)])
+      (c-pthread-sigmask sig-block set old)
+      (let ([t (fork-thread thunk)])
+        (c-pthread-sigmask sig-setmask old 0)
+        (foreign-free set)
+        (foreign-free old)
+        t)))
+
+  ;; The signals of place-break: SIGHUP, SIGINT, SIGTERM.
+  (define place-signals (list sighup sigint sigterm))
+
+  ;; Blocks them in this thread and the threads and processes it will
+  ;; start: they stay pending until a signalfd reads them.
+  (define (block-place-signals!)
+    (let ([set (signal-set place-signals)])
+      (c-sigprocmask sig-block set 0)
+      (foreign-free set)))
+
+  ;; Returns a non-blocking descriptor that reads the (blocked) signals:
+  ;; they then reach the process even while every thread sleeps outside
+  ;; Scheme, and one sent before the descriptor existed is not lost.
+  (define (signals->descriptor signos)
+    (let ([set (signal-set signos)])
+      (c-sigprocmask sig-block set 0)
+      (let ([fd (c-signalfd -1 set (fxior o-nonblock o-cloexec))])   ; SFD_NONBLOCK | SFD_CLOEXEC
+        (foreign-free set)
+        fd)))
+
+  ;; The number of the next pending signal on a signalfd, or #f.
+  (define (read-signal fd)
+    (let* ([info (foreign-alloc signalfd-info-size)] [r (c-read fd info signalfd-info-size)])
+      (let ([signo (and (eqv? r signalfd-info-size) (foreign-ref 'unsigned-32 info 0))])
+        (foreign-free info)
+        signo)))
+
+  ;; The signal of a break kind (place-kill, subprocess-kill).
+  (define (signal-number kind)
+    (case kind [(#f) sigint] [(hang-up) sighup] [(terminate) sigterm] [(kill) sigkill] [else #f]))
+
+  ;; The break kind of one of place-signals.
+  (define (signal-break-kind signo)
+    (cond [(eqv? signo sighup) 'hang-up] [(eqv? signo sigterm) 'terminate] [else #f])))
