@@ -41,7 +41,8 @@
 ;;; wants it >= 1) and a table with the targets.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
         (only (bench-workloads) strfib)
-        (bench-harness))
+        (bench-harness)
+        (only (spindle private os processes) shell-command))
 
 ;; ---------------------------------------------------------------- arguments
 (check-arguments! "places" '("--quick" "--no-peers") '("--runs")
