@@ -442,5 +442,5 @@
   (define (memory-order-acquire) (box-cas! fence-box 0 0) (void))
   (define (memory-order-release) (box-cas! fence-box 0 0) (void))
 
-  (thread-dead-latch-proc-set! (lambda (t) (dead-latch (tdata-of t))))
+  (register-evt-kind! gthread? (lambda (t) (wrap-evt (dead-latch (tdata-of t)) (lambda (l) t))))
   (set-owner-death-evt! (lambda (t) (dead-latch (tdata-of t)))))

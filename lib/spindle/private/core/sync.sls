@@ -11,7 +11,7 @@
     choice-evt wrap-evt handle-evt handle-evt? guard-evt nack-guard-evt
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
-    register-evt-record-type! thread-dead-latch-proc-set! port-evt-proc-set!
+    register-evt-record-type! register-evt-kind!
     sync-prim)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (spindle private core clock)
@@ -139,14 +139,20 @@
   (define (system-idle-evt) the-system-idle-evt)
 
   ;; ---------------------------------------------------------------- extension
-  ;; Threads are evts through their death latch; the thread layer supplies it.
-  (define thread-dead-latch-proc #f)
-  (define (thread-dead-latch-proc-set! p) (set! thread-dead-latch-proc p))
-
-  ;; Ports are evts (ready when a read or write would not block); the I/O
-  ;; layer supplies (port -> evt).  Until it is loaded, every port is ready.
-  (define port-evt-proc (lambda (p) (wrap-evt always-evt (lambda (_) p))))
-  (define (port-evt-proc-set! p) (set! port-evt-proc p))
+  ;; Values of a kind that is not a record type of its own are evts through
+  ;; a procedure their layer registers: (register-evt-kind! pred evt-of)
+  ;; makes every v with (pred v) the evt (evt-of v).  Threads (the thread
+  ;; layer: their death) and ports (the I/O layer: ready when a read or
+  ;; write would not block) are such kinds.  An alist replaced whole under
+  ;; registry-lock, read without it.
+  (define evt-kinds '())
+  (define (register-evt-kind! pred evt-of)
+    (unless (procedure? pred) (assertion-violation 'register-evt-kind! "expected a procedure" pred))
+    (unless (procedure? evt-of) (assertion-violation 'register-evt-kind! "expected a procedure" evt-of))
+    (with-os-mutex registry-lock (set! evt-kinds (cons (cons pred evt-of) evt-kinds))))
+  (define (kind-evt-of v)
+    (let loop ([ks evt-kinds])
+      (cond [(null? ks) #f] [((caar ks) v) (cdar ks)] [else (loop (cdr ks))])))
 
   (define registered-types '())   ; alist rtd -> spec, guarded by registry-lock
   (define registry-lock (make-mutex))
@@ -177,7 +183,7 @@
 
   (define (evt? v)
     (or (prim-evt? v) (choice? v) (wrapper? v) (guarded? v) (replacer? v)
-        (gthread? v) (port? v)
+        (and (kind-evt-of v) #t)
         (and (pair? registered-types) (registered-spec v) #t)))
 
   ;; ---------------------------------------------------------------- flatten
@@ -205,9 +211,7 @@
                      (cons (cons 'nack l) context) poll? nacks acc))])]
       [(replacer? e)
        (flatten (replacer-inner e) (cons (cons 'replace e) context) poll? nacks acc)]
-      [(gthread? e)
-       (flatten (wrap-evt (thread-dead-latch-proc e) (lambda (l) e)) context poll? nacks acc)]
-      [(port? e) (flatten (port-evt-proc e) context poll? nacks acc)]
+      [(kind-evt-of e) => (lambda (evt-of) (flatten (evt-of e) context poll? nacks acc))]
       [(registered-spec e)
        => (lambda (spec)
             (if (procedure? spec)

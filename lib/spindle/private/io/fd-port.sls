@@ -39,7 +39,7 @@
           (only (spindle private os sockets) sys-shutdown shut-write)
           (only (spindle private core owner-lock) owner-lock-acquire! owner-lock-release!
                 owner-lock-try-acquire!)
-          (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt port-evt-proc-set!)
+          (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt register-evt-kind!)
           (spindle private io custody))
 
   ;; ---------------------------------------------------------------- port locks
@@ -419,7 +419,7 @@
 
   ;; Every port is an evt: spindle's descriptor ports are ready when a
   ;; read (or write) would not block, other ports at once.  Result: the port.
-  (port-evt-proc-set!
+  (register-evt-kind! port?
     (lambda (p)
       (let ([e (fd-port-entry p)])
         (cond
