@@ -68,15 +68,14 @@
 
   ;; Reaps p if it has ended (never blocks).  #t once reaped.
   (define (try-reap! p)
-    (with-interrupts-disabled
-      (with-mutex (subprocess-lock p)
-        (or (and (subprocess-code p) #t)
-            (let-values ([(r s) (try-reap (subprocess-pid p))])
-              (cond
-                [(fx= r (subprocess-pid p)) (reaped! p (decode-status s)) #t]
-                ;; not ours any more (ECHILD): someone else reaped it
-                [(fx< r 0) (reaped! p 255) #t]
-                [else #f]))))))
+    (with-os-mutex (subprocess-lock p)
+      (or (and (subprocess-code p) #t)
+          (let-values ([(r s) (try-reap (subprocess-pid p))])
+            (cond
+              [(fx= r (subprocess-pid p)) (reaped! p (decode-status s)) #t]
+              ;; not ours any more (ECHILD): someone else reaped it
+              [(fx< r 0) (reaped! p 255) #t]
+              [else #f])))))
 
   ;; With p's lock held.
   (define (reaped! p code)
@@ -203,13 +202,12 @@
   ;; force? #t: SIGKILL; #f: SIGINT (as Racket).  No effect once it ended.
   (define (subprocess-kill p force?)
     (check-subprocess 'subprocess-kill p)
-    (with-interrupts-disabled
-      (with-mutex (subprocess-lock p)
-        (let ([fd (subprocess-pidfd p)])
-          (if fd
-              (pidfd-signal fd (if force? sigkill sigint))
-              (unless (subprocess-code p)
-                (send-signal (subprocess-pid p) (if force? sigkill sigint)))))))
+    (with-os-mutex (subprocess-lock p)
+      (let ([fd (subprocess-pidfd p)])
+        (if fd
+            (pidfd-signal fd (if force? sigkill sigint))
+            (unless (subprocess-code p)
+              (send-signal (subprocess-pid p) (if force? sigkill sigint))))))
     (when force? (subprocess-wait p))
     (void))
 

@@ -27,7 +27,7 @@
           close-handle! handle-call raise-os-error handle-wait-read! handle-wait-write!
           buffered take-buffered! borrow-buffer! return-buffer! fill-buffer!
           guard-handle! reclaim-unreachable-handles! open-handle)
-  (import (chezscheme) (spindle private io poller)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private io poller)
           (only (spindle private os descriptors) sys-read sys-close)
           (only (spindle private os libc) sys-strerror)
           (only (spindle private core owner-lock) make-owner-lock))
@@ -174,7 +174,7 @@
   (define reclaim-lock (make-mutex))
 
   (define (guard-handle! h)
-    (with-interrupts-disabled (with-mutex reclaim-lock (reclaim h))))
+    (with-os-mutex reclaim-lock (reclaim h)))
 
   ;; With reclaim-lock held: the handles found unreachable.
   (define (unreachable-handles)
@@ -184,7 +184,7 @@
 
   (define (reclaim-unreachable-handles!)
     (for-each close-handle!
-      (with-interrupts-disabled (with-mutex reclaim-lock (unreachable-handles)))))
+      (with-os-mutex reclaim-lock (unreachable-handles))))
 
   ;; After every collection, on the OS thread that ran it while the others
   ;; wait.  The lock is only tried: a thread holding it has interrupts

@@ -64,24 +64,23 @@
   ;; they are dropped (their ports were the parent's).
   (define (ensure-poller!)
     (unless (and epoll-fd (fx= poller-pid (own-pid)))
-      (with-interrupts-disabled
-        (with-mutex start-lock
-          (let ([pid (own-pid)])
-            (unless (and epoll-fd (fx= poller-pid pid))
-              (when epoll-fd
-                (close-fd epoll-fd)
-                (close-fd wake-fd)
-                (set! epoll-fd #f)
-                (with-spin-lock table-lock (hashtable-clear! table)))
-              (let ([ep (make-epoll)]
-                    [wfd (make-eventfd)])
-                (when (fx< ep 0) (error 'poller "epoll_create1 failed"))
-                (unless event-buffer (set! event-buffer (foreign-alloc (fx* 12 event-buffer-size))))
-                (set! wake-fd wfd)
-                (epoll-watch-level! ep wfd epoll-in)
-                (set! poller-pid pid)
-                (set! epoll-fd ep)
-                (set-io-hooks! io-wait! io-dispatch! (lambda () (eventfd-signal! wake-fd))))))))))
+      (with-os-mutex start-lock
+        (let ([pid (own-pid)])
+          (unless (and epoll-fd (fx= poller-pid pid))
+            (when epoll-fd
+              (close-fd epoll-fd)
+              (close-fd wake-fd)
+              (set! epoll-fd #f)
+              (with-spin-lock table-lock (hashtable-clear! table)))
+            (let ([ep (make-epoll)]
+                  [wfd (make-eventfd)])
+              (when (fx< ep 0) (error 'poller "epoll_create1 failed"))
+              (unless event-buffer (set! event-buffer (foreign-alloc (fx* 12 event-buffer-size))))
+              (set! wake-fd wfd)
+              (epoll-watch-level! ep wfd epoll-in)
+              (set! poller-pid pid)
+              (set! epoll-fd ep)
+              (set-io-hooks! io-wait! io-dispatch! (lambda () (eventfd-signal! wake-fd)))))))))
 
   ;; The hooks are inherited by a fork too: its first wait makes its own
   ;; instance (a getpid per wait, next to an epoll_wait).

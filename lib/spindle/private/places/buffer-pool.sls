@@ -6,7 +6,7 @@
 ;;; reused buffers).
 (library (spindle private places buffer-pool)
   (export buffer-alloc buffer-free)
-  (import (chezscheme)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex)
           (only (spindle private os memory) malloc free))
 
   (define pooled-min (* 64 1024))          ; smaller requests go to malloc
@@ -24,25 +24,23 @@
     (if (fx< n pooled-min)
         (malloc (fxmax n 1))
         (let* ([k (class-of n)]
-               [b (with-interrupts-disabled
-                    (with-mutex lock
-                      (let ([l (vector-ref classes k)])
-                        (and (pair? l)
-                             (begin
-                               (vector-set! classes k (cdr l))
-                               (set! kept (fx- kept (fxsll 1 k)))
-                               (car l))))))])
+               [b (with-os-mutex lock
+                    (let ([l (vector-ref classes k)])
+                      (and (pair? l)
+                           (begin
+                             (vector-set! classes k (cdr l))
+                             (set! kept (fx- kept (fxsll 1 k)))
+                             (car l)))))])
           (or b (malloc (fxsll 1 k))))))
 
   (define (buffer-free b n)
     (if (fx< n pooled-min)
         (free b)
         (let ([k (class-of n)])
-          (unless (with-interrupts-disabled
-                    (with-mutex lock
-                      (and (fx<= (fx+ kept (fxsll 1 k)) pool-limit)
-                           (begin
-                             (vector-set! classes k (cons b (vector-ref classes k)))
-                             (set! kept (fx+ kept (fxsll 1 k)))
-                             #t))))
+          (unless (with-os-mutex lock
+                    (and (fx<= (fx+ kept (fxsll 1 k)) pool-limit)
+                         (begin
+                           (vector-set! classes k (cons b (vector-ref classes k)))
+                           (set! kept (fx+ kept (fxsll 1 k)))
+                           #t)))
             (free b))))))

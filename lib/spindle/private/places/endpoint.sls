@@ -37,7 +37,7 @@
           endpoint-of-inode track! set-endpoint-event-handler!
           register! unregister! update-interest! start-reading! watch-descriptor! wait-for-output!
           now-ns)
-  (import (chezscheme)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex)
           (only (spindle private os descriptors) close-fd descriptor-inode) (only (spindle private os memory) malloc free) (only (spindle private os polling) epoll-in epoll-out)
           (only (spindle private os polling) eventfd-signal!)
           (only (spindle private io poller) watch-level! change-level! unwatch-level!)
@@ -111,7 +111,7 @@
 
   (define-syntax with-endpoint-lock
     (syntax-rules ()
-      [(_ ep body ...) (with-interrupts-disabled (with-mutex (endpoint-lock ep) body ...))]))
+      [(_ ep body ...) (with-os-mutex (endpoint-lock ep) body ...)]))
 
   (define endpoint-record-type (record-type-descriptor endpoint))
 
@@ -146,11 +146,10 @@
 
   (define (track! ep)
     (let ([ino (descriptor-inode (endpoint-fd ep))])
-      (with-interrupts-disabled
-        (with-mutex reclaim-lock
-          (release-dead!)
-          (when ino (hashtable-set! by-inode ino (weak-cons ep '())))
-          (reclaim ep (cons ino ep)))))
+      (with-os-mutex reclaim-lock
+        (release-dead!)
+        (when ino (hashtable-set! by-inode ino (weak-cons ep '())))
+        (reclaim ep (cons ino ep))))
     ep)
 
   ;; The live endpoint of this socket, if this process has one.  (No
@@ -158,11 +157,10 @@
   ;; are disabled.)
   (define (endpoint-of-inode ino)
     (and ino
-         (with-interrupts-disabled
-           (with-mutex reclaim-lock
-             (release-dead!)
-             (let ([w (hashtable-ref by-inode ino #f)])
-               (and w (endpoint? (car w)) (car w)))))))
+         (with-os-mutex reclaim-lock
+           (release-dead!)
+           (let ([w (hashtable-ref by-inode ino #f)])
+             (and w (endpoint? (car w)) (car w))))))
 
   ;; ---------------------------------------------------------------- poller
   ;; registered: fd -> endpoint, under registered-lock, for wait-for-output!.
@@ -190,19 +188,17 @@
         (change-level! (endpoint-fd e) mask))))
 
   (define (register! e)
-    (with-interrupts-disabled
-      (with-mutex registered-lock
-        (unless (hashtable-contains? registered (endpoint-fd e))
-          (hashtable-set! registered (endpoint-fd e) e)
-          (watch-mask-set! (endpoint-watch e) 0)
-          (watch-level! (endpoint-fd e) 0 (lambda (mask) (event-handler e mask)))))))
+    (with-os-mutex registered-lock
+      (unless (hashtable-contains? registered (endpoint-fd e))
+        (hashtable-set! registered (endpoint-fd e) e)
+        (watch-mask-set! (endpoint-watch e) 0)
+        (watch-level! (endpoint-fd e) 0 (lambda (mask) (event-handler e mask))))))
 
   (define (unregister! e)
-    (with-interrupts-disabled
-      (with-mutex registered-lock
-        (when (eq? (hashtable-ref registered (endpoint-fd e) #f) e)
-          (hashtable-delete! registered (endpoint-fd e))
-          (unwatch-level! (endpoint-fd e))))))
+    (with-os-mutex registered-lock
+      (when (eq? (hashtable-ref registered (endpoint-fd e) #f) e)
+        (hashtable-delete! registered (endpoint-fd e))
+        (unwatch-level! (endpoint-fd e)))))
 
   ;; Calls (on-readable) in a polling worker whenever fd is readable.
   (define (watch-descriptor! fd on-readable)
@@ -231,9 +227,8 @@
     (let loop ([pause 0.001])
       (when (exists (lambda (e)
                       (with-endpoint-lock e (not (queue-empty? (send-state-queue (endpoint-send-state e))))))
-                    (with-interrupts-disabled
-                      (with-mutex registered-lock
-                        (vector->list (hashtable-values registered)))))
+                    (with-os-mutex registered-lock
+                      (vector->list (hashtable-values registered))))
         (sleep pause)
         (loop (flmin 0.05 (fl* 2. pause))))))
 

@@ -12,7 +12,7 @@
           shared-fxvector-ref shared-fxvector-set!
           make-shared-flvector shared-flvector shared-flvector? shared-flvector-length
           shared-flvector-ref shared-flvector-set!)
-  (import (chezscheme)
+  (import (chezscheme) (only (spindle private core atomic) with-os-mutex)
           (only (spindle private os descriptors) close-fd)
           (only (spindle private os memory) memcpy-to-bytevector! make-memfd map-shared unmap))
 
@@ -28,16 +28,15 @@
 
   ;; Held with interrupts disabled, like every Chez mutex in spindle.
   (define (track! v)
-    (with-interrupts-disabled
-      (with-mutex reclaim-lock
-        (let loop ()
-          (let ([dead (reclaim)])
-            (when dead
-              (unmap (shared-vector-address dead)
-                     (* (shared-vector-length dead) (element-size (shared-vector-kind dead))))
-              (close-fd (shared-vector-fd dead))
-              (loop))))
-        (reclaim v)))
+    (with-os-mutex reclaim-lock
+      (let loop ()
+        (let ([dead (reclaim)])
+          (when dead
+            (unmap (shared-vector-address dead)
+                   (* (shared-vector-length dead) (element-size (shared-vector-kind dead))))
+            (close-fd (shared-vector-fd dead))
+            (loop))))
+      (reclaim v))
     v)
 
   (define (descriptor->shared-vector kind len fd)
