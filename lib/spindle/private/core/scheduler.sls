@@ -49,141 +49,19 @@
           (only (spindle private os processes) os-exit)
           (only (spindle private os signals) fork-os-thread)
           (only (spindle private os threads) make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield!)
+          (spindle private core pools) (spindle private core gthread)
           (spindle private core trace) (spindle private core clock) (spindle private core timers)
           (spindle private core gc-policy) (spindle private core exit-hooks))
 
-  ;; A time slice is quantum-ticks Chez ticks (about 0.3-0.7 ms of Scheme
-  ;; code) or slice-ms of real time, whichever ends first.  Ticks do not
-  ;; advance during system calls, so a thread doing many of them (reads of
-  ;; a flooded socket, say) could run 30-70 ms on one quantum, and every
-  ;; timer of its pool would wait for it.  So the timer fires every
-  ;; check-ticks, and on-timer ends the slice once checks-per-slice checks
-  ;; have passed or slice-ms have passed since the slice's first check.
-  ;; The clock is read only at checks (real-time: ~40 ns, no allocation),
-  ;; never at a switch; the stretch before the first check is not timed.
-  (define check-ticks 10000)
-  (define checks-per-slice 10)
-  (define quantum-ticks (* check-ticks checks-per-slice))
-  (define slice-ms 2)
 
-  ;; ---------------------------------------------------------------- breaks
-  (define-condition-type &break &serious make-break-condition break-condition?)
-  (define-condition-type &break-hang-up &break
-    make-break-hang-up-condition break-hang-up-condition?)
-  (define-condition-type &break-terminate &break
-    make-break-terminate-condition break-terminate-condition?)
 
-  ;; Idle workers sleep on wakeup, an OS semaphore; posted counts the posts
-  ;; not yet taken by a sleeper, so wakers post only while idle > posted.
-  ;; One idle worker of the process may sleep in the I/O poller instead
-  ;; (see io-wait!): its pool then has poll-sleeper? set, and a waker with
-  ;; no semaphore sleeper to post kicks the poller (once: poll-kicked?).
-  ;; An own pool (a thread's #:pool 'own) closes itself when its thread
-  ;; count drops to 0, so it stays open for siblings while its thread runs.
-  ;; threads counts the pool's live threads: its workers exit once it is
-  ;; closed and that count is 0.  So a thread of a parallel pool must not
-  ;; vanish uncounted: members holds each of them strongly until it ends
-  ;; (a thread parked on an event nobody else holds would otherwise be
-  ;; collected, and its pool's worker would wait for it for ever).  The
-  ;; main pool's workers never exit: its threads are not held (a parked
-  ;; coroutine thread that nothing can wake is garbage).
-  (define-record-type pool
-    (fields size main? own? lock wakeup run-queue members
-            (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
-            timers (mutable posted)
-            (mutable poll-sleeper?) (mutable poll-kicked?))
-    (protocol
-      (lambda (new)
-        (case-lambda
-          [(size main?) (new-pool new size main? #f)]
-          [(size main? own?) (new-pool new size main? own?)])))
-    (nongenerative spindle-pool-v5) (sealed #t))
-
-  (define (new-pool new size main? own?)
-    (register-weakly! all-pools
-      (new size main? own? (box #f) (make-os-semaphore) (make-queue) (and (not main?) (make-queue))
-           0 0 0 #f (make-timer-heap) 0 #f #f)))
-
-  (define (make-own-pool) (make-pool 1 #f #t))
-
-  ;; switches-left counts down the switches until the worker next looks at
-  ;; the I/O poller: threads that yield to each other reset the timer, so
-  ;; without it they could keep ready descriptors waiting for ever.
-  ;; slice-checks counts down the timer checks left in the running slice
-  ;; (see check-ticks); slice-start is the real-time of its first check.
-  (define-record-type worker
-    (fields pool tid (mutable base) (mutable base-winders) (mutable current) (mutable switches-left)
-            (mutable slice-checks) (mutable slice-start))
-    (protocol (lambda (new) (lambda (pool) (register-weakly! all-workers (new pool (get-thread-id) #f '() #f poll-interval checks-per-slice 0)))))
-    (nongenerative spindle-worker-v3) (sealed #t))
 
   ;; Starts a time slice for the thread w runs.
   (define-syntax start-slice!
     (syntax-rules ()
       [(_ w) (begin (worker-slice-checks-set! w checks-per-slice) (set-timer check-ticks))]))
 
-  ;; ---- for system-idle-evt: every pool and worker of the process, held
-  ;; weakly (a box of weak pairs, pushed with a CAS; rare: pools and workers
-  ;; are made seldom).  Dead entries are dropped as a push finds them.
-  (define all-pools (box '()))
-  (define all-workers (box '()))
-  (define (register-weakly! registry x)
-    (let loop ()
-      (let ([old (unbox registry)])
-        (unless (box-cas! registry old
-                  (cons (weak-cons x #f)
-                        (filter (lambda (wp) (not (bwp-object? (car wp)))) old)))
-          (loop))))
-    x)
 
-  ;; #t if a thread other than self runs on some worker or waits in some
-  ;; pool's run queue.  Racy reads, without locks: an answer for an idle
-  ;; check, never for correctness.  A worker's current is #f while it looks
-  ;; for work or sleeps.
-  (define (other-threads-busy? self)
-    (or (exists (lambda (wp)
-                  (let ([w (car wp)])
-                    (and (not (bwp-object? w))
-                         (let ([t (worker-current w)]) (and t (not (eq? t self)))))))
-                (unbox all-workers))
-        (exists (lambda (wp)
-                  (let ([p (car wp)])
-                    (and (not (bwp-object? p)) (not (queue-empty? (pool-run-queue p))))))
-                (unbox all-pools))))
-
-  ;; Switches between two looks at the I/O poller by a worker whose threads
-  ;; keep switching (see switches-left).  A look is a system call
-  ;; (epoll_wait with no wait), the cost of dozens of switches, so it is
-  ;; made every few dozen; a prime, so that it does not fall in step with
-  ;; a program's cycle of threads.
-  (define poll-interval 61)
-
-  ;; park: 'running, 'parked or 'notified (a wake-up that came before the park).
-  (define-record-type gthread
-    (fields name pool park
-            (mutable cont)           ; one-shot continuation while switched out
-            (mutable start)          ; procedure run at first schedule; never returns
-            (mutable winders) (mutable exn-state)
-            (mutable in) (mutable out) (mutable err)
-            (mutable params)         ; parameterization, owned by (spindle parameter)
-            (mutable syncer)         ; sync state it waits on, for interruption
-            (mutable kill-requested?) (mutable break-pending)
-            (mutable break-enabled?) (mutable suspended?)
-            (mutable finisher)       ; (lambda (outcome)) ends the thread; never returns
-            (mutable dead?)
-            (mutable cleanup)        ; thunk a kill must run (sync's NACKs), or #f
-            (mutable member)         ; its node in its pool's members, or #f
-            (mutable data))          ; the thread layer's record
-    (protocol
-      (lambda (new)
-        (lambda (name pool params)
-          (new name pool (box 'running) #f #f '() initial-exception-state
-               (current-input-port) (current-output-port) (current-error-port)
-               params #f #f #f #t #f #f #f #f #f #f))))
-    (nongenerative spindle-gthread-v2) (sealed #t))
-
-  ;; Fresh threads start with the handlers the program started with.
-  (define initial-exception-state (current-exception-state))
 
   ;; The trace names a thread and its pool through these.
   (define trace-namer-set (and tracing? (begin (set-trace-namer! gthread-name gthread-pool) #t)))

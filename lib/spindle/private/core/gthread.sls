@@ -1,0 +1,50 @@
+;;; The green thread record and the break conditions.  The scheduler owns
+;;; every field but data (the thread layer's record) and params (the
+;;; parameterization, owned by (spindle parameter)).
+(library (spindle private core gthread)
+  (export gthread make-gthread gthread? gthread-name gthread-pool gthread-park gthread-cont
+          gthread-cont-set! gthread-start gthread-start-set! gthread-winders gthread-winders-set!
+          gthread-exn-state gthread-exn-state-set! gthread-in gthread-in-set! gthread-out
+          gthread-out-set! gthread-err gthread-err-set! gthread-params gthread-params-set!
+          gthread-syncer gthread-syncer-set! gthread-kill-requested? gthread-kill-requested?-set!
+          gthread-break-pending gthread-break-pending-set! gthread-break-enabled?
+          gthread-break-enabled?-set! gthread-suspended? gthread-suspended?-set! gthread-finisher
+          gthread-finisher-set! gthread-dead? gthread-dead?-set! gthread-cleanup gthread-cleanup-set!
+          gthread-member gthread-member-set! gthread-data gthread-data-set! initial-exception-state
+          &break make-break-condition break-condition? &break-hang-up make-break-hang-up-condition
+          break-hang-up-condition? &break-terminate make-break-terminate-condition
+          break-terminate-condition?)
+  (import (chezscheme))
+
+  (define-condition-type &break &serious make-break-condition break-condition?)
+  (define-condition-type &break-hang-up &break
+    make-break-hang-up-condition break-hang-up-condition?)
+  (define-condition-type &break-terminate &break
+    make-break-terminate-condition break-terminate-condition?)
+
+  ;; park: 'running, 'parked or 'notified (a wake-up that came before the park).
+  (define-record-type gthread
+    (fields name pool park
+            (mutable cont)           ; one-shot continuation while switched out
+            (mutable start)          ; procedure run at first schedule; never returns
+            (mutable winders) (mutable exn-state)
+            (mutable in) (mutable out) (mutable err)
+            (mutable params)         ; parameterization, owned by (spindle parameter)
+            (mutable syncer)         ; sync state it waits on, for interruption
+            (mutable kill-requested?) (mutable break-pending)
+            (mutable break-enabled?) (mutable suspended?)
+            (mutable finisher)       ; (lambda (outcome)) ends the thread; never returns
+            (mutable dead?)
+            (mutable cleanup)        ; thunk a kill must run (sync's NACKs), or #f
+            (mutable member)         ; its node in its pool's members, or #f
+            (mutable data))          ; the thread layer's record
+    (protocol
+      (lambda (new)
+        (lambda (name pool params)
+          (new name pool (box 'running) #f #f '() initial-exception-state
+               (current-input-port) (current-output-port) (current-error-port)
+               params #f #f #f #t #f #f #f #f #f #f))))
+    (nongenerative spindle-gthread-v2) (sealed #t))
+
+  ;; Fresh threads start with the handlers the program started with.
+  (define initial-exception-state (current-exception-state)))
