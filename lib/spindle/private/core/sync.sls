@@ -14,7 +14,7 @@
     register-evt-record-type! register-evt-kind!
     sync-prim)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
-          (spindle private core clock)
+          (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
@@ -67,76 +67,6 @@
                      (assert-atomic 'never-evt-attempt)
                      (if register? 'never #f))
                    (lambda (self token) (assert-atomic 'never-evt-cancel))))
-
-  ;; ---------------------------------------------------------------- clocks
-  (define (current-inexact-milliseconds) (wall-ms))
-
-  (define (current-inexact-monotonic-milliseconds) (monotonic-ms))
-
-  ;; An alarm is ready once its clock reaches msecs.
-  (define-record-type alarm
-    (parent prim-evt)
-    (fields msecs monotonic?)
-    (protocol (lambda (new) (lambda (ms mono?) ((new alarm-attempt alarm-cancel) ms mono?))))
-    (nongenerative spindle-alarm-evt-v1) (sealed #t))
-
-  (define (alarm-evt msecs . opt)
-    (unless (real? msecs) (assertion-violation 'alarm-evt "expected a real number of milliseconds" msecs))
-    (make-alarm (inexact msecs) (and (pair? opt) (car opt) #t)))
-
-  ;; Milliseconds from now until the alarm, on the monotonic clock.
-  (define (alarm-remaining a)
-    (fl- (alarm-msecs a)
-         (if (alarm-monotonic? a) (monotonic-ms) (current-inexact-milliseconds))))
-
-  (define (alarm-attempt a s branch register?)
-    (assert-atomic 'alarm-attempt)
-    (let ([ms (alarm-remaining a)])
-      (cond
-        [(fl<= ms 0.) (commit-one! s branch (list a))]
-        [register?
-         (let ([t (syncer-thread s)])
-           (add-timer! (gthread-pool t) (fl+ (monotonic-ms) ms)
-             (lambda () (commit-partner! s branch (list a)))))]
-        [else #f])))
-
-  (define (alarm-cancel a tm)
-    (assert-atomic 'alarm-cancel)
-    (cancel-timer! tm))
-
-  ;; system-idle-evt: ready (with void) when no thread of the process but
-  ;; the syncing one runs or is runnable, in any pool: every other thread is
-  ;; parked (on an evt, a timer, a descriptor).  The scheduler has no hook
-  ;; for "a pool went idle", so a registered idle evt looks again every
-  ;; idle-check-ms on its pool's timer heap until it commits or is cancelled.
-  ;; Its token: a box holding the pending timer, or #f once cancelled.
-  (define idle-check-ms 2.)
-
-  (define (idle-attempt e s branch register?)
-    (assert-atomic 'idle-attempt)
-    (let ([self (syncer-thread s)])
-      (cond
-        [(not (other-threads-busy? self)) (commit-one! s branch (list (void)))]
-        [register?
-         (let ([token (box #f)] [p (gthread-pool self)])
-           (define (check!)
-             (when (unbox token)
-               (if (or (syncer-done? s) (other-threads-busy? self))
-                   (unless (syncer-done? s) (set-box! token (add-timer! p (fl+ (monotonic-ms) idle-check-ms) check!)))
-                   (commit-partner! s branch (list (void))))))
-           (set-box! token (add-timer! p (fl+ (monotonic-ms) idle-check-ms) check!))
-           token)]
-        [else #f])))
-
-  ;; Runs with interrupts disabled, as timer actions do: no race with check!.
-  (define (idle-cancel e token)
-    (assert-atomic 'idle-cancel)
-    (let ([tm (unbox token)])
-      (set-box! token #f)
-      (when tm (cancel-timer! tm))))
-
-  (define the-system-idle-evt (make-prim-evt idle-attempt idle-cancel))
-  (define (system-idle-evt) the-system-idle-evt)
 
   ;; ---------------------------------------------------------------- extension
   ;; Values of a kind that is not a record type of its own are evts through
@@ -488,8 +418,6 @@
   (define (sync/timeout/enable-break timeout . evts)
     (with-breaks-enabled (lambda () (apply sync/timeout timeout evts))))
 
-  (record-prints-as! (record-type-descriptor alarm) "alarm-evt")
-  (evt-trace-reason! (record-type-descriptor alarm) 'sleep)
   (for-each (lambda (rtd) (record-prints-as! rtd "evt"))
             (list (record-type-descriptor choice) (record-type-descriptor wrapper)
                   (record-type-descriptor guarded) (record-type-descriptor replacer))))
