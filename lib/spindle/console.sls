@@ -37,7 +37,8 @@
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private io poller)
           (only (spindle private os descriptors) sys-read sys-write)
           (only (spindle private os libc) errno-again)
-          (only (spindle private os processes) own-pid register-c-exit-entry!)
+          (only (spindle private os processes) own-pid)
+          (only (spindle private core exit-hooks) add-exit-hook!)
           (only (spindle private os polling) poll-in poll-out poll-now poll-wait-blocking)
           
           (only (spindle private io fd-port) raise-os-error)
@@ -186,15 +187,13 @@
       #t))
 
   ;; Chez 9.5.8 flushes no port at exit while other OS threads live; this
-  ;; hook (registered after the scheduler's, so it runs before it) flushes
-  ;; the console ports without parking.
+  ;; hook (added after the scheduler's, so it runs before it) flushes the
+  ;; console ports without parking.
   (define flush-at-exit
-    (let ([hook (foreign-callable
-                  (lambda (arg)
-                    (set! exiting? #t)
-                    (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
-                              (list (stdout-port) (stderr-port))))
-                  (uptr) void)])
-      (lock-object hook)
-      (register-c-exit-entry! (foreign-callable-entry-point hook))
-      hook)))
+    (begin
+      (add-exit-hook!
+        (lambda ()
+          (set! exiting? #t)
+          (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
+                    (list (stdout-port) (stderr-port)))))
+      #t)))

@@ -333,19 +333,12 @@
              [port (open-file-output-port path (file-options no-fail) (buffer-mode block) (native-transcoder))])
         (when whole? (put-string port "{\"traceEvents\":[\n"))
         (write-events port (getpid) cutoff #f)
-        (for-each
-          (lambda (part)
-            (call-with-input-file part
-              (lambda (in)
-                (let loop ()
-                  (let ([l (get-line in)])
-                    (unless (eof-object? l)
-                      (when (or (meta-line? l) (>= (line-ts l) cutoff))
-                        (put-string port ",\n")
-                        (put-string port (trim-comma l)))
-                      (loop))))))
-            (delete-file part))
-          parts)
+        (for-each-part-line parts
+          (lambda (l)
+            (when (or (meta-line? l) (>= (line-ts l) cutoff))
+              (put-string port ",\n")
+              (put-string port (trim-comma l)))))
+        (for-each delete-file parts)
         (when whole? (put-string port "\n],\"displayTimeUnit\":\"ms\"}\n"))
         (close-port port))))
 
@@ -356,23 +349,27 @@
   (define (cutoff-for parts limit)
     (let ([sizes '()] [reserved (fx* 256 (fx+ 1 (length (unbox buffers))))])
       (write-events #f (getpid) 0 (lambda (ts n) (set! sizes (cons (cons ts n) sizes))))
-      (for-each
-        (lambda (part)
-          (call-with-input-file part
-            (lambda (in)
-              (let loop ()
-                (let ([l (get-line in)])
-                  (unless (eof-object? l)
-                    (if (meta-line? l)
-                        (set! reserved (fx+ reserved 2 (utf8-length l)))
-                        (set! sizes (cons (cons (line-ts l) (fx+ 1 (utf8-length l))) sizes)))
-                    (loop)))))))
-        parts)
+      (for-each-part-line parts
+        (lambda (l)
+          (if (meta-line? l)
+              (set! reserved (fx+ reserved 2 (utf8-length l)))
+              (set! sizes (cons (cons (line-ts l) (fx+ 1 (utf8-length l))) sizes)))))
       (let loop ([es (list-sort (lambda (a b) (> (car a) (car b))) sizes)] [left (- limit 64 reserved)])
         (cond
           [(null? es) 0]
           [(< left (cdar es)) (+ (caar es) 1)]
           [else (loop (cdr es) (- left (cdar es)))]))))
+
+  ;; Calls (proc line) for every line of every part file, in order.
+  (define (for-each-part-line parts proc)
+    (for-each
+      (lambda (part)
+        (call-with-input-file part
+          (lambda (in)
+            (let loop ()
+              (let ([l (get-line in)])
+                (unless (eof-object? l) (proc l) (loop)))))))
+      parts))
 
   ;; A line of a part: one event (strings escape newlines) and a comma,
   ;; but for the last.
