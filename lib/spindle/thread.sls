@@ -18,7 +18,7 @@
           make-thread* start-thread! thread-name thread-outcome thread-results
           thread-data-specific thread-data-specific-set! thread-add-exit-hook!)
   (import (except (chezscheme) sleep thread?) (only (spindle private core atomic) with-os-mutex)
-          (spindle private core queue) (spindle private core scheduler)
+          (spindle private core queue) (spindle private core scheduler) (spindle private core requests)
           (spindle private core clock) (spindle private core processors)
           (spindle private core evt-core) (spindle private core sync)
           (spindle private core keywords) (spindle async-channel)

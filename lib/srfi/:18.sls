@@ -29,7 +29,7 @@
           (prefix (only (chezscheme) make-mutex) chez:)
           (spindle thread) (spindle event)
           (spindle private core queue)
-          (only (spindle private core scheduler) request-kill!)
+          (only (spindle private core requests) request-kill!)
           (only (spindle private core atomic) with-os-mutex))
 
   ;; ---------------------------------------------------------------- conditions

@@ -20,7 +20,8 @@
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
     latch make-latch latch? latch-fire! record-prints-as!
     evt-trace-reason! evt-trace-reason)
-  (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic))
+  (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
+          (only (spindle private core requests) set-interrupt-hook!))
 
   (define-record-type syncer
     (fields status id thread (mutable branch) (mutable result))

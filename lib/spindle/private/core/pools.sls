@@ -32,7 +32,7 @@
   ;; Idle workers sleep on wakeup, an OS semaphore; posted counts the posts
   ;; not yet taken by a sleeper, so wakers post only while idle > posted.
   ;; One idle worker of the process may sleep in the I/O poller instead
-  ;; (see io-wait!): its pool then has poll-sleeper? set, and a waker with
+  ;; (see (spindle private core wakeup)): its pool then has poll-sleeper? set, and a waker with
   ;; no semaphore sleeper to post kicks the poller (once: poll-kicked?).
   ;; An own pool (a thread's #:pool 'own) closes itself when its thread
   ;; count drops to 0, so it stays open for siblings while its thread runs.

@@ -33,12 +33,9 @@
     ;; switching
     park! unpark! yield! exit-current-thread! set-worker-exit-handler!
     may-park? raise-park-disabled
-    request-kill! request-break! request-suspend! request-resume!
-    check-requests! set-interrupt-hook!
+    set-resume-check! main-gthread running-here?
     ;; timers
     add-timer! cancel-timer!
-    ;; the I/O poller
-    set-io-hooks!
     ;; system-idle-evt
     other-threads-busy?
     ;; misc
@@ -46,22 +43,17 @@
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
   (import (chezscheme) (spindle private core atomic) (spindle private core queue)
-          (only (spindle private os processes) os-exit)
           (only (spindle private os signals) fork-os-thread)
-          (only (spindle private os threads) make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield!)
+          (only (spindle private os threads) os-semaphore-wait!)
           (spindle private core pools) (spindle private core gthread)
           (spindle private core trace) (spindle private core clock) (spindle private core timers)
-          (spindle private core gc-policy) (spindle private core exit-hooks))
-
-
-
+          (spindle private core gc-policy) (spindle private core exit-hooks)
+          (spindle private core wakeup))
 
   ;; Starts a time slice for the thread w runs.
   (define-syntax start-slice!
     (syntax-rules ()
       [(_ w) (begin (worker-slice-checks-set! w checks-per-slice) (set-timer check-ticks))]))
-
-
 
   ;; The trace names a thread and its pool through these.
   (define trace-namer-set (and tracing? (begin (set-trace-namer! gthread-name gthread-pool) #t)))
@@ -90,7 +82,7 @@
            [t (make-gthread (if main? 'main 'adopted) p '(() . ()))])
       (worker-param w)
       (worker-current-set! w t)
-      (when main? (set! main-gthread t))
+      (when main? (set! the-main-gthread t))
       (with-spin-lock (pool-lock p)
         (pool-workers-set! p (fx+ (pool-workers p) 1))
         (pool-threads-set! p (fx+ (pool-threads p) 1))
@@ -101,87 +93,7 @@
       (enable-interrupts)
       w))
 
-  ;; ---------------------------------------------------------------- I/O poller
-  ;; (spindle private io poller) installs its hooks when the first descriptor
-  ;; is watched; until then workers sleep on their semaphores only.
-  ;; (io-wait! ms): waits in epoll_wait at most ms milliseconds (a flonum;
-  ;; #f = no limit, 0. = just look) with the collector released, and returns
-  ;; what it found.  (io-dispatch! found): wakes the threads waiting for it
-  ;; (of any pool).  (io-kick!): makes a waiting io-wait! return.
-  (define io-wait! #f)
-  (define io-dispatch! #f)
-  (define io-kick! #f)
-  (define (set-io-hooks! wait dispatch kick)
-    (set! io-kick! kick)
-    (set! io-dispatch! dispatch)
-    (set! io-wait! wait))
-
-  ;; The poll role.  At most one worker of the process waits in epoll_wait
-  ;; at a time: the one that set this box from #f to #t (in next-runnable,
-  ;; when it has nothing to run), and it gives the role back as soon as
-  ;; epoll_wait returns.  The other idle workers sleep on their pool's
-  ;; semaphore; busy workers look at the poller on each timer tick, and
-  ;; every worker looks before it goes idle, so ready descriptors are seen
-  ;; within a time slice while any worker runs, and at once while one
-  ;; waits in the poller.  The state to avoid is every worker asleep on a
-  ;; semaphore with the role free: nobody would see a descriptor again.
-  ;; A worker going idle takes the role if it is free, so only a worker
-  ;; that stops for good can leave it there.  The rule:
-  ;; - a holder dispatches what it found before it gives the role back
-  ;;   (the dispatch drains the kick eventfd: see poll-io-now!);
-  ;; - an idle worker tries to take the role before it sleeps on its
-  ;;   semaphore, under its pool's lock, after counting itself idle;
-  ;; - a worker that exits (its pool closed and empty), after giving up its
-  ;;   pool, wakes one semaphore sleeper of any pool if the role is free
-  ;;   (hand-off-poll-role!), and that worker takes the role as it goes
-  ;;   idle again.
-  ;; The exiting worker reads the sleeper counts under each pool's lock
-  ;; after the role was freed, and a sleeper counts itself idle and tries
-  ;; the role under the same lock, so one of the two always sees the other.
-  (define poll-role (box #f))
-
-  ;; With interrupts disabled and no lock held.
-  (define (hand-off-poll-role!)
-    (when (and io-wait! (not (unbox poll-role)))
-      (let loop ([ps (unbox all-pools)])
-        (unless (null? ps)
-          (let ([p (car (car ps))])
-            (if (and (not (bwp-object? p))
-                     (with-spin-lock (pool-lock p)
-                       (and (fx> (pool-idle p) (pool-posted p))
-                            (begin (wake-one! p) #t))))
-                (void)
-                (loop (cdr ps))))))))
-
-  ;; With interrupts disabled and no lock held: dispatch what the poller has
-  ;; now, unless another worker is already waiting in it.  #t if it found
-  ;; anything.
-  ;; The role is given back after the dispatch: it drains the kick
-  ;; eventfd, and a kick written for the next holder (a sleeper of another
-  ;; pool) must not be drained by this one's dispatch, or that sleeper
-  ;; would wait in epoll_wait with its pool marked kicked for ever.
-  (define (poll-io-now!)
-    (and io-wait!
-         (box-cas! poll-role #f #t)
-         (let ([any? (io-dispatch! (io-wait! 0.))])
-           (set-box! poll-role #f)
-           any?)))
-
   ;; ---------------------------------------------------------------- pools
-  ;; With the pool lock held: wake one sleeping worker / all of them.
-  (define (wake-one! p)
-    (cond
-      [(fx> (pool-idle p) (pool-posted p))
-       (pool-posted-set! p (fx+ (pool-posted p) 1))
-       (os-semaphore-post! (pool-wakeup p))]
-      [(and (pool-poll-sleeper? p) (not (pool-poll-kicked? p)))
-       (pool-poll-kicked?-set! p #t)
-       (io-kick!)]))
-
-  (define (wake-all! p)
-    (let loop () (when (fx> (pool-idle p) (pool-posted p)) (wake-one! p) (loop)))
-    (wake-one! p))
-
   (define (pool-close! p)
     (with-interrupts-disabled
       (with-spin-lock (pool-lock p)
@@ -201,36 +113,17 @@
          (start-worker! p)])
       (spin-unlock! (pool-lock p))))
 
-  ;; exit in any thread ends the process, as in Racket.  Chez gives a
-  ;; forked OS thread an exit handler that ends only that thread (the main
-  ;; thread's own cannot run elsewhere), so every worker takes
-  ;; exit-process, or the handler a place sets (set-worker-exit-handler!).
-  ;; The status is Chez's: 0 for (exit), a fixnum's low 8 bits, else 1.
-  ;; Output is flushed as at the main thread's exit: the current and
-  ;; console ports here, then C's exit runs the exit hooks (flush-at-exit,
-  ;; the trace's) in this thread.
+  ;; exit in any thread ends the process, as in Racket: every worker takes
+  ;; exit-process (see (spindle private core exit-hooks)), or the handler a
+  ;; place sets.
   (define worker-exit-handler #f)
   (define (set-worker-exit-handler! h) (set! worker-exit-handler h))
-  (define (exit-process . args)
-    (let ([code (cond
-                  [(null? args) 0]
-                  [(fixnum? (car args)) (fxlogand (car args) 255)]
-                  [else 1])])
-      (flush-exit-ports)
-      (os-exit code)))
 
   ;; See (spindle private core gc-policy).
   (define libraries-collected (collect-libraries!))
   (define gc-policy-installed (begin (install-gc-policy!) #t))
 
-  ;; Chez 9.5.8 flushes no port at exit while other OS threads live (pool
-  ;; workers, futures): a program that printed a last line without a
-  ;; newline lost it, whether it called `exit` or simply ended.  An exit
-  ;; hook flushes the current and console ports, also when Chez has
-  ;; flushed them itself.  Places end with _exit and flush on their own.
-  (define (flush-exit-ports)
-    (for-each (lambda (p) (guard (c [#t (void)]) (flush-output-port p)))
-              (list (current-output-port) (console-output-port) (console-error-port))))
+  ;; See flush-exit-ports.
   (define flush-at-exit (begin (add-exit-hook! flush-exit-ports) #t))
 
   (define (start-worker! p)
@@ -303,6 +196,12 @@
     (restore-param! current-output-port (gthread-out t))
     (restore-param! current-error-port (gthread-err t)))
 
+  ;; In next-runnable, with interrupts disabled once and no lock held, no
+  ;; thread current and the timer off: lets a pending keyboard interrupt
+  ;; (or collect request) run.
+  (define-syntax interrupt-window!
+    (syntax-rules () [(_) (begin (enable-interrupts) (disable-interrupts))]))
+
   ;; About 20-50 us of polling an idle pool's run queue.
   (define spin-iterations 20000)
 
@@ -336,19 +235,19 @@
                      (when (and (fx< i spin-iterations) (queue-empty? rq)) (spin (fx+ i 1))))
                    (disable-interrupts)
                    (loop (fx+ spins 1))))]
-            [(and io-wait! (box-cas! poll-role #f #t))
+            [(take-poll-role!)
              ;; Sleep in the poller, until a descriptor is ready, the next
              ;; timer of this pool is due, or a waker kicks it.
              (pool-poll-sleeper?-set! p #t)
              (let ([dl (next-deadline p)])
                (spin-unlock! lock)
-               (let ([found (io-wait! (and dl (flmax 0. (fl- dl (monotonic-ms)))))])
+               (let ([found (poll-wait (and dl (flmax 0. (fl- dl (monotonic-ms)))))])
                  (spin-lock! lock)
                  (pool-poll-sleeper?-set! p #f)
                  (pool-poll-kicked?-set! p #f)
                  (spin-unlock! lock)
-                 (io-dispatch! found)              ; before the role goes (see poll-io-now!)
-                 (set-box! poll-role #f)))
+                 (poll-dispatch! found)             ; before the role goes (see poll-io-now!)
+                 (release-poll-role!)))
              (interrupt-window!)
              (loop 1)]
             [else
@@ -545,14 +444,14 @@
                   (run-thread! w next))))))
       (enable-interrupts)
       ;; t is still the current thread: a thread resumes as itself
-      (check-requests-of! t)))
+      (resume-check t)))
 
   (define (on-timer)
     (let ([w (worker-param)])
       (if (and w (fx= (worker-tid w) (get-thread-id)) (worker-current w))
           (if (slice-over? w)
               (begin
-                (when io-wait! (with-interrupts-disabled (poll-io-now!)))
+                (when (poller-installed?) (with-interrupts-disabled (poll-io-now!)))
                 (yield!))
               (set-timer check-ticks))
           (set-timer 0))))
@@ -566,106 +465,23 @@
         [(fx<= left 0) #t]
         [else (fx>= (fx- now (worker-slice-start w)) slice-ms)])))
 
-  ;; ---------------------------------------------------------------- Ctrl-C
-  ;; SIGINT breaks the main thread (break-thread), as in Racket: a thread
-  ;; parked in sync, sleep, tcp-accept or a read wakes with the break; a
-  ;; running one takes it at its next switch, or at once when the signal
-  ;; reached its own OS thread.  Uncaught, it ends the program like any
-  ;; uncaught exception of the main thread ("user break", status 255).
-  ;; Chez's C handler only marks the interrupt pending in the OS thread
-  ;; that took the signal (the kernel prefers the main one); this handler
-  ;; runs there at its next interrupt check.  An idle worker sleeps with
-  ;; interrupts disabled, so next-runnable opens them for a moment after
-  ;; every wake-up (the signal makes its wait return early: EINTR).
-  ;; A main thread that spindle has not adopted yet is adopted here when
-  ;; the handler runs on it (it is then in its own code, interrupts
-  ;; enabled, as at any first call of current-thread); anywhere else
-  ;; before that, Chez's own handler runs.
-  (define main-gthread #f)
-  (define chez-keyboard-handler (keyboard-interrupt-handler))
-  (define (on-keyboard-interrupt)
-    (let ([m (or main-gthread (and (fx= (get-thread-id) 0) (begin (current-worker) main-gthread)))])
-      (if m
-          (begin
-            (request-break! m #f)
-            (let ([w (worker-param)])
-              (when (and w (fx= (worker-tid w) (get-thread-id)) (eq? (worker-current w) m))
-                (check-requests-of! m))))
-          (chez-keyboard-handler))))
-  (define keyboard-handler-installed
-    (begin (keyboard-interrupt-handler on-keyboard-interrupt) #t))
+  ;; ---------------------------------------------------------------- for requests
+  ;; (spindle private core requests) acts on kill, break and suspend
+  ;; requests; a preempted or yielding thread resumes through this hook.
+  (define resume-check (lambda (t) (void)))
+  (define (set-resume-check! proc) (set! resume-check proc))
 
-  ;; In next-runnable, with interrupts disabled once and no lock held, no
-  ;; thread current and the timer off: lets a pending keyboard interrupt
-  ;; (or collect request) run.
-  (define-syntax interrupt-window!
-    (syntax-rules () [(_) (begin (enable-interrupts) (disable-interrupts))]))
+  ;; The program's main thread, adopting OS thread 0 if this is it; #f
+  ;; elsewhere before that.
+  (define the-main-gthread #f)
+  (define (main-gthread)
+    (or the-main-gthread
+        (and (fx= (get-thread-id) 0) (begin (current-worker) the-main-gthread))))
 
-  ;; ---------------------------------------------------------------- requests
-  ;; The sync layer registers how to interrupt a thread parked in a sync.
-  (define interrupt-hook (lambda (t) (unpark! t)))
-  (define (set-interrupt-hook! proc) (set! interrupt-hook proc))
-
-  ;; The hook commits the thread's syncer and enqueues the thread, under
-  ;; spin locks: always with interrupts disabled, since these are called
-  ;; from user code (kill-thread, break-thread) and from signal handlers.
-  (define (request-kill! t)
-    (gthread-kill-requested?-set! t #t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
-
-  (define (request-break! t kind)
-    (let ([old (gthread-break-pending t)])
-      ;; hang-up and terminate replace a plain pending break
-      (unless (and old kind (not (eq? old 'plain)))
-        (gthread-break-pending-set! t (or kind (or old 'plain)))))
-    (when (gthread-break-enabled? t)
-      (disable-interrupts)
-      (interrupt-hook t)
-      (enable-interrupts)))
-
-  (define (request-suspend! t)
-    (gthread-suspended?-set! t #t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
-
-  (define (request-resume! t)
-    (when (gthread-suspended? t)
-      (gthread-suspended?-set! t #f)
-      (disable-interrupts)
-      (unpark! t)
-      (enable-interrupts)))
-
-  ;; Acts on pending kill, suspend and break requests of the current thread.
-  ;; Called with interrupts enabled, outside critical sections.
-  (define (check-requests!) (check-requests-of! (current-gthread)))
-
-  (define (check-requests-of! t)
-    (let loop ()
-      (cond
-        [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
-        [(gthread-suspended? t)
-         (disable-interrupts)
-         (park!)
-         (enable-interrupts)
-         (loop)]
-        [(and (gthread-break-pending t) (gthread-break-enabled? t))
-         (let ([kind (gthread-break-pending t)])
-           (gthread-break-pending-set! t #f)
-           (raise
-             (condition
-               (case kind
-                 [(hang-up) (make-break-hang-up-condition)]
-                 [(terminate) (make-break-terminate-condition)]
-                 [else (make-break-condition)])
-               (make-message-condition
-                 (case kind
-                   [(hang-up) "hang-up break"]
-                   [(terminate) "terminate break"]
-                   [else "user break"])))))]
-        [else (void)])))
+  ;; #t if t is the thread running on this OS thread.
+  (define (running-here? t)
+    (let ([w (worker-param)])
+      (and w (fx= (worker-tid w) (get-thread-id)) (eq? (worker-current w) t))))
 
   ;; Threads and pools print briefly (a thread's record graph is cyclic).
   (record-writer (record-type-descriptor gthread)

@@ -14,6 +14,7 @@
     register-evt-record-type! register-evt-kind!
     sync-prim)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
+          (only (spindle private core requests) check-requests!)
           (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 

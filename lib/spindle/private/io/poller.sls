@@ -8,7 +8,7 @@
 ;;; forgets the inherited records and makes a fresh instance.  Socket and pipe ports wait on it through edge-triggered
 ;;; records (below); place channels and signal descriptors through
 ;;; level-triggered handlers (watch-level!).  No thread of its own: an idle worker sleeps in it (see
-;;; poll-role in the scheduler), busy workers look at it on every timer
+;;; the poll role in (spindle private core wakeup)), busy workers look at it on every timer
 ;;; tick, and its events wake the threads that wait for a descriptor.
 ;;;
 ;;; A watched descriptor is registered once, edge-triggered for both
@@ -28,6 +28,7 @@
   (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
           watch-level! change-level! unwatch-level!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core atomic) (spindle private core evt-core)
+          (only (spindle private core wakeup) set-io-hooks!)
           (spindle private core queue)
           (only (spindle private os descriptors) close-fd)
           (only (spindle private os polling) make-epoll epoll-in epoll-out epoll-rdhup epoll-hangup-mask

@@ -1,0 +1,103 @@
+#!chezscheme
+;;; Requests to a thread from outside it: kill, break, suspend, resume,
+;;; and Ctrl-C, which breaks the main thread.  A request marks the thread
+;;; and interrupts it where it waits; the thread acts on its requests
+;;; itself (check-requests!), when it resumes from a preemption or yield
+;;; and wherever the sync layer looks.
+(library (spindle private core requests)
+  (export request-kill! request-break! request-suspend! request-resume!
+          check-requests! set-interrupt-hook!)
+  (import (chezscheme) (spindle private core scheduler) (spindle private core gthread))
+
+  ;; The sync layer registers how to interrupt a thread parked in a sync.
+  (define interrupt-hook (lambda (t) (unpark! t)))
+  (define (set-interrupt-hook! proc) (set! interrupt-hook proc))
+
+  ;; The hook commits the thread's syncer and enqueues the thread, under
+  ;; spin locks: always with interrupts disabled, since these are called
+  ;; from user code (kill-thread, break-thread) and from signal handlers.
+  (define (request-kill! t)
+    (gthread-kill-requested?-set! t #t)
+    (disable-interrupts)
+    (interrupt-hook t)
+    (enable-interrupts))
+
+  (define (request-break! t kind)
+    (let ([old (gthread-break-pending t)])
+      ;; hang-up and terminate replace a plain pending break
+      (unless (and old kind (not (eq? old 'plain)))
+        (gthread-break-pending-set! t (or kind (or old 'plain)))))
+    (when (gthread-break-enabled? t)
+      (disable-interrupts)
+      (interrupt-hook t)
+      (enable-interrupts)))
+
+  (define (request-suspend! t)
+    (gthread-suspended?-set! t #t)
+    (disable-interrupts)
+    (interrupt-hook t)
+    (enable-interrupts))
+
+  (define (request-resume! t)
+    (when (gthread-suspended? t)
+      (gthread-suspended?-set! t #f)
+      (disable-interrupts)
+      (unpark! t)
+      (enable-interrupts)))
+
+  ;; Acts on pending kill, suspend and break requests of the current thread.
+  ;; Called with interrupts enabled, outside critical sections.
+  (define (check-requests!) (check-requests-of! (current-gthread)))
+
+  (define (check-requests-of! t)
+    (let loop ()
+      (cond
+        [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
+        [(gthread-suspended? t)
+         (disable-interrupts)
+         (park!)
+         (enable-interrupts)
+         (loop)]
+        [(and (gthread-break-pending t) (gthread-break-enabled? t))
+         (let ([kind (gthread-break-pending t)])
+           (gthread-break-pending-set! t #f)
+           (raise
+             (condition
+               (case kind
+                 [(hang-up) (make-break-hang-up-condition)]
+                 [(terminate) (make-break-terminate-condition)]
+                 [else (make-break-condition)])
+               (make-message-condition
+                 (case kind
+                   [(hang-up) "hang-up break"]
+                   [(terminate) "terminate break"]
+                   [else "user break"])))))]
+        [else (void)])))
+
+  (define resume-check-installed (begin (set-resume-check! check-requests-of!) #t))
+
+  ;; SIGINT breaks the main thread (break-thread), as in Racket: a thread
+  ;; parked in sync, sleep, tcp-accept or a read wakes with the break; a
+  ;; running one takes it at its next switch, or at once when the signal
+  ;; reached its own OS thread.  Uncaught, it ends the program like any
+  ;; uncaught exception of the main thread ("user break", status 255).
+  ;; Chez's C handler only marks the interrupt pending in the OS thread
+  ;; that took the signal (the kernel prefers the main one); this handler
+  ;; runs there at its next interrupt check.  An idle worker sleeps with
+  ;; interrupts disabled, so the scheduler opens them for a moment after
+  ;; every wake-up (the signal makes its wait return early: EINTR).
+  ;; A main thread that spindle has not adopted yet is adopted here when
+  ;; the handler runs on it (it is then in its own code, interrupts
+  ;; enabled, as at any first call of current-thread); anywhere else
+  ;; before that, Chez's own handler runs.  Installed when this library
+  ;; is invoked, as the sync layer, which refers to it, is.
+  (define chez-keyboard-handler (keyboard-interrupt-handler))
+  (define (on-keyboard-interrupt)
+    (let ([m (main-gthread)])
+      (if m
+          (begin
+            (request-break! m #f)
+            (when (running-here? m) (check-requests-of! m)))
+          (chez-keyboard-handler))))
+  (define keyboard-handler-installed
+    (begin (keyboard-interrupt-handler on-keyboard-interrupt) #t)))
