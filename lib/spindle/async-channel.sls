@@ -91,68 +91,56 @@
 
   (define (get-attempt ch s branch register?)
     (assert-atomic 'get-attempt)
-    (spin-lock! (async-channel-lock ch))
-    (let ([r (cond
-               [(queue-empty? (async-channel-buffer ch))
-                (and register? (not (syncer-done? s))
-                     (queue-push! (async-channel-getters ch) (make-waiter s branch #f)))]
-               [(claim! s)
-                (finish! s branch (list (queue-pop! (async-channel-buffer ch) #f)))
-                (settle! ch)
-                #t]
-               [else #f])])
-      (spin-unlock! (async-channel-lock ch))
-      r))
+    (with-spin-lock (async-channel-lock ch)
+      (cond
+        [(queue-empty? (async-channel-buffer ch))
+         (and register? (not (syncer-done? s))
+              (queue-push! (async-channel-getters ch) (make-waiter s branch #f)))]
+        [(claim! s)
+         (finish! s branch (list (queue-pop! (async-channel-buffer ch) #f)))
+         (settle! ch)
+         #t]
+        [else #f])))
 
   (define (get-cancel ch node)
     (assert-atomic 'get-cancel)
-    (spin-lock! (async-channel-lock ch))
-    (queue-remove! (async-channel-getters ch) node)
-    (spin-unlock! (async-channel-lock ch)))
+    (remove-waiter! (async-channel-lock ch) (async-channel-getters ch) node))
 
   (define (put-attempt pe s branch register?)
     (assert-atomic 'put-attempt)
     (let ([ch (put-evt-channel pe)] [v (put-evt-value pe)])
-      (spin-lock! (async-channel-lock ch))
-      (let ([r (cond
-                 [(hand-to-getter! ch s branch v (list pe)) #t]
-                 [(syncer-done? s) #f]
-                 [(room? ch)
-                  (and (claim! s)
-                       (begin
-                         (queue-push! (async-channel-buffer ch) v)
-                         (finish! s branch (list pe))
-                         (settle! ch)
-                         #t))]
-                 [register? (queue-push! (async-channel-putters ch) (make-waiter s branch pe))]
-                 [else #f])])
-        (spin-unlock! (async-channel-lock ch))
-        r)))
+      (with-spin-lock (async-channel-lock ch)
+        (cond
+          [(hand-to-getter! ch s branch v (list pe)) #t]
+          [(syncer-done? s) #f]
+          [(room? ch)
+           (and (claim! s)
+                (begin
+                  (queue-push! (async-channel-buffer ch) v)
+                  (finish! s branch (list pe))
+                  (settle! ch)
+                  #t))]
+          [register? (queue-push! (async-channel-putters ch) (make-waiter s branch pe))]
+          [else #f]))))
 
   (define (put-cancel pe node)
     (assert-atomic 'put-cancel)
     (let ([ch (put-evt-channel pe)])
-      (spin-lock! (async-channel-lock ch))
-      (queue-remove! (async-channel-putters ch) node)
-      (spin-unlock! (async-channel-lock ch))))
+      (remove-waiter! (async-channel-lock ch) (async-channel-putters ch) node)))
 
   (define (peek-attempt pk s branch register?)
     (assert-atomic 'peek-attempt)
     (let ([ch (peek-evt-channel pk)])
-      (spin-lock! (async-channel-lock ch))
-      (let ([r (cond
-                 [(not (queue-empty? (async-channel-buffer ch))) (commit-one! s branch (list pk))]
-                 [register? (queue-push! (async-channel-peekers ch) (make-waiter s branch pk))]
-                 [else #f])])
-        (spin-unlock! (async-channel-lock ch))
-        r)))
+      (with-spin-lock (async-channel-lock ch)
+        (cond
+          [(not (queue-empty? (async-channel-buffer ch))) (commit-one! s branch (list pk))]
+          [register? (queue-push! (async-channel-peekers ch) (make-waiter s branch pk))]
+          [else #f]))))
 
   (define (peek-cancel pk node)
     (assert-atomic 'peek-cancel)
     (let ([ch (peek-evt-channel pk)])
-      (spin-lock! (async-channel-lock ch))
-      (queue-remove! (async-channel-peekers ch) node)
-      (spin-unlock! (async-channel-lock ch))))
+      (remove-waiter! (async-channel-lock ch) (async-channel-peekers ch) node)))
 
   (define (async-channel-peek-evt ch) (make-peek-evt ch))
 

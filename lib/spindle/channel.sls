@@ -62,9 +62,7 @@
 
   (define (get-cancel ch node)
     (assert-atomic 'get-cancel)
-    (spin-lock! (channel-lock ch))
-    (queue-remove! (channel-getters ch) node)
-    (spin-unlock! (channel-lock ch)))
+    (remove-waiter! (channel-lock ch) (channel-getters ch) node))
 
   (define (put-attempt pe s branch register?)
     (assert-atomic 'put-attempt)
@@ -81,9 +79,7 @@
   (define (put-cancel pe node)
     (assert-atomic 'put-cancel)
     (let ([ch (put-evt-channel pe)])
-      (spin-lock! (channel-lock ch))
-      (queue-remove! (channel-putters ch) node)
-      (spin-unlock! (channel-lock ch))))
+      (remove-waiter! (channel-lock ch) (channel-putters ch) node)))
 
   (define (channel-get ch) (check 'channel-get ch) (sync ch))
 

@@ -16,7 +16,7 @@
   (export
     make-syncer syncer-thread syncer-branch syncer-result syncer-done?
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
-    make-waiter waiter-syncer waiter-branch waiter-value
+    make-waiter waiter-syncer waiter-branch waiter-value remove-waiter!
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
     latch make-latch latch? latch-fire! record-prints-as!
     evt-trace-reason! evt-trace-reason)
@@ -86,6 +86,13 @@
   (define (waiter-branch w) (if (syncer? w) 0 (full-waiter-branch w)))
   (define (waiter-value w) (if (syncer? w) #f (full-waiter-value w)))
 
+  ;; The usual cancel: drops a waiter's node from its queue under the
+  ;; queue's spin lock (with interrupts disabled).
+  (define (remove-waiter! lock waiters node)
+    (spin-lock! lock)
+    (queue-remove! waiters node)
+    (spin-unlock! lock))
+
   ;; What a thread parked on an evt of a record type waits on, for the
   ;; trace (channel, semaphore, sleep, io, wait, ...): each library names
   ;; its own evt types' reason, so sync names no other library's types.
@@ -125,20 +132,16 @@
   ;; for its death) cost 64 bytes and ~30 ns per use.
   (define (latch-attempt l s branch register?)
     (assert-atomic 'latch-attempt)
-    (spin-lock! (latch-lock l))
-    (let ([r (cond
-               [(latch-fired? l)
-                (commit-one! s branch (list ((latch-value l) l)))]
-               [register? (queue-push! (latch-waiters l) (make-waiter s branch #f))]
-               [else #f])])
-      (spin-unlock! (latch-lock l))
-      r))
+    (with-spin-lock (latch-lock l)
+      (cond
+        [(latch-fired? l)
+         (commit-one! s branch (list ((latch-value l) l)))]
+        [register? (queue-push! (latch-waiters l) (make-waiter s branch #f))]
+        [else #f])))
 
   (define (latch-cancel l node)
     (assert-atomic 'latch-cancel)
-    (spin-lock! (latch-lock l))
-    (queue-remove! (latch-waiters l) node)
-    (spin-unlock! (latch-lock l)))
+    (remove-waiter! (latch-lock l) (latch-waiters l) node))
 
   (define (latch-fire! l)
     (with-interrupts-disabled

@@ -168,16 +168,21 @@
                      (if (and (#%$port-flags-set? custom bit) (not (#%$port-flags-set? bare bit))) (fxior acc bit) acc)))
                  0 (iota 24))))
 
+  ;; A port-handler operation: refuses a closed port, then runs body.
+  (define-syntax port-op
+    (syntax-rules ()
+      [(_ (who p arg ...) body ...)
+       (lambda (who p arg ...)
+         (when (port-closed? p) (closed-error who p))
+         body ...)]))
+
   ;; The input port's handler.  Its Chez buffer is empty and stays so:
   ;; Chez calls the handler for every read, and the handler takes the
   ;; input lock, so one byte goes to exactly one reader on any OS thread.
   (define (make-input-handler h close!)
     (define-syntax op
       (syntax-rules ()
-        [(_ (who p arg ...) body ...)
-         (lambda (who p arg ...)
-           (when (port-closed? p) (closed-error who p))
-           (locked-input h body ...))]))
+        [(_ (who p arg ...) body ...) (port-op (who p arg ...) (locked-input h body ...))]))
     (make-port-handler
       (lambda (who p)                                      ; ready?
         (when (port-closed? p) (closed-error who p))
@@ -226,23 +231,17 @@
   ;; (put-bytevector, a transcoded port's flush), each under the output
   ;; lock, which a raise releases (with-port-lock).
   (define (make-output-handler h close!)
-    (define-syntax op
-      (syntax-rules ()
-        [(_ (who p arg ...) body ...)
-         (lambda (who p arg ...)
-           (when (port-closed? p) (closed-error who p))
-           body ...)]))
     (make-port-handler
       #f #f #f #f #f #f                                    ; the input operations
-      (op (who p b)                                        ; put
+      (port-op (who p b)                                        ; put
         (with-port-lock (handle-out-lock h)
           (bytevector-u8-set! (handle-out-byte h) 0 b)
           (write-all! who p h (handle-out-byte h) 0 1)))
-      (op (who p bv start n)                               ; put-some
+      (port-op (who p bv start n)                               ; put-some
         (with-port-lock (handle-out-lock h) (write-all! who p h bv start n))
         n)
-      (op (who p) (void))                                  ; flush: nothing is held
-      (op (who p) (void))                                  ; clear-output
+      (port-op (who p) (void))                                  ; flush: nothing is held
+      (port-op (who p) (void))                                  ; clear-output
       (lambda (who p) (close! p))
       #f #f #f #f #f #f))
 

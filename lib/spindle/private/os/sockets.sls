@@ -105,19 +105,17 @@
   (define (socket-peer-address fd) (socket-address c-getpeername fd))
 
   ;; sockaddr_in: family (2, native), port (2, big-endian), address (4), zero (8)
-  (define (make-inet-address ip4 port)
-    (let ([a (make-bytevector 16 0)])
-      (bytevector-u16-native-set! a 0 af-inet)
-      (bytevector-u16-set! a 2 port (endianness big))
-      (bytevector-copy! ip4 0 a 4 4)
-      a))
+  (define (make-inet-address ip4 port) (make-ip-address af-inet 16 port ip4 4))
 
   ;; sockaddr_in6: family, port, flowinfo (4), address (16), scope id (4)
-  (define (make-inet6-address ip6 port)
-    (let ([a (make-bytevector 28 0)])
-      (bytevector-u16-native-set! a 0 af-inet6)
+  (define (make-inet6-address ip6 port) (make-ip-address af-inet6 28 port ip6 8))
+
+  ;; A zeroed sockaddr of size bytes: family, big-endian port, ip at offset.
+  (define (make-ip-address family size port ip offset)
+    (let ([a (make-bytevector size 0)])
+      (bytevector-u16-native-set! a 0 family)
       (bytevector-u16-set! a 2 port (endianness big))
-      (bytevector-copy! ip6 0 a 8 16)
+      (bytevector-copy! ip 0 a offset (bytevector-length ip))
       a))
 
   ;; sockaddr_un: family, path (NUL-terminated, at most 107 bytes)

@@ -9,7 +9,7 @@
 (library (spindle private places inbox)
   (export make-inbox inbox? inbox-put! inbox-try-get inbox-get inbox-take-all!)
   (import (chezscheme) (spindle private core queue)
-          (only (spindle private core atomic) spin-lock! spin-unlock! assert-atomic with-atomic)
+          (only (spindle private core atomic) spin-lock! spin-unlock! with-spin-lock assert-atomic with-atomic)
           (spindle private core evt-core)
           (only (spindle private core sync) sync))
 
@@ -23,23 +23,19 @@
 
   (define (inbox-attempt ib s branch register?)
     (assert-atomic 'inbox-attempt)
-    (spin-lock! (inbox-lock ib))
-    (let ([r (cond
-               [(queue-empty? (inbox-items ib))
-                (and register? (not (syncer-done? s))
-                     (queue-push! (inbox-getters ib) (make-waiter s branch #f)))]
-               [(claim! s)
-                (finish! s branch (list (queue-pop! (inbox-items ib) #f)))
-                #t]
-               [else #f])])
-      (spin-unlock! (inbox-lock ib))
-      r))
+    (with-spin-lock (inbox-lock ib)
+      (cond
+        [(queue-empty? (inbox-items ib))
+         (and register? (not (syncer-done? s))
+              (queue-push! (inbox-getters ib) (make-waiter s branch #f)))]
+        [(claim! s)
+         (finish! s branch (list (queue-pop! (inbox-items ib) #f)))
+         #t]
+        [else #f])))
 
   (define (inbox-cancel ib node)
     (assert-atomic 'inbox-cancel)
-    (spin-lock! (inbox-lock ib))
-    (queue-remove! (inbox-getters ib) node)
-    (spin-unlock! (inbox-lock ib)))
+    (remove-waiter! (inbox-lock ib) (inbox-getters ib) node))
 
   ;; Appends v (never #f), or hands it to the first getter still waiting.
   (define (inbox-put! ib v)
