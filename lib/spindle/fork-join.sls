@@ -236,15 +236,17 @@
       (check-group! g who)
       (cg-barriers-set! c k)
       (cg-barrier-enter! b k)
-      (check!)
+      ;; the members' states are looked at only when member 0 is about to
+      ;; block, so a barrier costs member 0 no work per member
       (cg-barrier-wait! b k
         (lambda (ch ready?)
           ;; if ch's writer has ended, step! watches the places' deaths
           (let ([wake (list (wrap-evt ch (lambda (msg) (cons -1 msg))))])
             (let loop ()
-              (step! g wake)
               (check!)
-              (unless (ready?) (loop))))))))
+              (unless (ready?)
+                (step! g wake)
+                (loop))))))))
 
   ;; Member 0 returned v0: collect the others' results, then their exits.
   (define (join! g c0 v0)
