@@ -105,8 +105,9 @@
   (define yield-us 100)
 
   ;; Runs the rounds of barrier k (entered with cg-barrier-enter!).
-  ;; (park ch ready?) blocks until ready? returns true; ch is the wake
-  ;; channel, whose messages it passes to wake-up!.
+  ;; (park ch ready?) blocks until ready? returns true; ch is the wait's
+  ;; wake channel, whose messages (tokens) it takes and may ignore: after
+  ;; each, ready? tells whether the wait is over.
   (define (cg-barrier-wait! b k park)
     (let ([i (cg-barrier-id b)] [np (cg-barrier-np b)] [mine (base b (cg-barrier-id b))])
       (let loop ([r 0] [span 1])
