@@ -5,9 +5,10 @@
 ;;; Each one first sends 'ready, so that the creator can time a place's
 ;;; start up to its first message, and returns (the place exits 0) on 'stop.
 (library (bench-places)
-  (export echo sink worker start-workers stop-places)
+  (export echo sink worker start-workers stop-places cg-barrier-us)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (only (spindle) place-channel-put place-channel-get dynamic-place place-wait)
+          (only (spindle fork-join) fork-join lift-places CGBarrier)
           (bench-workloads))
 
   ;; In the creating program: n worker places, each past its 'ready.
@@ -68,4 +69,23 @@
                   [g1 (tms (current-time 'time-collector-real))]
                   [c1 (tms (current-time 'time-process))])
              (place-channel-put ch (vector v (- c1 c0) (- g1 g0)))
-             (loop))])))))
+             (loop))]))))
+
+  ;; Microseconds per CGBarrier in a group of np members: n barriers after
+  ;; 100 unclocked ones, timed by member 0 (the group is started before the
+  ;; clock).  The best of `runs` groups.
+  (define (cg-barrier-us np n runs)
+    (let loop ([r 0] [best #f])
+      (if (= r runs)
+          best
+          (let ([us (vector-ref
+                      (fork-join np cg ([n n])
+                        (do ([i 0 (fx+ i 1)]) ((fx= i 100)) (CGBarrier cg))
+                        (let ([t0 (current-time 'time-monotonic)])
+                          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (CGBarrier cg))
+                          (let ([d (time-difference (current-time 'time-monotonic) t0)])
+                            (/ (+ (* 1e6 (time-second d)) (/ (time-nanosecond d) 1e3)) n))))
+                      0)])
+            (loop (+ r 1) (if best (min best us) us))))))
+
+  (lift-places (bench-places)))

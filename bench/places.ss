@@ -22,6 +22,12 @@
 ;;;                                  ready; cat >/dev/null; echo done'` (clock:
 ;;;                                  first write after `ready` to `done`)
 ;;;   places.memcpy-1mb        MB/s  bytevector-copy! of 1 MiB in this process
+;;;   places.cg-barrier-npN    us    one CGBarrier in a fork-join group of N
+;;;                                  members (N = 1, 2, 4; 4 is more than this
+;;;                                  machine's cores when it has 2): mean over
+;;;                                  20000 barriers (--quick 5000; np 4: a
+;;;                                  tenth), timed in member 0 after 100
+;;;                                  untimed ones; best of --runs groups
 ;;;   places.strfib-seq        ms    (strfib K) twice in this process (K = 30,
 ;;;                                  --quick 27; strfib of bench/threads.ss)
 ;;;   places.strfib-par        ms    (strfib K) once in each of two places at the
@@ -41,6 +47,7 @@
 ;;; wants it >= 1) and a table with the targets.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle)
         (only (bench-workloads) strfib)
+        (only (bench-places) cg-barrier-us)
         (bench-harness)
         (only (spindle private os processes) shell-command))
 
@@ -119,6 +126,17 @@
                   (/ (* 1000. (- (now-ms) t0)) n-roundtrip))))
             "us")
     (stop! p)))
+
+;; ---------------------------------------------------------------- barriers
+(define n-barrier (if quick? 5000 20000))
+
+(define (bench-cg-barrier)
+  (for-each
+    (lambda (np)
+      (report-figure (format "cg-barrier-np~a" np)
+                     (cg-barrier-us np (if (> np 2) (quotient n-barrier 10) n-barrier) runs)
+                     "us"))
+    '(1 2 4)))
 
 ;; ---------------------------------------------------------------- throughput
 (define payload (make-bytevector mib 7))
@@ -282,6 +300,7 @@
     ("throughput-1mb" "MB/s" #f #f)
     ("throughput-1mb-pipe" "MB/s" #f #f)
     ("memcpy-1mb" "MB/s" #f #f)
+    ("cg-barrier-np2" "us" #f #t)
     ("strfib-speedup-2" "x" (>= . 1.9) #f)
     ("strfib-speedup-2-with-start" "x" #f #f)
     ("strfib-speedup-2-warm" "x" #f #f)))
@@ -323,7 +342,8 @@
 (guard (e [#t (kill-all!) (raise e)])
   ;; each group starts at a quiet moment (within the waiting budget)
   (for-each (lambda (bench) (wait-for-quiet! quiet) (bench))
-            (list bench-create bench-roundtrip bench-throughput bench-pipe bench-memcpy bench-strfib)))
+            (list bench-create bench-roundtrip bench-throughput bench-pipe bench-memcpy bench-cg-barrier
+                  bench-strfib)))
 (kill-all!)
 (when (> (quiet-retimed quiet) 0)
   (note "~a strfib timing(s) taken again because other processes took over a quarter of the machine" (quiet-retimed quiet)))

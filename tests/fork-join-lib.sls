@@ -5,7 +5,7 @@
 (library (fork-join-lib)
   (export fj-ids fj-arg-order fj-member-0-args fj-shared-writes fj-for fj-for-in-range
           fj-for-default-step fj-for-in-range-end fj-for/stride fj-for-marks fj-barrier-phases
-          fj-barrier-waits fj-pipeline fj-pipeline-many fj-n0-only fj-accessors fj-big-results fj-nested
+          fj-barrier-waits fj-barrier-many fj-barrier-then-fails fj-pipeline fj-pipeline-many fj-n0-only fj-accessors fj-big-results fj-nested
           fj-member-raises fj-member-raises-late fj-member-0-raises fj-member-0-catches
           fj-bad-result fj-member-exits fj-member-skips-barrier fj-member-0-skips-barrier
           fj-pipeline-bad-value fj-stuck-member fj-for-bad-step fj-arg-not-allowed
@@ -90,9 +90,52 @@
                   (CG-B cg)
                   (loop (+ p 1) bad))))))))
 
-  ;; member 0 sleeps 0.2 s before the barrier: the others' waits last that long
+  ;; n barriers; before barrier j each member writes j in its slot, after it
+  ;; every slot must be j or j + 1 (a member may already be on to the next
+  ;; barrier, never further).  Members (j mod np) and 0 dawdle now and then,
+  ;; so waits that park mix with waits that spin.  Result: (mismatches
+  ;; barriers-done).
+  (define (fj-barrier-many np n)
+    (let ([slots (make-shared-fxvector np 0)])
+      (fork-join np cg ([slots slots] [n n])
+        (let ([me (CG-id cg)] [np (CG-np cg)])
+          (let loop ([j 1] [bad 0])
+            (if (> j n)
+                (list bad (- j 1))
+                (begin
+                  (when (and (= (mod j 97) 0) (= me (mod j np))) (sleep 0.001))
+                  (shared-fxvector-set! slots me j)
+                  (CGBarrier cg)
+                  (loop (+ j 1)
+                        (let check ([m 0] [bad bad])
+                          (if (= m np)
+                              bad
+                              (let ([v (shared-fxvector-ref slots m)])
+                                (check (+ m 1) (if (or (= v j) (= v (+ j 1))) bad (+ bad 1))))))))))))))
+
+  ;; member `who` passes k barriers with the others, then fails: 'raise,
+  ;; 'exit (ends without a result) or 'die (killed by a signal); the others
+  ;; go on to more barriers
+  (define kill-self
+    (let ([getpid (foreign-procedure "getpid" () int)] [kill (foreign-procedure "kill" (int int) int)])
+      (lambda () (kill (getpid) 9))))
+  (define (fj-barrier-then-fails np who k how)
+    (fork-join np cg ([who who] [k k] [how how])
+      (do ([j 0 (+ j 1)]) ((= j k)) (CGBarrier cg))
+      (when (= (CG-id cg) who)
+        (case how
+          [(raise) (error 'fj-test "member fails between barriers" who)]
+          [(exit) (exit 0)]
+          [else (kill-self) (sleep 10)]))
+      (do ([j 0 (+ j 1)]) ((= j 1000)) (CGBarrier cg))
+      'never))
+
+  ;; member 0 sleeps 0.2 s before the barrier: the others' waits last that
+  ;; long.  A first barrier keeps a place's slow start (a loaded machine)
+  ;; out of the wait.
   (define (fj-barrier-waits np)
     (fork-join np cg ()
+      (CGBarrier cg)
       (when (= (CG-id cg) 0) (sleep 0.2))
       (let ([t0 (current-inexact-monotonic-milliseconds)])
         (CGBarrier cg)

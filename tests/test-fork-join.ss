@@ -168,6 +168,23 @@
   (let ([r (fj-barrier-waits 3)])
     (check "members 1, 2 waited about 0.2 s" (and (>= (vector-ref r 1) 100) (>= (vector-ref r 2) 100)))))
 
+(test "CGBarrier: 2000 barriers at np 2, 3 and 5, every member on the same one"
+  (for-each
+    (lambda (np)
+      (check-equal (format "np ~a" np) (make-vector np '(0 2000)) (fj-barrier-many np 2000)))
+    '(2 3 5))
+  (check-no-places "many barriers"))
+
+(test "CGBarrier: a member failing between barriers aborts the group (10 rounds)"
+  (do ([round 0 (+ round 1)]) ((= round 10))
+    (for-each
+      (lambda (c)
+        (let ([np (car c)] [who (cadr c)] [k (caddr c)] [how (cadddr c)])
+          (check-raises (format "~s, round ~a" c round) (group-error-with? (list who))
+                        (lambda () (fj-barrier-then-fails np who k how)))))
+      '((2 1 0 raise) (3 2 5 raise) (5 3 40 raise) (2 1 3 exit) (5 4 7 exit) (3 1 2 die) (5 2 30 die))))
+  (check-no-places "failing between barriers"))
+
 (test "CGpipeline: each member gets its predecessor's value"
   (check-equal "np 5" '#(((start 0) 0) ((start 0 1) 1) ((start 0 1 2) 3) ((start 0 1 2 3) 6) ((start 0 1 2 3 4) 10))
                (fj-pipeline 5))

@@ -8,25 +8,33 @@
 ;;; the library that uses it).
 ;;;
 ;;; Wiring, made by member 0:
-;;;   hub    each place's initial channel.  Member 0 sends the setup message,
-;;;          barrier releases and result acknowledgements on it; the member
-;;;          sends barrier arrivals, its result or its failure.  A barrier is
-;;;          np-1 arrivals and np-1 releases (a star through member 0).
+;;;   hub    each place's initial channel.  Member 0 sends the setup message
+;;;          and result acknowledgements on it; the member sends its result
+;;;          or its failure (or, entering a barrier member 0 has returned
+;;;          without, an arrival).
 ;;;   links  a place-channel pair from member m to m+1, for CGpipeline.
-;;; Member 0 waits only in sync over its hub channels and the places'
-;;; place-dead-evts, so a member that raises, is killed or exits early is
-;;; seen at once: the group is aborted (surviving places killed), the CG
-;;; operation member 0 is blocked in raises "group aborted", and fork-join
-;;; raises member 0's condition, or an &error whose irritants are the failed
-;;; ids.  A member waits for an acknowledgement of its result before it
-;;; ends (see send-acks!), so nothing it sent is lost in its output queue,
-;;; and a place that ended without one has failed.
+;;;   barrier  a shared fxvector and wake channels: the dissemination
+;;;          barrier of private/places/cg-barrier.sls, log2 np rounds of
+;;;          point-to-point signals (nothing goes through member 0).
+;;; Member 0 blocks only in sync over its hub channels and the places'
+;;; place-dead-evts (in a barrier, its wake channel too), so a member that
+;;; raises, is killed or exits early is seen at once: the group is aborted
+;;; (surviving places killed), the CG operation member 0 is blocked in
+;;; raises "group aborted", and fork-join raises member 0's condition, or an
+;;; &error whose irritants are the failed ids.  Members >= 1 blocked in a
+;;; barrier are released by being killed.  The barrier counts in shared
+;;; memory tell member 0 which barrier each member has entered, so a member
+;;; that returned before a barrier the others wait in fails the group.  A
+;;; member waits for an acknowledgement of its result before it ends (see
+;;; send-acks!), so nothing it sent is lost in its output queue, and a
+;;; place that ended without one has failed.
 (library (spindle fork-join)
   (export fork-join lift-places CG? CG-id CG-np CGfor CGfor/stride CGBarrier
           CGpipeline CG-n0-only
           (rename (CGBarrier CG-B) (CG-id CGid) (CG-np CGnp)))
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
+          (spindle private places cg-barrier)
           (only (spindle event) sync wrap-evt))
 
   ;; ---------------------------------------------------------------- groups
@@ -37,6 +45,7 @@
             (immutable prev cg-prev)       ; link from member id-1, or #f
             (immutable next cg-next)       ; link to member id+1, or #f
             (mutable barriers cg-barriers cg-barriers-set!)
+            (immutable bar cg-bar)         ; its cg-barrier, or #f (np = 1)
             (immutable group cg-group))
     (sealed #t) (opaque #t))
 
@@ -44,7 +53,7 @@
   (define-record-type group
     (fields places                     ; vector, element 0 unused
             chan-evts dead-evts        ; vectors of evts, result (m . message)
-            status results arrived     ; vectors
+            status results             ; vectors
             acked                      ; vector: result acknowledged
             (mutable failed)           ; failed ids, in the order found
             (mutable stopped?))   ; aborted: places killed
@@ -86,7 +95,7 @@
   (define (run-fork-join np args proc spawn)
     (check-args args)
     (if (= np 1)
-        (vector (apply proc (make-cg 0 1 #f #f #f 0 #f) args))
+        (vector (apply proc (make-cg 0 1 #f #f #f 0 #f #f) args))
         (let ([g (start-group np spawn)])
           (dynamic-wind
             void
@@ -112,20 +121,36 @@
             (vector-set! chan-evts m (wrap-evt p (lambda (msg) (cons m msg))))
             (vector-set! dead-evts m (wrap-evt (place-dead-evt p) (lambda (e) (cons m 'dead))))))
         (make-group places chan-evts dead-evts (make-vector np 'running) (make-vector np #f)
-                    (make-vector np 0) (make-vector np #f) '() #f))))
+                    (make-vector np #f) '() #f))))
+
+  (define (new-channel) (call-with-values place-channel cons))
 
   ;; Sends every place its setup message; returns member 0's CG.
   (define (wire! g np args)
-    (let ([links (let loop ([k (fx- np 2)] [acc '()])
-                   (if (fx< k 0) acc
-                       (loop (fx- k 1) (cons (call-with-values place-channel cons) acc))))])
-      (let ([links (list->vector links)])   ; link k: member k -> member k+1
+    (let ([links (make-vector (fx- np 1))]   ; link k: member k -> member k+1
+          [words (make-shared-fxvector (cg-barrier-words np) 0)]
+          [rounds (cg-barrier-rounds np)])
+      (do ([k 0 (fx+ k 1)]) ((fx= k (fx- np 1))) (vector-set! links k (new-channel)))
+      ;; wake-in[m][r] is read by m; its other end is wake-out[s][r] of
+      ;; m's signaller s in round r
+      (let ([wake-in (make-vector np)] [wake-out (make-vector np)])
+        (do ([m 0 (fx+ m 1)]) ((fx= m np))
+          (vector-set! wake-in m (make-vector rounds))
+          (vector-set! wake-out m (make-vector rounds)))
+        (do ([m 0 (fx+ m 1)]) ((fx= m np))
+          (do ([r 0 (fx+ r 1)]) ((fx= r rounds))
+            (let ([ch (new-channel)] [s (fxmodulo (fx- m (fxsll 1 r)) np)])
+              (vector-set! (vector-ref wake-in m) r (car ch))
+              (vector-set! (vector-ref wake-out s) r (cdr ch)))))
         (do ([m 1 (fx+ m 1)]) ((fx= m np))
           (place-channel-put (vector-ref (group-places g) m)
                              (vector 'setup m np args
                                      (cdr (vector-ref links (fx- m 1)))
-                                     (and (fx< m (fx- np 1)) (car (vector-ref links m))))))
-        (make-cg 0 np #f #f (car (vector-ref links 0)) 0 g))))
+                                     (and (fx< m (fx- np 1)) (car (vector-ref links m)))
+                                     words (vector-ref wake-in m) (vector-ref wake-out m))))
+        (make-cg 0 np #f #f (car (vector-ref links 0)) 0
+                 (make-cg-barrier words 0 np (vector-ref wake-in 0) (vector-ref wake-out 0) place-channel-put)
+                 g))))
 
   (define (member-ids g) (cdr (iota (vector-length (group-places g)))))
 
@@ -136,11 +161,13 @@
     (unless (memv m (group-failed g))
       (group-failed-set! g (cons m (group-failed g)))))
 
-  ;; Waits for one report from a running member and records it.
-  (define (step! g)
+  ;; Waits for one report from a running member, or one of the extra evts
+  ;; (whose results are (-1 . message), ignored), and records it.
+  (define (step! g extra)
     (let* ([ids (filter (lambda (m) (running? g m)) (member-ids g))]
            [ev (guard (c [(peer-ended? c) #f])
-                 (apply sync (append (map (lambda (m) (vector-ref (group-chan-evts g) m)) ids)
+                 (apply sync (append extra
+                                     (map (lambda (m) (vector-ref (group-chan-evts g) m)) ids)
                                      (map (lambda (m) (vector-ref (group-dead-evts g) m)) ids))))])
       (if ev
           (record! g (car ev) (cdr ev))
@@ -151,10 +178,11 @@
 
   (define (record! g m msg)
     (cond
+      [(fx= m -1) (void)]
       [(eq? msg 'dead) (when (running? g m) (fail! g m))]
       [(and (vector? msg) (fx= (vector-length msg) 2))
        (case (vector-ref msg 0)
-         [(arrive) (vector-set! (group-arrived g) m (vector-ref msg 1))]
+         [(arrive) (void)]              ; only wakes member 0: the count is in shared memory
          [(result)
           (vector-set! (group-results g) m (vector-ref msg 1))
           (vector-set! (group-status g) m 'done)
@@ -197,33 +225,41 @@
                  (make-irritants-condition ids))))
 
   (define (barrier-0 c who)
-    (let ([g (cg-group c)] [k (fx+ (cg-barriers c) 1)])
-      (check-group! g who)
-      (cg-barriers-set! c k)
-      (let loop ()
-        ;; a member that ended before arriving never will
+    (let ([g (cg-group c)] [b (cg-bar c)] [k (fx+ (cg-barriers c) 1)])
+      (define (check!)
+        ;; a member that ended before entering barrier k never will
         (for-each (lambda (m)
-                    (when (and (not (running? g m)) (fx< (vector-ref (group-arrived g) m) k))
+                    (when (and (not (running? g m)) (fx< (cg-barrier-count b m) k))
                       (fail! g m)))
                   (member-ids g))
-        (check-group! g who)
-        (unless (for-all (lambda (m) (fx= (vector-ref (group-arrived g) m) k)) (member-ids g))
-          (step! g)
-          (loop)))
-      (for-each (lambda (m) (place-channel-put (vector-ref (group-places g) m) (vector 'release k)))
-                (member-ids g))))
+        (check-group! g who))
+      (check-group! g who)
+      (cg-barriers-set! c k)
+      (cg-barrier-enter! b k)
+      ;; the members' states are looked at only when member 0 is about to
+      ;; block, so a barrier costs member 0 no work per member
+      (cg-barrier-wait! b k
+        (lambda (ch ready?)
+          ;; if ch's writer has ended, step! watches the places' deaths
+          (let ([wake (list (wrap-evt ch (lambda (msg) (cons -1 msg))))])
+            (let loop ()
+              (check!)
+              (unless (ready?)
+                (step! g wake)
+                (loop))))))))
 
   ;; Member 0 returned v0: collect the others' results, then their exits.
   (define (join! g c0 v0)
     (vector-set! (group-results g) 0 v0)
+    (cg-barrier-finish! (cg-bar c0) (cg-barriers c0))
     (let loop ()
       ;; a member waiting in a barrier member 0 never reached cannot finish
       (for-each (lambda (m)
-                  (when (and (running? g m) (fx> (vector-ref (group-arrived g) m) (cg-barriers c0)))
+                  (when (and (running? g m) (fx> (cg-barrier-count (cg-bar c0) m) (cg-barriers c0)))
                     (fail! g m)))
                 (member-ids g))
       (when (pair? (group-failed g)) (abort! g) (raise (failure g)))
-      (unless (all-ended? g) (step! g) (loop)))
+      (unless (all-ended? g) (step! g '()) (loop)))
     (for-each (lambda (m) (place-wait (vector-ref (group-places g) m))) (member-ids g))
     (group-results g))
 
@@ -233,7 +269,10 @@
     (let ([setup (place-channel-get ep)])
       (let ([id (vector-ref setup 1)] [np (vector-ref setup 2)])
         (guard (e [#t (member-failed ep id np e)])
-          (let ([v (apply proc (make-cg id np ep (vector-ref setup 4) (vector-ref setup 5) 0 #f)
+          (let ([v (apply proc (make-cg id np ep (vector-ref setup 4) (vector-ref setup 5) 0
+                                        (make-cg-barrier (vector-ref setup 6) id np (vector-ref setup 7)
+                                                         (vector-ref setup 8) place-channel-put)
+                                        #f)
                           (vector-ref setup 3))])
             (unless (place-message-allowed? v)
               (assertion-violation 'fork-join "member result is not place-message-allowed?" id v))
@@ -251,13 +290,23 @@
     (guard (e2 [#t (void)]) (place-channel-put ep (vector 'failed id)))
     (exit 1))
 
+  ;; Blocked in a barrier, a member is released by the group's end: member
+  ;; 0 kills it.
   (define (barrier-member c who)
-    (let ([k (fx+ (cg-barriers c) 1)])
+    (let ([k (fx+ (cg-barriers c) 1)] [b (cg-bar c)] [hub (cg-hub c)])
+      (define (wait-for-abort) (error who "group aborted" (place-channel-get hub)))
       (cg-barriers-set! c k)
-      (place-channel-put (cg-hub c) (vector 'arrive k))
-      (let ([msg (place-channel-get (cg-hub c))])
-        (unless (equal? msg (vector 'release k))
-          (error who "group aborted" msg)))))
+      (when (cg-barrier-enter! b k)
+        ;; member 0 has returned without this barrier: wake it to see that
+        (place-channel-put hub (vector 'arrive k))
+        (wait-for-abort))
+      (cg-barrier-wait! b k
+        (lambda (ch ready?)
+          (let loop ()
+            (unless (guard (c [(peer-ended? c) #f]) (place-channel-get ch) #t)
+              ;; the signaller ended: it signalled (ready?) or failed
+              (unless (ready?) (wait-for-abort)))
+            (unless (ready?) (loop)))))))
 
   ;; ---------------------------------------------------------------- operations
   (define (CGBarrier c)
