@@ -180,6 +180,24 @@
 (define (file-size f) (call-with-port (open-file-input-port f) port-length))
 
 ;; A bounded trace keeps the end of the run: a run whose full trace is
+(test "a fork-join run shows each member's barriers on its own place's lane"
+  (call-with-output-file (path "fj.ss")
+    (lambda (p) (put-string p "(import (chezscheme) (fork-join-lib))\n(write (fj-barrier-many 2 20))\n")))
+  (check-equal "traced" 0
+    (sh "SPINDLE_LIBDIRS=~a/tests bin/spindle trace -o ~a ~a > ~a 2>/dev/null" (current-directory) (path "fj.json") (path "fj.ss") (path "fj.out")))
+  (check-equal "no mismatch, 20 barriers in each member" "#((0 20) (0 20))"
+    (call-with-input-file (path "fj.out") get-string-all))
+  (let* ([es (get (call-with-input-file (path "fj.json") read-json) "traceEvents")]
+         [bs (filter (lambda (e) (and (equal? (get e "ph") "X") (equal? (get e "cat") "cg"))) es)])
+    (check-equal "20 barrier spans per member" '(20 20)
+      (map (lambda (m) (count (lambda (e) (equal? (arg e "member") m)) bs)) '(0 1)))
+    (check "the two members' spans are in two processes"
+      (not (equal? (get (find (lambda (e) (equal? (arg e "member") 0)) bs) "pid")
+                   (get (find (lambda (e) (equal? (arg e "member") 1)) bs) "pid"))))
+    (check "each span has a duration" (for-all (lambda (e) (integer? (get e "dur"))) bs)))
+  (check-equal "trace-view draws it" 0 (sh "bin/spindle trace-view ~a -o ~a 2>/dev/null" (path "fj.json") (path "fj.html")))
+  (check "with the barrier table" (> (string-count (call-with-input-file (path "fj.html") get-string-all) "id=\"barriers\"") 0)))
+
 ;; ~75 MB (100,000 channel round trips and a place) written with --limit
 ;; 300KB, then with SPINDLE_TRACE_LIMIT=1s.
 (test "spindle trace --limit keeps the newest events within the limit, and the viewer reads them"

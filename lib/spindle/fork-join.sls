@@ -35,6 +35,7 @@
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
           (spindle private places cg-barrier)
+          (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
   ;; ---------------------------------------------------------------- groups
@@ -316,8 +317,14 @@
   (define (barrier c who)
     (cond
       [(fx= (cg-np c) 1) (void)]
-      [(cg-group c) (barrier-0 c who)]
-      [else (barrier-member c who)]))
+      [tracing?
+       (let ([t0 (trace-now)])
+         (barrier/any c who)
+         (trace-span! 'cg-barrier t0 (cg-id c) (cg-np c)))]
+      [else (barrier/any c who)]))
+
+  (define (barrier/any c who)
+    (if (cg-group c) (barrier-0 c who) (barrier-member c who)))
 
   (define (cg-pipeline c init proc)
     (check-cg 'CGpipeline c)

@@ -30,6 +30,8 @@
 ;;;   spawn wake park finish   i  thread events (park: reason)
 ;;;   future  X  a future's thunk ran; future-create, future-touch  i
 ;;;   place-create place-send place-recv  i  (send/recv: size in bytes)
+;;;   cg-barrier  X  a fork-join member from its arrival at a barrier to its
+;;;                  release (member id, np)
 ;;;   gc      X  a collection, from its request to its end (bytes before/after)
 (library (spindle private core trace)
   (export tracing? trace-now set-trace-namer!
@@ -190,7 +192,8 @@
 
   ;; kind: future-create, future-touch, place-create, place-send, place-recv.
   (define (trace-instant! kind x y) (emit! (buffer) kind (trace-now) #f x y #f))
-  ;; kind: future (x: the future), from t0 to now.
+  ;; kind: future (x: the future) or cg-barrier (x: member id, y: np),
+  ;; from t0 to now.
   (define (trace-span! kind t0 x y) (emit! (buffer) kind t0 (fx- (trace-now) t0) x y #f))
 
   ;; Collections: from the request to the end of the handler, on the OS
@@ -311,6 +314,7 @@
                               `(("future" . ,(numbered futures x)) ,@(if y `(("blocked" . ,(format "~a" y))) '())))]
                       [(place-create) (event kind "place" "i" ts #f tid `(("place" . ,x) ("module" . ,(format "~s" y))))]
                       [(place-send place-recv) (event kind "place" "i" ts #f tid `(("size" . ,x)))]
+                      [(cg-barrier) (event "barrier" "cg" "X" ts dur tid `(("member" . ,x) ("np" . ,y)))]
                       [(gc) (event "gc" "gc" "X" ts dur tid `(("bytes_before" . ,x) ("bytes_after" . ,y)))]
                       [else (void)]))))
               (reverse (cons (tbuf-vec b) (tbuf-chunks b)))
