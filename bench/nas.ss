@@ -108,6 +108,7 @@
 (define failed? #f)
 (define rows '())                       ; table rows, newest first
 (define serial-seconds #f)              ; of the current benchmark
+(define load-before "?")                ; of the current configuration
 
 (define (run-configuration bench run mode np)
   (let ([name (format "nas.~a.~a.~a.np~a" bench class mode np)])
@@ -127,6 +128,7 @@
                 (report (string-append name "-gc") gc% "%")
                 (printf "~a-verification ~a\n" name (if all-verified? "VERIFIED" "FAILED"))
                 (for-each (lambda (n) (note "  ~a" n)) (nas-result-notes r))
+                (note "  load average ~a before the run" load-before)
                 (unless all-verified? (set! failed? #t))
                 (set! rows (cons (list bench mode np secs (nas-result-mops r) speedup mb gc%
                                        (if all-verified? "VERIFIED" "FAILED"))
@@ -139,8 +141,9 @@
                                    [#t (note "~a: raised: ~a" name (condition-text c))
                                        (printf "~a-verification FAILED\n" name)
                                        (set! failed? #t)
+                                       (set! rows (cons (list bench mode np #f #f #f #f #f "FAILED (raised)") rows))
                                        (skip #f)])
-                           (when (= k 0) (note "~a: load average ~a" name (load-average)))
+                           (when (= k 0) (set! load-before (load-average)))
                            (measure run mode np))])
                   (loop (+ k 1)
                         (if (or (not best) (< (nas-result-seconds (car m)) (nas-result-seconds (car best)))) m best)
