@@ -47,11 +47,18 @@
       [else #f]))
 
   (define two45 (fxsll 1 45))
-  (define two-45 (expt 2.0 -45))
+  (define two90 (expt 2.0 90))
+  (define two-90 (expt 2.0 -90))
 
   ;; Batch k's pairs: their sums into sxv[k], syv[k]; counts added to q
   ;; (this member's own fxvector).  No flonum is kept in a variable across
   ;; iterations but the two sums.
+  ;;
+  ;; Every flonum operation allocates on Chez 9.5.8, so the loop works on
+  ;; a = |x - 2^45| = 2^45 |2r - 1| (exact): with x1 = 2r - 1, powers of two
+  ;; commute with rounding, so T = a1^2 + a2^2 is exactly 2^90 t, the test
+  ;; t <= 1 is T <= 2^90, and f' = sqrt(-2 ln t / T) is exactly 2^-45 f, so
+  ;; a1 f' is |x1| f = |X|, bit for bit the reference's values.
   (define (ep-batch! k multiplier sxv syv q)
     (let loop ([i 0]
                [x (random-next ep-seed (random-power nas-multiplier (fx* k (fx* 2 batch-pairs))))]
@@ -60,14 +67,13 @@
           (begin (shared-flvector-set! sxv k sx) (shared-flvector-set! syv k sy))
           (let* ([xa (random-next x multiplier)]
                  [xb (random-next xa multiplier)]
-                 ;; 2r - 1 for r = x 2^-46, exactly: (x - 2^45) 2^-45
-                 [x1 (fl* (fixnum->flonum (fx- xa two45)) two-45)]
-                 [x2 (fl* (fixnum->flonum (fx- xb two45)) two-45)]
-                 [t (fl+ (fl* x1 x1) (fl* x2 x2))])
-            (if (fl<= t 1.0)
-                (let* ([f (flsqrt (fl/ (fl* -2.0 (fllog t)) t))]
-                       [gx (flabs (fl* x1 f))]
-                       [gy (flabs (fl* x2 f))]
+                 [a1 (fixnum->flonum (fxabs (fx- xa two45)))]
+                 [a2 (fixnum->flonum (fxabs (fx- xb two45)))]
+                 [T (fl+ (fl* a1 a1) (fl* a2 a2))])
+            (if (fl<= T two90)
+                (let* ([f (flsqrt (fl/ (fl* -2.0 (fllog (fl* T two-90))) T))]
+                       [gx (fl* a1 f)]
+                       [gy (fl* a2 f)]
                        [l (flonum->fixnum (flmax gx gy))])
                   (fxvector-set! q l (fx+ (fxvector-ref q l) 1))
                   (loop (fx+ i 1) xb (fl+ sx gx) (fl+ sy gy)))
