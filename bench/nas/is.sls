@@ -8,7 +8,10 @@
 ;;; checked to be in order (full verification, untimed).
 ;;;
 ;;; One ranking, by member id of np, over shared vectors:
-;;;   A. count the keys of my block per bucket into row id of `sizes`;
+;;;   A. count the keys of my block per bucket into row id of `sizes`
+;;;      (a member keeps its block in its own fxvector too: only the
+;;;      exchange of phases B and C goes through shared memory, as in the
+;;;      reference's MPI version);
 ;;;   B. scatter my block into `sorted`: bucket b of member id starts after
 ;;;      every key of a lower bucket and bucket b's keys of members < id;
 ;;;   C. rank my buckets: count each key value of the bucket into `ranks`,
@@ -49,20 +52,24 @@
            [start (fx+ (fx* id q) (fxmin id r))])
       (values start (fx+ start q (if (fx< id r) 1 0)))))
 
-  ;; Member id's keys: key i is made from deviates 4i+1 .. 4i+4.
+  ;; Member id's keys, into keys and into the fxvector returned (its
+  ;; block): key i is made from deviates 4i+1 .. 4i+4.
   (define (generate-keys! keys n max-key np id)
     (let-values ([(start end) (block n np id)])
-      (let ([scale (fixnum->flonum (fxquotient max-key 4))])
+      (let ([scale (fixnum->flonum (fxquotient max-key 4))]
+            [mine (make-fxvector (fx- end start))])
         (let loop ([i start]
                    [x (random-next nas-seed (random-power nas-multiplier (fx* 4 start)))])
-          (unless (fx= i end)
-            (let* ([x1 (random-next x nas-multiplier)] [x2 (random-next x1 nas-multiplier)]
-                   [x3 (random-next x2 nas-multiplier)] [x4 (random-next x3 nas-multiplier)])
-              (shared-fxvector-set! keys i
-                (flonum->fixnum (fl* scale (fl+ (fl+ (fl+ (random-scale x1) (random-scale x2))
-                                                     (random-scale x3))
-                                                (random-scale x4)))))
-              (loop (fx+ i 1) x4)))))))
+          (if (fx= i end)
+              mine
+              (let* ([x1 (random-next x nas-multiplier)] [x2 (random-next x1 nas-multiplier)]
+                     [x3 (random-next x2 nas-multiplier)] [x4 (random-next x3 nas-multiplier)]
+                     [k (flonum->fixnum (fl* scale (fl+ (fl+ (fl+ (random-scale x1) (random-scale x2))
+                                                            (random-scale x3))
+                                                       (random-scale x4))))])
+                (shared-fxvector-set! keys i k)
+                (fxvector-set! mine (fx- i start) k)
+                (loop (fx+ i 1) x4)))))))
 
   ;; The arrays of one run, shared by every member.
   (define-record-type arrays
@@ -79,39 +86,38 @@
                   (if (fx= m np) acc (sum (fx+ m 1) (fx+ acc (shared-fxvector-ref sizes (fx+ (fx* m nb) b)))))))))))
 
   ;; One ranking (phases A, B, C), by member id.
-  ;; ptrs, starts (buckets) and counts (a bucket's key values): this
-  ;; member's own fxvectors.
-  (define (rank! a np id barrier ptrs starts counts)
-    (let* ([n (arrays-n a)] [nb (arrays-buckets a)] [keys (arrays-keys a)]
+  ;; mine (my block of keys), ptrs, starts (buckets) and counts (a
+  ;; bucket's key values): this member's own fxvectors.
+  (define (rank! a np id barrier mine ptrs starts counts)
+    (let* ([n (arrays-n a)] [nb (arrays-buckets a)] [m (fxvector-length mine)]
            [sorted (arrays-sorted a)] [ranks (arrays-ranks a)] [sizes (arrays-sizes a)]
            [width (fxquotient (arrays-max-key a) nb)]
            [shift (fx- (fxlength width) 1)]
            [row (fx* id nb)])
-      (let-values ([(start end) (block n np id)])
         ;; A, counted in ptrs, then published
         (do ([b 0 (fx+ b 1)]) ((fx= b nb)) (fxvector-set! ptrs b 0))
-        (do ([i start (fx+ i 1)]) ((fx= i end))
-          (let ([b (fxsra (shared-fxvector-ref keys i) shift)])
+        (do ([j 0 (fx+ j 1)]) ((fx= j m))
+          (let ([b (fxsra (fxvector-ref mine j) shift)])
             (fxvector-set! ptrs b (fx+ (fxvector-ref ptrs b) 1))))
         (do ([b 0 (fx+ b 1)]) ((fx= b nb)) (shared-fxvector-set! sizes (fx+ row b) (fxvector-ref ptrs b)))
         (barrier)
         ;; B
         (bucket-starts! a np starts)
         (do ([b 0 (fx+ b 1)]) ((fx= b nb))
-          (let sum ([m 0] [acc (fxvector-ref starts b)])
-            (if (fx= m id)
+          (let sum ([w 0] [acc (fxvector-ref starts b)])
+            (if (fx= w id)
                 (fxvector-set! ptrs b acc)
-                (sum (fx+ m 1) (fx+ acc (shared-fxvector-ref sizes (fx+ (fx* m nb) b)))))))
-        (do ([i start (fx+ i 1)]) ((fx= i end))
-          (let* ([k (shared-fxvector-ref keys i)] [b (fxsra k shift)] [p (fxvector-ref ptrs b)])
+                (sum (fx+ w 1) (fx+ acc (shared-fxvector-ref sizes (fx+ (fx* w nb) b)))))))
+        (do ([j 0 (fx+ j 1)]) ((fx= j m))
+          (let* ([k (fxvector-ref mine j)] [b (fxsra k shift)] [p (fxvector-ref ptrs b)])
             (shared-fxvector-set! sorted p k)
             (fxvector-set! ptrs b (fx+ p 1))))
         (barrier)
         ;; C: bucket b is mine when its start is in my share of `sorted`
-        (let-values ([(mine-from mine-to) (block n np id)])
+        (let-values ([(share-from share-to) (block n np id)])
           (do ([b 0 (fx+ b 1)]) ((fx= b nb))
             (let ([from (fxvector-ref starts b)])
-              (when (and (fx>= from mine-from) (fx< from mine-to))
+              (when (and (fx>= from share-from) (fx< from share-to))
                 (let ([to (if (fx= b (fx- nb 1)) n (fxvector-ref starts (fx+ b 1)))]
                       [k0 (fx* b width)])
                   ;; counted in counts (index: key - k0), then published as ranks
@@ -124,7 +130,7 @@
                       (let ([acc (fx+ acc (fxvector-ref counts j))])
                         (shared-fxvector-set! ranks (fx+ k0 j) acc)
                         (loop (fx+ j 1) acc)))))))))
-        (barrier))))
+        (barrier)))
 
   ;; The SPMD body.  Member 0 owns keys 0 .. 2*iterations (its block holds
   ;; them: see is-run's check), so it modifies them with no barrier.  It
@@ -135,12 +141,14 @@
            [keys (arrays-keys a)] [ranks (arrays-ranks a)] [n (arrays-n a)]
            [ptrs (make-fxvector (arrays-buckets a))] [starts (make-fxvector (arrays-buckets a))]
            [counts (make-fxvector (fxquotient (arrays-max-key a) (arrays-buckets a)))]
+           [mine (generate-keys! keys n (arrays-max-key a) np id)]
            [passed 0])
+      (define (set-key! i k) (shared-fxvector-set! keys i k) (fxvector-set! mine i k))
       (define (iteration! it)
         (when (fx= id 0)
-          (shared-fxvector-set! keys it it)
-          (shared-fxvector-set! keys (fx+ it iterations) (fx- (arrays-max-key a) it)))
-        (rank! a np id barrier ptrs starts counts)
+          (set-key! it it)
+          (set-key! (fx+ it iterations) (fx- (arrays-max-key a) it)))
+        (rank! a np id barrier mine ptrs starts counts)
         (when (fx= id 0)
           (do ([t 0 (fx+ t 1)]) ((fx= t 5))
             (let ([k (shared-fxvector-ref keys (vector-ref test-index t))])
@@ -148,7 +156,6 @@
                          (fx= (shared-fxvector-ref ranks (fx- k 1))
                               (expected-rank class t (vector-ref test-rank t) it)))
                 (set! passed (fx+ passed 1)))))))
-      (generate-keys! keys n (arrays-max-key a) np id)
       (barrier)
       (iteration! 1)                    ; untimed, as in the reference
       (set! passed 0)
