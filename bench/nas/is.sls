@@ -53,10 +53,13 @@
       (values start (fx+ start q (if (fx< id r) 1 0)))))
 
   ;; Member id's keys, into keys and into the fxvector returned (its
-  ;; block): key i is made from deviates 4i+1 .. 4i+4.
+  ;; block).  Key i is Bmax/4 (r1 + r2 + r3 + r4) truncated, for deviates
+  ;; r = x 2^-46 number 4i+1 .. 4i+4.  In the reference's doubles every
+  ;; step is exact (the sums stay below 2^48, Bmax/4 is a power of two),
+  ;; so the key is exactly (x1 + x2 + x3 + x4) >> (48 - log2 Bmax).
   (define (generate-keys! keys n max-key np id)
     (let-values ([(start end) (block n np id)])
-      (let ([scale (fixnum->flonum (fxquotient max-key 4))]
+      (let ([shift (fx- 48 (fx- (fxlength max-key) 1))]
             [mine (make-fxvector (fx- end start))])
         (let loop ([i start]
                    [x (random-next nas-seed (random-power nas-multiplier (fx* 4 start)))])
@@ -64,9 +67,7 @@
               mine
               (let* ([x1 (random-next x nas-multiplier)] [x2 (random-next x1 nas-multiplier)]
                      [x3 (random-next x2 nas-multiplier)] [x4 (random-next x3 nas-multiplier)]
-                     [k (flonum->fixnum (fl* scale (fl+ (fl+ (fl+ (random-scale x1) (random-scale x2))
-                                                            (random-scale x3))
-                                                       (random-scale x4))))])
+                     [k (fxsra (fx+ (fx+ x1 x2) (fx+ x3 x4)) shift)])
                 (shared-fxvector-set! keys i k)
                 (fxvector-set! mine (fx- i start) k)
                 (loop (fx+ i 1) x4)))))))
