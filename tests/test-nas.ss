@@ -7,7 +7,8 @@
 ;;; path, so it is set before the first place starts.  Nothing about speed is
 ;;; checked.
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
-        (harness))
+        (harness) (text-files)
+        (only (spindle private os processes) own-pid shell-command))
 
 ;; bench/ beside this file's tests/ directory, made absolute.
 (define bench-dir
@@ -37,6 +38,44 @@
        (eq? (condition-who c) (run-name bench))
        (equal? (condition-irritants c) (list mode))))
 
+;; ---------------------------------------------------------------- the driver
+;; First, while no spindle thread runs: bin/spindle bench nas in a shell.
+(define work (format "/tmp/spindle-test-nas-~a" (own-pid)))
+(define (sh fmt . args) (shell-command (apply format fmt args)))
+(define (output-lines) (read-lines (string-append work "/out")))
+(define (has-line? prefix)
+  (exists (lambda (l) (and (>= (string-length l) (string-length prefix))
+                           (string=? (substring l 0 (string-length prefix)) prefix)))
+          (output-lines)))
+
+(test "bench nas: figures and VERIFIED for IS class S, serial and places np 2"
+  (sh "rm -rf ~a && mkdir -p ~a/nas" work work)
+  (check-equal "exit code" 0
+    (sh "bin/spindle bench nas --class S --bench is --mode serial,places --np 2 --quiet-wait 0 > ~a/out 2>&1" work))
+  (for-each (lambda (p) (check p (has-line? p)))
+            '("nas.is.S.serial.np1 " "nas.is.S.serial.np1-mops " "nas.is.S.serial.np1-alloc "
+              "nas.is.S.serial.np1-gc " "nas.is.S.serial.np1-verification VERIFIED"
+              "nas.is.S.places.np2 " "nas.is.S.places.np2-speedup "
+              "nas.is.S.places.np2-verification VERIFIED")))
+
+(test "bench nas: a FAILED verification makes the run exit 1, after the other runs"
+  ;; a (nas cg) that never verifies, found before bench/'s
+  (with-output-to-file (string-append work "/nas/cg.sls")
+    (lambda ()
+      (write '(library (nas cg) (export cg-run) (import (chezscheme) (nas common))
+                (define (cg-run class mode np)
+                  (check-nas-arguments 'cg-run class '(S) mode '(serial) np)
+                  (make-nas-result 'cg class mode np 1.0 1.0 #f '("wrong on purpose"))))))
+    'replace)
+  (check-equal "exit code" 1
+    (sh "SPINDLE_LIBDIRS=~a bin/spindle bench nas --class S --bench cg,is --mode serial --quiet-wait 0 > ~a/out 2>&1"
+        work work))
+  (check "cg FAILED" (has-line? "nas.cg.S.serial.np1-verification FAILED"))
+  (check "is still ran" (has-line? "nas.is.S.serial.np1-verification VERIFIED"))
+  (check-equal "bad arguments: 2" 2 (sh "bin/spindle bench nas --class Q > ~a/out 2>&1" work))
+  (sh "rm -rf ~a" work))
+
+;; ---------------------------------------------------------------- every benchmark
 ;; A class S run lasts a few seconds (EP, unloaded); a loaded 2-core
 ;; machine stretches that several times.
 (test-limit 120)
