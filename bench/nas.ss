@@ -33,7 +33,7 @@
 (define default-modes '(serial places threads))
 
 (define (usage port)
-  (fprintf port "usage: spindle bench nas [--class S|W|A|B] [--np 1,2] [--bench ~a] [--mode ~a] [--runs K] [--quiet-wait SECONDS]\n"
+  (fprintf port "usage: spindle bench nas [--class S|W|A|B] [--np 1,2] [--bench ~a] [--mode ~a] [--runs K] [--quiet-wait SECONDS]\n  defaults: class W, every benchmark built, modes serial,places,threads, np 1,2, 1 run, 30 s of quiet wait\n"
            (join (map symbol->string all-benches) ",") (join (map symbol->string nas-modes) ",")))
 
 (define (join strings sep)
