@@ -80,12 +80,35 @@
                  (loop (cdr xs) (fx+ i 1))))
              v))
          (define (len v) (check 'len v) (shared-vector-length v))
-         (define (ref v i)
+         (define (checked-ref v i)
            (check 'ref v) (check-index 'ref v i)
            (foreign-ref 'ctype (shared-vector-address v) (fx* i (element-size 'kind))))
-         (define (set v i x)
+         (define (checked-set v i x)
            (check 'set v) (check-index 'set v i) (check-elt 'set x)
-           (foreign-set! 'ctype (shared-vector-address v) (fx* i (element-size 'kind)) x)))]))
+           (foreign-set! 'ctype (shared-vector-address v) (fx* i (element-size 'kind)) x))
+         ;; In call position the checks are inlined into the caller, so a
+         ;; numerical loop pays no call for an element; anywhere else the
+         ;; name is the checked procedure.  Both raise the same errors.
+         (define-syntax ref
+           (lambda (x)
+             (syntax-case x ()
+               [(_ e1 e2)
+                #'(let ([v e1] [i e2])
+                    (if (and (shared-vector? v) (eq? (shared-vector-kind v) 'kind)
+                             (fixnum? i) (fx>= i 0) (fx< i (shared-vector-length v)))
+                        (foreign-ref 'ctype (shared-vector-address v) (fx* i (element-size 'kind)))
+                        (checked-ref v i)))]
+               [id (identifier? #'id) #'checked-ref])))
+         (define-syntax set
+           (lambda (x)
+             (syntax-case x ()
+               [(_ e1 e2 e3)
+                #'(let ([v e1] [i e2] [y e3])
+                    (if (and (shared-vector? v) (eq? (shared-vector-kind v) 'kind)
+                             (fixnum? i) (fx>= i 0) (fx< i (shared-vector-length v)) (valid? y))
+                        (foreign-set! 'ctype (shared-vector-address v) (fx* i (element-size 'kind)) y)
+                        (checked-set v i y)))]
+               [id (identifier? #'id) #'checked-set]))))]))
 
   (define (octet? x) (and (fixnum? x) (fx<= 0 x 255)))
 
