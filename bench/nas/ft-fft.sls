@@ -33,10 +33,18 @@
             (new n inverse? roots)))))
     (sealed #t))
 
-  (define-syntax ld
-    (syntax-rules () [(_ bv off) (bytevector-ieee-double-native-ref bv off)]))
-  (define-syntax st!
-    (syntax-rules () [(_ bv off x) (bytevector-ieee-double-native-set! bv off x)]))
+  ;; The stages use Chez's unchecked primitives (#3%): fft-lines! checks
+  ;; once that every offset the stages compute lies inside its bytevector,
+  ;; and whatever a double load returns is a flonum.  With the checks in the
+  ;; loops the transform took twice as long.
+  (define-syntax ld (identifier-syntax #3%bytevector-ieee-double-native-ref))
+  (define-syntax st! (identifier-syntax #3%bytevector-ieee-double-native-set!))
+  (define-syntax f+ (identifier-syntax #3%fl+))
+  (define-syntax f- (identifier-syntax #3%fl-))
+  (define-syntax f* (identifier-syntax #3%fl*))
+  (define-syntax i+ (identifier-syntax #3%fx+))
+  (define-syntax i* (identifier-syntax #3%fx*))
+  (define-syntax i= (identifier-syntax #3%fx=))
 
   ;; Transforms m lines of (fft-plan-n plan) points at x (offset xo, point
   ;; stride xps, line stride xls, in bytes) in place.  w1 and w2 are work
@@ -44,6 +52,7 @@
   ;; x, the last stage writes x, the stages between alternate w1 and w2
   ;; (there, point p of line l is at (p*m + l)*16).
   (define (fft-lines! plan m x xo xps xls w1 w2)
+    (check-lines plan m x xo xps xls w1 w2)
     (let* ([n (fft-plan-n plan)]
            [t (fxlength (fx- n 1))]
            [stages (fx+ (fxsrl t 1) (fxand t 1))]
@@ -59,6 +68,23 @@
           (unless last?
             (loop (fx+ s 1) (fx* span radix) to 0 wps 16 other to))))))
 
+  ;; What the unchecked stages rely on: every point of every line of x,
+  ;; and n*m points of w1 and w2, inside their bytevectors; the three
+  ;; distinct.  Generic arithmetic: no overflow goes unnoticed.
+  (define (check-lines plan m x xo xps xls w1 w2)
+    (define (bad what . irritants) (apply assertion-violation 'fft-lines! what irritants))
+    (unless (fft-plan? plan) (bad "expected an fft plan" plan))
+    (unless (and (fixnum? m) (fx> m 0)) (bad "expected a positive line count" m))
+    (unless (for-all (lambda (v) (and (fixnum? v) (fx>= v 0))) (list xo xps xls))
+      (bad "expected non-negative fixnum offsets and strides" xo xps xls))
+    (for-each (lambda (v) (unless (bytevector? v) (bad "expected a bytevector" v))) (list x w1 w2))
+    (when (or (eq? x w1) (eq? x w2) (eq? w1 w2)) (bad "expected three distinct bytevectors"))
+    (let ([n (fft-plan-n plan)])
+      (unless (<= (+ xo (* (- n 1) xps) (* (- m 1) xls) 16) (bytevector-length x))
+        (bad "lines outside the bytevector" xo xps xls m))
+      (unless (<= (* 16 n m) (min (bytevector-length w1) (bytevector-length w2)))
+        (bad "work bytevectors too small" (* 16 n m)))))
+
   ;; One stage: span = L* (the length of the transforms done so far), L =
   ;; radix*L*, r = n/L.  For j < L*, k < r and each line, the inputs
   ;; c_q = X[j + k*L* + q*n/radix] times omega_L^(j*q) are combined by a
@@ -66,17 +92,17 @@
 
   ;; The radix-2 stage is only ever the first (span 1: every root is 1).
   (define (radix-2-stage! plan m span x xo xps xls y yo yps yls)
-    (let* ([n (fft-plan-n plan)] [r (fxquotient n 2)] [xq (fx* r xps)])
-      (do ([k 0 (fx+ k 1)]) ((fx= k r))
-        (do ([l 0 (fx+ l 1)]
-             [xa (fx+ xo (fx* k xps)) (fx+ xa xls)]
-             [ya (fx+ yo (fx* (fx* 2 k) yps)) (fx+ ya yls)])
-            ((fx= l m))
-          (let* ([xb (fx+ xa xq)] [yb (fx+ ya yps)]
-                 [ar (ld x xa)] [ai (ld x (fx+ xa 8))]
-                 [br (ld x xb)] [bi (ld x (fx+ xb 8))])
-            (st! y ya (fl+ ar br)) (st! y (fx+ ya 8) (fl+ ai bi))
-            (st! y yb (fl- ar br)) (st! y (fx+ yb 8) (fl- ai bi)))))))
+    (let* ([n (fft-plan-n plan)] [r (fxquotient n 2)] [xq (i* r xps)])
+      (do ([k 0 (i+ k 1)]) ((i= k r))
+        (do ([l 0 (i+ l 1)]
+             [xa (i+ xo (i* k xps)) (i+ xa xls)]
+             [ya (i+ yo (i* (i* 2 k) yps)) (i+ ya yls)])
+            ((i= l m))
+          (let* ([xb (i+ xa xq)] [yb (i+ ya yps)]
+                 [ar (ld x xa)] [ai (ld x (i+ xa 8))]
+                 [br (ld x xb)] [bi (ld x (i+ xb 8))])
+            (st! y ya (f+ ar br)) (st! y (i+ ya 8) (f+ ai bi))
+            (st! y yb (f- ar br)) (st! y (i+ yb 8) (f- ai bi)))))))
 
   ;; The radix-4 DFT of d0..d3: with s0 = d0+d2, s1 = d0-d2, s2 = d1+d3,
   ;; s3 = d1-d3: y0 = s0+s2, y2 = s0-s2, and y1, y3 are s1 -+ i s3 forward,
@@ -85,43 +111,43 @@
   (define (radix-4-stage! plan m span x xo xps xls y yo yps yls)
     (let* ([n (fft-plan-n plan)] [roots (fft-plan-roots plan)]
            [inverse? (fft-plan-inverse? plan)]
-           [L (fx* 4 span)] [r (fxquotient n L)]
-           [xq (fx* (fxquotient n 4) xps)] [ys (fx* span yps)]
-           [y1s (if inverse? (fx* 3 ys) ys)] [y3s (if inverse? ys (fx* 3 ys))])
+           [L (i* 4 span)] [r (fxquotient n L)]
+           [xq (i* (fxquotient n 4) xps)] [ys (i* span yps)]
+           [y1s (if inverse? (i* 3 ys) ys)] [y3s (if inverse? ys (i* 3 ys))])
       ;; (rotate? wr wi cr ci (dr di) body): body with d = w*c, or d = c
       (define-syntax twiddle
         (syntax-rules ()
           [(_ #f wr wi cr ci (dr di) body) (let ([dr cr] [di ci]) body)]
           [(_ #t wr wi cr ci (dr di) body)
            (let* ([ar cr] [ai ci]
-                  [dr (fl- (fl* wr ar) (fl* wi ai))] [di (fl+ (fl* wr ai) (fl* wi ar))])
+                  [dr (f- (f* wr ar) (f* wi ai))] [di (f+ (f* wr ai) (f* wi ar))])
              body)]))
       (define-syntax lines
         (syntax-rules ()
           [(_ rotate? j w1r w1i w2r w2i w3r w3i)
-           (do ([k 0 (fx+ k 1)]) ((fx= k r))
-             (do ([l 0 (fx+ l 1)]
-                  [xa (fx+ xo (fx* (fx+ j (fx* k span)) xps)) (fx+ xa xls)]
-                  [ya (fx+ yo (fx* (fx+ j (fx* k L)) yps)) (fx+ ya yls)])
-                 ((fx= l m))
-               (let* ([x1 (fx+ xa xq)] [x2 (fx+ x1 xq)] [x3 (fx+ x2 xq)])
-                 (twiddle rotate? w1r w1i (ld x x1) (ld x (fx+ x1 8)) (d1r d1i)
-                  (twiddle rotate? w2r w2i (ld x x2) (ld x (fx+ x2 8)) (d2r d2i)
-                   (twiddle rotate? w3r w3i (ld x x3) (ld x (fx+ x3 8)) (d3r d3i)
-                    (let* ([d0r (ld x xa)] [d0i (ld x (fx+ xa 8))]
-                           [s0r (fl+ d0r d2r)] [s0i (fl+ d0i d2i)]
-                           [s1r (fl- d0r d2r)] [s1i (fl- d0i d2i)]
-                           [s2r (fl+ d1r d3r)] [s2i (fl+ d1i d3i)]
-                           [s3r (fl- d1r d3r)] [s3i (fl- d1i d3i)]
-                           [y1 (fx+ ya y1s)] [y2 (fx+ ya (fx* 2 ys))] [y3 (fx+ ya y3s)])
-                      (st! y ya (fl+ s0r s2r)) (st! y (fx+ ya 8) (fl+ s0i s2i))
-                      (st! y y2 (fl- s0r s2r)) (st! y (fx+ y2 8) (fl- s0i s2i))
-                      (st! y y1 (fl+ s1r s3i)) (st! y (fx+ y1 8) (fl- s1i s3r))
-                      (st! y y3 (fl- s1r s3i)) (st! y (fx+ y3 8) (fl+ s1i s3r)))))))))]))
+           (do ([k 0 (i+ k 1)]) ((i= k r))
+             (do ([l 0 (i+ l 1)]
+                  [xa (i+ xo (i* (i+ j (i* k span)) xps)) (i+ xa xls)]
+                  [ya (i+ yo (i* (i+ j (i* k L)) yps)) (i+ ya yls)])
+                 ((i= l m))
+               (let* ([x1 (i+ xa xq)] [x2 (i+ x1 xq)] [x3 (i+ x2 xq)])
+                 (twiddle rotate? w1r w1i (ld x x1) (ld x (i+ x1 8)) (d1r d1i)
+                  (twiddle rotate? w2r w2i (ld x x2) (ld x (i+ x2 8)) (d2r d2i)
+                   (twiddle rotate? w3r w3i (ld x x3) (ld x (i+ x3 8)) (d3r d3i)
+                    (let* ([d0r (ld x xa)] [d0i (ld x (i+ xa 8))]
+                           [s0r (f+ d0r d2r)] [s0i (f+ d0i d2i)]
+                           [s1r (f- d0r d2r)] [s1i (f- d0i d2i)]
+                           [s2r (f+ d1r d3r)] [s2i (f+ d1i d3i)]
+                           [s3r (f- d1r d3r)] [s3i (f- d1i d3i)]
+                           [y1 (i+ ya y1s)] [y2 (i+ ya (i* 2 ys))] [y3 (i+ ya y3s)])
+                      (st! y ya (f+ s0r s2r)) (st! y (i+ ya 8) (f+ s0i s2i))
+                      (st! y y2 (f- s0r s2r)) (st! y (i+ y2 8) (f- s0i s2i))
+                      (st! y y1 (f+ s1r s3i)) (st! y (i+ y1 8) (f- s1i s3r))
+                      (st! y y3 (f- s1r s3i)) (st! y (i+ y3 8) (f+ s1i s3r)))))))))]))
       (lines #f 0 1.0 0.0 1.0 0.0 1.0 0.0)
-      (do ([j 1 (fx+ j 1)]) ((fx>= j span))
-        (let* ([w1 (fx* 16 (fx* j r))] [w2 (fx* 2 w1)] [w3 (fx+ w1 w2)]
-               [w1r (ld roots w1)] [w1i (ld roots (fx+ w1 8))]
-               [w2r (ld roots w2)] [w2i (ld roots (fx+ w2 8))]
-               [w3r (ld roots w3)] [w3i (ld roots (fx+ w3 8))])
+      (do ([j 1 (i+ j 1)]) ((fx>= j span))
+        (let* ([w1 (i* 16 (i* j r))] [w2 (i* 2 w1)] [w3 (i+ w1 w2)]
+               [w1r (ld roots w1)] [w1i (ld roots (i+ w1 8))]
+               [w2r (ld roots w2)] [w2i (ld roots (i+ w2 8))]
+               [w3r (ld roots w3)] [w3i (ld roots (i+ w3 8))])
           (lines #t j w1r w1i w2r w2i w3r w3i))))))
