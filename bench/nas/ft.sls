@@ -17,8 +17,8 @@
 ;;; Modes: serial (one member, no barrier); places (fork-join over shared
 ;;; flvectors, partial sums in a shared flvector); threads (threads-spmd
 ;;; over bytevectors); futures (each pass as np futures over bytevectors,
-;;; on a pool of np workers, touched in member order: the touches are the
-;;; barriers).
+;;; on a pool of np workers; touching them all is the barrier, and their
+;;; sums are added in member order).
 (library (nas ft)
   (export ft-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
@@ -117,7 +117,8 @@
     (ft-member 0 1 void size (make-bytevector (size-bytes size) 0) (make-bytevector (size-bytes size) 0)
                (make-bytevector (fx* 16 (size-niter size)) 0)))
 
-  ;; Each pass: one future per member, all touched in member order.
+  ;; A pass: one future per member, all touched; their values in member
+  ;; order.
   (define (run-futures np size)
     (let* ([u0 (make-bytevector (size-bytes size) 0)] [u1 (make-bytevector (size-bytes size) 0)]
            [members (map (lambda (id) (make-ft-member id np size u0 u1)) (iota np))]
