@@ -14,11 +14,11 @@
 ;;; of its own planes; the sums are added in member order, so a result
 ;;; depends on np but not on timing.
 ;;;
-;;; Modes: serial (one member, no barrier); places (fork-join over shared
-;;; flvectors, partial sums in a shared flvector); threads (threads-spmd
-;;; over bytevectors); futures (each pass as np futures over bytevectors,
-;;; on a pool of np workers; touching them all is the barrier, and their
-;;; sums are added in member order).
+;;; The arrays are shared flvectors in every mode.  Modes: serial (one
+;;; member, no barrier); places (fork-join, partial sums in a shared
+;;; flvector); threads (threads-spmd); futures (each pass as np futures on
+;;; a pool of np workers; touching them all is the barrier, and their sums
+;;; are added in member order).
 (library (nas ft)
   (export ft-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
@@ -95,33 +95,47 @@
                                  (global-double-ref partials (fx+ slot 1)))))))))))
 
   ;; ---------------------------------------------------------------- modes
-  (define (run-places np size)
+  ;; (proc u0 u1 partials) with the arrays of a run of np members, mapped.
+  (define (with-arrays size np proc)
     (let ([u0 (make-shared-flvector (fxquotient (size-bytes size) 8))]
           [u1 (make-shared-flvector (fxquotient (size-bytes size) 8))]
           [partials (make-shared-flvector (fx* 2 (fx* np (size-niter size))))])
-      (vector-ref
-        (fork-join np cg ([size size] [u0 u0] [u1 u1] [partials partials])
-          (with-mapped (list u0 u1 partials)
-            (lambda (a0 a1 ap)
-              (ft-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) size a0 a1 ap))))
-        0)))
+      (proc u0 u1 partials)))
+
+  (define (run-places np size)
+    (with-arrays size np
+      (lambda (u0 u1 partials)
+        (vector-ref
+          (fork-join np cg ([size size] [u0 u0] [u1 u1] [partials partials])
+            (with-mapped (list u0 u1 partials)
+              (lambda (a0 a1 ap)
+                (ft-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) size a0 a1 ap))))
+          0))))
 
   (define (run-threads np size)
-    (let ([u0 (make-bytevector (size-bytes size) 0)] [u1 (make-bytevector (size-bytes size) 0)]
-          [partials (make-bytevector (fx* 16 (fx* np (size-niter size))) 0)])
-      (vector-ref
-        (threads-spmd np (lambda (id barrier) (ft-member id np barrier size u0 u1 partials)))
-        0)))
+    (with-arrays size np
+      (lambda (u0 u1 partials)
+        (with-mapped (list u0 u1 partials)
+          (lambda (a0 a1 ap)
+            (vector-ref (threads-spmd np (lambda (id barrier) (ft-member id np barrier size a0 a1 ap)))
+                        0))))))
 
   (define (run-serial size)
-    (ft-member 0 1 void size (make-bytevector (size-bytes size) 0) (make-bytevector (size-bytes size) 0)
-               (make-bytevector (fx* 16 (size-niter size)) 0)))
+    (with-arrays size 1
+      (lambda (u0 u1 partials)
+        (with-mapped (list u0 u1 partials)
+          (lambda (a0 a1 ap) (ft-member 0 1 void size a0 a1 ap))))))
 
   ;; A pass: one future per member, all touched; their values in member
   ;; order.
   (define (run-futures np size)
-    (let* ([u0 (make-bytevector (size-bytes size) 0)] [u1 (make-bytevector (size-bytes size) 0)]
-           [members (map (lambda (id) (make-ft-member id np size u0 u1)) (iota np))]
+    (with-arrays size np
+      (lambda (u0 u1 partials)
+        (with-mapped (list u0 u1)
+          (lambda (a0 a1) (futures-run np size a0 a1))))))
+
+  (define (futures-run np size u0 u1)
+    (let* ([members (map (lambda (id) (make-ft-member id np size u0 u1)) (iota np))]
            [pool (make-parallel-thread-pool np)]
            [caller-pool (current-future-pool)])
       (define (pass! proc tables)
