@@ -23,8 +23,9 @@
 (for-each
   (lambda (mode np)
     (test (format "ft class S ~a np ~a verifies" mode np)
-      (let ([r (ft-run 'S mode np)])
+      (let* ([trip (collect-trip-bytes)] [r (ft-run 'S mode np)])
         (check-equal "the run it describes" (list 'ft 'S mode np) (describe r))
+        (check-equal "the young generation's size restored" trip (collect-trip-bytes))
         (check-equal "one note per checksum" 6 (length (notes r)))
         (check (format "verified: ~s" (notes r)) (verified? r)))))
   '(serial places places threads threads futures futures)
