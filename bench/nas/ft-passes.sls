@@ -8,20 +8,17 @@
 ;;; bytevector with one memcpy per row, transforms it there and copies it
 ;;; back; the caller separates a plane pass from a slab pass by a barrier.
 ;;;
-;;; The global arrays are shared flvectors, mapped into each process that
-;;; uses them (with-mapped): a global array is the address of its mapping.
+;;; The global arrays are shared flvectors, read and written unchecked.
 ;;; Outside the Scheme heap, a collection never copies them (Chez 9.5.8
 ;;; copies a 256 MB bytevector in 350 ms at each collection of its
 ;;; generation), and every mode runs on the same memory.
 (library (nas ft-passes)
   (export make-ft-member make-ft-tables
           forward-planes! forward-slabs! step-slabs! step-planes!
-          global-double-ref global-double-set! with-mapped)
+          global-double-ref global-double-set!)
   (import (chezscheme)
-          (only (spindle) shared-flvector-length)
-          (only (spindle private places shared-vector) shared-vector-fd)
-          (only (spindle private os memory) map-shared unmap
-                foreign->bytevector! bytevector->foreign!)
+          (only (spindle unsafe) unsafe-shared-vector->bytevector! unsafe-bytevector->shared-vector!
+                unsafe-shared-flvector-ref unsafe-shared-flvector-set!)
           (nas random) (nas ft-fft))
 
   (define alpha 1e-6)
@@ -31,28 +28,14 @@
   ;; ---------------------------------------------------------------- global arrays
   ;; Complex elements: 16 bytes; doubles: 8.
   (define (global-load! g e bv off count)
-    (foreign->bytevector! (+ g (fx* 16 e)) bv off (fx* 16 count)))
+    (unsafe-shared-vector->bytevector! g (fx* 16 e) bv off (fx* 16 count)))
 
   (define (global-store! g e bv off count)
-    (bytevector->foreign! bv off (+ g (fx* 16 e)) (fx* 16 count)))
+    (unsafe-bytevector->shared-vector! bv off g (fx* 16 e) (fx* 16 count)))
 
-  (define (global-double-set! g i x) (foreign-set! 'double-float g (fx* 8 i) x))
+  (define (global-double-set! g i x) (unsafe-shared-flvector-set! g i x))
 
-  (define (global-double-ref g i) (foreign-ref 'double-float g (fx* 8 i)))
-
-  ;; Calls (proc address ...) with the shared flvectors vs mapped into this
-  ;; process a second time (the same pages: spindle keeps the address of
-  ;; its own mapping private), every page present; unmaps them on the way
-  ;; out.
-  (define (with-mapped vs proc)
-    (let ([sizes (map (lambda (v) (fx* 8 (shared-flvector-length v))) vs)]
-          [addresses '()])
-      (dynamic-wind
-        (lambda ()
-          (set! addresses (map (lambda (v size) (map-shared 'ft-run (shared-vector-fd v) size #t))
-                               vs sizes)))
-        (lambda () (apply proc addresses))
-        (lambda () (for-each unmap addresses sizes) (set! addresses '())))))
+  (define (global-double-ref g i) (unsafe-shared-flvector-ref g i))
 
   ;; ---------------------------------------------------------------- set-up
   ;; size: #(nx ny nz niter).  A member: its planes [k0, k1) and slabs

@@ -114,32 +114,26 @@
       (lambda (u0 u1 partials)
         (vector-ref
           (fork-join np cg ([size size] [u0 u0] [u1 u1] [partials partials])
-            (with-mapped (list u0 u1 partials)
-              (lambda (a0 a1 ap)
-                (ft-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) size a0 a1 ap))))
+            (ft-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) size u0 u1 partials))
           0))))
 
   (define (run-threads np size)
     (with-arrays size np
       (lambda (u0 u1 partials)
-        (with-mapped (list u0 u1 partials)
-          (lambda (a0 a1 ap)
-            (vector-ref (threads-spmd np (lambda (id barrier) (ft-member id np barrier size a0 a1 ap)))
-                        0))))))
+        (vector-ref (threads-spmd np (lambda (id barrier) (ft-member id np barrier size u0 u1 partials)))
+                    0))))
 
   (define (run-serial size)
     (with-arrays size 1
       (lambda (u0 u1 partials)
-        (with-mapped (list u0 u1 partials)
-          (lambda (a0 a1 ap) (ft-member 0 1 void size a0 a1 ap))))))
+        (ft-member 0 1 void size u0 u1 partials))))
 
   ;; A pass: one future per member, all touched; their values in member
   ;; order.
   (define (run-futures np size)
     (with-arrays size np
       (lambda (u0 u1 partials)
-        (with-mapped (list u0 u1)
-          (lambda (a0 a1) (futures-run np size a0 a1))))))
+        (futures-run np size u0 u1))))
 
   (define (futures-run np size u0 u1)
     (let* ([members (map (lambda (id) (make-ft-member id np size u0 u1)) (iota np))]
