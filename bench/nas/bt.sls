@@ -31,7 +31,7 @@
   ;; barrier (what the reference times).
   (define (steps cs fields id np barrier niter)
     (let*-values ([(n) (consts-n cs)] [(A) (bt-fields-address fields)]
-                  [(work) (make-workspace n)] [(w) (field-address work)]
+                  [(work) (make-workspace n)]
                   [(lo hi) (block-range 1 (fx- n 1) id np)]
                   [(plo) (if (fx= lo 1) 0 lo)]
                   [(phi) (if (and (fx= hi (fx- n 1)) (fx< lo hi)) n hi)])
@@ -43,15 +43,14 @@
                           (prepare! cs A plo phi)
                           (barrier)
                           (rhs! cs A lo hi)
-                          (solve! cs A w 0 lo hi)
-                          (solve! cs A w 1 lo hi)
+                          (solve! cs A work 0 lo hi)
+                          (solve! cs A work 1 lo hi)
                           (barrier)
-                          (solve! cs A w 2 lo hi)
+                          (solve! cs A work 2 lo hi)
                           (barrier)
                           (add! cs A lo hi))
                         (barrier)))])
-        ;; the workspace and the fields stay mapped until here
-        (field-address work)
+        ;; the fields stay mapped until here
         (bt-fields-address fields)
         seconds)))
 
