@@ -26,88 +26,109 @@
           (fset! sq pt s)
           (fset! qs pt (fl* s ri))))))
 
-  ;; Fourth-order dissipation stencil at position p of a line of n points
-  ;; (1 <= p <= n-2), one-sided near the ends.  v: position offset -> value;
-  ;; only the offsets the case needs are read.
+  ;; Fourth-order dissipation at position p of a line of n points (1 <= p
+  ;; <= n-2) from the values at offsets -2 .. 2, one-sided near the ends
+  ;; (where the missing offsets are not read).
   (define-syntax dissipation
     (syntax-rules ()
-      [(_ p n v)
+      [(_ p n mm m z pl pp)
        (cond
-         [(fx= p 1) (fl+ (fl- (fl* 5.0 (v 0)) (fl* 4.0 (v 1))) (v 2))]
-         [(fx= p 2) (fl+ (fl- (fl+ (fl* -4.0 (v -1)) (fl* 6.0 (v 0))) (fl* 4.0 (v 1))) (v 2))]
-         [(fx= p (fx- n 3)) (fl- (fl+ (fl- (v -2) (fl* 4.0 (v -1))) (fl* 6.0 (v 0))) (fl* 4.0 (v 1)))]
-         [(fx= p (fx- n 2)) (fl+ (fl- (v -2) (fl* 4.0 (v -1))) (fl* 5.0 (v 0)))]
-         [else (fl+ (fl- (fl+ (fl- (v -2) (fl* 4.0 (v -1))) (fl* 6.0 (v 0))) (fl* 4.0 (v 1))) (v 2))])]))
+         [(fx= p 1) (fl+ (fl- (fl* 5.0 z) (fl* 4.0 pl)) pp)]
+         [(fx= p 2) (fl+ (fl- (fl+ (fl* -4.0 m) (fl* 6.0 z)) (fl* 4.0 pl)) pp)]
+         [(fx= p (fx- n 3)) (fl- (fl+ (fl- mm (fl* 4.0 m)) (fl* 6.0 z)) (fl* 4.0 pl))]
+         [(fx= p (fx- n 2)) (fl+ (fl- mm (fl* 4.0 m)) (fl* 5.0 z))]
+         [else (fl+ (fl- (fl+ (fl- mm (fl* 4.0 m)) (fl* 6.0 z)) (fl* 4.0 pl)) pp)])]))
 
-  ;; a[x+s] - 2 a[x] + a[x-s]
+  ;; x_p - 2 x_0 + x_m
   (define-syntax second-difference
-    (syntax-rules ()
-      [(_ a x s) (fl+ (fl- (fref a (fx+ x s)) (fl* 2.0 (fref a x))) (fref a (fx- x s)))]))
+    (syntax-rules () [(_ xp x0 xm) (fl+ (fl- xp (fl* 2.0 x0)) xm)]))
 
-  ;; rhs += the terms of direction d (0 x, 1 y, 2 z) at the interior points
-  ;; of planes [klo, khi).
-  (define (direction! cs A d klo khi)
-    (let* ([n (consts-n cs)] [u (addrs-u A)] [r (addrs-rhs A)] [rho (addrs-rho-i A)]
+  ;; Direction d's (0 x, 1 y, 2 z) procedure (pt o p) -> five values: the
+  ;; flux differences, viscous terms and dissipation at interior point pt
+  ;; (first element o, position p along d).  Each operand is read once.
+  (define (make-direction cs A d)
+    (let* ([n (consts-n cs)] [u (addrs-u A)] [rho (addrs-rho-i A)]
            [qs (addrs-qs A)] [sq (addrs-square A)]
-           [vel (vector (addrs-us A) (addrs-vs A) (addrs-ws A))]
-           [vn (vector-ref vel d)] [nm (fx+ d 1)]
+           [us (addrs-us A)] [vs (addrs-vs A)] [ws (addrs-ws A)]
+           [vn (vector-ref (vector us vs ws) d)] [nm (fx+ d 1)]
            [s (case d [(0) 1] [(1) n] [else (fx* n n)])] [s5 (fx* 5 s)]
            [dt1 (vector-ref (consts-dt1 cs) d)] [t2 (consts-t2 cs)]
            [con2 (consts-con2 cs)] [con2n (fl* (consts-con2 cs) (consts-con43 cs))]
            [con3 (consts-con3 cs)] [con4 (consts-con4 cs)] [con5 (consts-con5 cs)]
            [c1 (consts-c1 cs)] [c2 (consts-c2 cs)] [dssp (consts-dssp cs)])
-      (do ([k klo (fx+ k 1)]) ((fx= k khi))
-        (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1)))
-          (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
-            (let* ([pt (fx+ i (fx* n (fx+ j (fx* n k))))] [pp (fx+ pt s)] [pm (fx- pt s)]
-                   [o (fx* 5 pt)] [op (fx+ o s5)] [om (fx- o s5)]
-                   [p (case d [(0) i] [(1) j] [else k])]
-                   [vnp (fref vn pp)] [vn0 (fref vn pt)] [vnm (fref vn pm)])
-              (fref+ r o (fl- (fl* dt1 (second-difference u o s5))
-                              (fl* t2 (fl- (fref u (fx+ op nm)) (fref u (fx+ om nm))))))
-              (do ([m 1 (fx+ m 1)]) ((fx= m 4))
-                (let ([up (fref u (fx+ op m))] [um (fref u (fx+ om m))])
-                  (fref+ r (fx+ o m)
-                         (fl- (fl+ (fl* dt1 (second-difference u (fx+ o m) s5))
-                                   (fl* (if (fx= m nm) con2n con2)
-                                        (second-difference (vector-ref vel (fx- m 1)) pt s)))
-                              (fl* t2 (if (fx= m nm)
-                                          (fl+ (fl- (fl* up vnp) (fl* um vnm))
-                                               (fl* (fl+ (fl- (fl- (fref u (fx+ op 4)) (fref sq pp))
-                                                              (fref u (fx+ om 4)))
-                                                         (fref sq pm))
-                                                    c2))
-                                          (fl- (fl* up vnp) (fl* um vnm))))))))
-              (let ([u4p (fref u (fx+ op 4))] [u4m (fref u (fx+ om 4))])
-                (fref+ r (fx+ o 4)
-                       (fl- (fl+ (fl+ (fl+ (fl* dt1 (second-difference u (fx+ o 4) s5))
-                                           (fl* con3 (second-difference qs pt s)))
-                                      (fl* con4 (fl+ (fl- (fl* vnp vnp) (fl* (fl* 2.0 vn0) vn0))
-                                                     (fl* vnm vnm))))
-                                 (fl* con5 (fl+ (fl- (fl* u4p (fref rho pp))
-                                                     (fl* (fl* 2.0 (fref u (fx+ o 4))) (fref rho pt)))
-                                                (fl* u4m (fref rho pm)))))
-                            (fl* t2 (fl- (fl* (fl- (fl* c1 u4p) (fl* c2 (fref sq pp))) vnp)
-                                         (fl* (fl- (fl* c1 u4m) (fl* c2 (fref sq pm))) vnm))))))
-              (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-                (let ([om (fx+ o m)])
-                  (define-syntax v
-                    (syntax-rules () [(_ x) (fref u (fx+ om (fx* x s5)))]))
-                  (fref+ r om (fl* (fl- 0.0 dssp) (dissipation p n v)))))))))))
+      (lambda (pt o p)
+        (let* ([op (fx+ o s5)] [om (fx- o s5)] [opp (fx+ op s5)] [omm (fx- om s5)]
+               [pp (fx+ pt s)] [pm (fx- pt s)] [lo2? (fx>= p 2)] [hi2? (fx<= p (fx- n 3))])
+          ;; binds the five values of component c along the stencil
+          (define-syntax with-stencil
+            (syntax-rules ()
+              [(_ (xmm xm x xp xpp) c body)
+               (let ([xmm (if lo2? (fref u (fx+ omm c)) 0.0)] [xm (fref u (fx+ om c))]
+                     [x (fref u (fx+ o c))] [xp (fref u (fx+ op c))]
+                     [xpp (if hi2? (fref u (fx+ opp c)) 0.0)])
+                 body)]))
+          (define-syntax select
+            (syntax-rules () [(_ x1 x2 x3) (case nm [(1) x1] [(2) x2] [else x3])]))
+          (with-stencil (a0mm a0m a0 a0p a0pp) 0
+           (with-stencil (a1mm a1m a1 a1p a1pp) 1
+            (with-stencil (a2mm a2m a2 a2p a2pp) 2
+             (with-stencil (a3mm a3m a3 a3p a3pp) 3
+              (with-stencil (a4mm a4m a4 a4p a4pp) 4
+               (let ([unp (select a1p a2p a3p)] [unm (select a1m a2m a3m)]
+                     [vnp (fref vn pp)] [vn0 (fref vn pt)] [vnm (fref vn pm)]
+                     [sqp (fref sq pp)] [sqm (fref sq pm)])
+                 ;; momentum component m (1 .. 3) with velocity field vel
+                 (define-syntax momentum
+                   (syntax-rules ()
+                     [(_ m vel amm am a ap app)
+                      (fl- (fl- (fl+ (fl* dt1 (second-difference ap a am))
+                                     (if (fx= m nm)
+                                         (fl* con2n (second-difference vnp vn0 vnm))
+                                         (fl* con2 (second-difference (fref vel pp) (fref vel pt)
+                                                                      (fref vel pm)))))
+                                (fl* t2 (if (fx= m nm)
+                                            (fl+ (fl- (fl* ap vnp) (fl* am vnm))
+                                                 (fl* (fl+ (fl- (fl- a4p sqp) a4m) sqm) c2))
+                                            (fl- (fl* ap vnp) (fl* am vnm)))))
+                           (fl* dssp (dissipation p n amm am a ap app)))]))
+                 (values
+                   (fl- (fl- (fl* dt1 (second-difference a0p a0 a0m)) (fl* t2 (fl- unp unm)))
+                        (fl* dssp (dissipation p n a0mm a0m a0 a0p a0pp)))
+                   (momentum 1 us a1mm a1m a1 a1p a1pp)
+                   (momentum 2 vs a2mm a2m a2 a2p a2pp)
+                   (momentum 3 ws a3mm a3m a3 a3p a3pp)
+                   (fl- (fl- (fl+ (fl+ (fl+ (fl* dt1 (second-difference a4p a4 a4m))
+                                            (fl* con3 (second-difference (fref qs pp) (fref qs pt)
+                                                                         (fref qs pm))))
+                                       (fl* con4 (fl+ (fl- (fl* vnp vnp) (fl* (fl* 2.0 vn0) vn0))
+                                                      (fl* vnm vnm))))
+                                  (fl* con5 (fl+ (fl- (fl* a4p (fref rho pp))
+                                                      (fl* (fl* 2.0 a4) (fref rho pt)))
+                                                 (fl* a4m (fref rho pm)))))
+                             (fl* t2 (fl- (fl* (fl- (fl* c1 a4p) (fl* c2 sqp)) vnp)
+                                          (fl* (fl- (fl* c1 a4m) (fl* c2 sqm)) vnm))))
+                        (fl* dssp (dissipation p n a4mm a4m a4 a4p a4pp))))))))))))))
 
+  ;; rhs <- dt (forcing + the three directions' terms) at the interior
+  ;; points of the interior planes among [klo, khi).
   (define (rhs! cs A klo khi)
     (let* ([n (consts-n cs)] [r (addrs-rhs A)] [f (addrs-forcing A)] [dt (consts-dt cs)]
-           [lo (fxmax klo 1)] [hi (fxmin khi (fx- n 1))])
-      (define (interior proc)
-        (do ([k lo (fx+ k 1)]) ((fx>= k hi))
-          (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1)))
-            (do ([o (fx* 5 (fx+ 1 (fx* n (fx+ j (fx* n k)))))
-                    (fx+ o 1)])
-                ((fx= o (fx* 5 (fx+ (fx- n 1) (fx* n (fx+ j (fx* n k)))))))
-              (proc o)))))
-      (when (fx< lo hi)
-        (interior (lambda (o) (fset! r o (fref f o))))
-        (direction! cs A 0 lo hi)
-        (direction! cs A 1 lo hi)
-        (direction! cs A 2 lo hi)
-        (interior (lambda (o) (fset! r o (fl* (fref r o) dt))))))))
+           [x (make-direction cs A 0)] [y (make-direction cs A 1)] [z (make-direction cs A 2)])
+      (do ([k (fxmax klo 1) (fx+ k 1)]) ((fx>= k (fxmin khi (fx- n 1))))
+        (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1)))
+          (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
+            (let* ([pt (fx+ i (fx* n (fx+ j (fx* n k))))] [o (fx* 5 pt)])
+              (let-values ([(x0 x1 x2 x3 x4) (x pt o i)]
+                           [(y0 y1 y2 y3 y4) (y pt o j)]
+                           [(z0 z1 z2 z3 z4) (z pt o k)])
+                (define-syntax store!
+                  (syntax-rules ()
+                    [(_ c xc yc zc)
+                     (let ([oc (fx+ o c)])
+                       (fset! r oc (fl* dt (fl+ (fl+ (fl+ (fref f oc) xc) yc) zc))))]))
+                (store! 0 x0 y0 z0)
+                (store! 1 x1 y1 z1)
+                (store! 2 x2 y2 z2)
+                (store! 3 x3 y3 z3)
+                (store! 4 x4 y4 z4))))))))
+)
