@@ -8,7 +8,8 @@
 ;;; planes k-2 .. k+2, so all of them must be prepared first.
 (library (nas bt-rhs)
   (export prepare! rhs!)
-  (import (chezscheme) (nas bt-grid) (nas bt-exact))
+  (import (except (chezscheme) fl+ fl- fl* fl/ fx+ fx- fx*) (nas bt-unsafe)
+          (nas bt-grid) (nas bt-exact))
 
   (define (prepare! cs A klo khi)
     (let* ([n (consts-n cs)] [u (addrs-u A)] [rho (addrs-rho-i A)] [us (addrs-us A)]

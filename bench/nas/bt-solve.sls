@@ -13,7 +13,8 @@
 ;;; planes, k for the x and y directions, j for z.
 (library (nas bt-solve)
   (export make-workspace solve! add!)
-  (import (chezscheme) (nas bt-grid) (nas bt-exact) (nas bt-block))
+  (import (except (chezscheme) fl+ fl- fl* fl/ fx+ fx- fx*) (nas bt-unsafe)
+          (nas bt-grid) (nas bt-exact) (nas bt-block))
 
   ;; A member's private scratch (Scheme vectors: a flonum stored there is
   ;; not boxed again when read): fjac, njac and the eliminated upper block
