@@ -18,11 +18,12 @@
   (export block-step back-substitute!)
   (import (chezscheme) (nas bt-grid))
 
-  ;; Defines (name fj nj cp r p ro rom tmp1 tmp2 dtd tmp1x2 bdiag), the
+  ;; Defines (name fj nj cp r p ro rom tmp1 tmp2 ntmp2 dtd tmp1x2 bdiag), the
   ;; forward step at position p for direction normal component nm (1 x,
   ;; 2 y, 3 z): A from the Jacobians at p-1 (unless first), B from njac at
   ;; p, C from p+1 (unless last), rhs_p at element ro, rhs_p-1 at rom.
-  ;;   A = -tmp2 fjac - tmp1 njac - dtd I, B = I + tmp1x2 njac + 2 dtd I
+  ;;   A = ntmp2 fjac - tmp1 njac - dtd I (ntmp2 = -tmp2, so that no term
+  ;;   is negated), B = I + tmp1x2 njac + 2 dtd I
   ;;   (bdiag = 1 + 2 dtd), C = tmp2 fjac - tmp1 njac - dtd I.
   ;; Stores C'_p = B'^-1 C into cp (unless last) and B'^-1 rhs'_p into rhs_p.
   (define-syntax define-block-step
@@ -31,9 +32,9 @@
         [(_ name nm-stx first-stx last-stx)
          (let ([nm (syntax->datum #'nm-stx)] [first? (syntax->datum #'first-stx)]
                [last? (syntax->datum #'last-stx)] [binds '()])
-           (with-syntax ([(fj nj cp r p ro rom tmp1 tmp2 dtd tmp1x2 bdiag)
+           (with-syntax ([(fj nj cp r p ro rom tmp1 tmp2 ntmp2 dtd tmp1x2 bdiag)
                           (generate-temporaries
-                            '(fj nj cp r p ro rom tmp1 tmp2 dtd tmp1x2 bdiag))])
+                            '(fj nj cp r p ro rom tmp1 tmp2 ntmp2 dtd tmp1x2 bdiag))])
              ;; symbolic values: 'zero, 'one, or an identifier bound to a flonum
              (define (emit e)
                (let ([t (car (generate-temporaries '(t)))])
@@ -72,7 +73,7 @@
              (define (bset! b rw c v) (vector-set! b (fx+ (fx* 5 rw) c) v))
              (let* ([a (and (not first?)
                             (block (lambda (rw c)
-                                     (sub (sub (sub 'zero (mul #'tmp2 (load-jac 'f fj-nonzero? -1 rw c)))
+                                     (sub (sub (mul #'ntmp2 (load-jac 'f fj-nonzero? -1 rw c))
                                                (mul #'tmp1 (load-jac 'n nj-nonzero? -1 rw c)))
                                           (if (fx= rw c) #'dtd 'zero)))))]
                     [b (block (lambda (rw c)
@@ -130,7 +131,7 @@
                                   (cons #`(#3%vector-set! cp (#3%fx+ (#3%fx* 25 p) #,e) #,(lit (vector-ref cc e)))
                                         (loop (fx+ e 1)))))
                             '()))])
-                 #`(define (name fj nj cp r p ro rom tmp1 tmp2 dtd tmp1x2 bdiag)
+                 #`(define (name fj nj cp r p ro rom tmp1 tmp2 ntmp2 dtd tmp1x2 bdiag)
                      (let* #,(reverse binds) #,@stores (void)))))))])))
 
   (define-block-step first-x 1 #t #f)

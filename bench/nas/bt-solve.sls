@@ -68,17 +68,17 @@
            [s (case d [(0) 1] [(1) n] [else (fx* n n)])]
            [tmp1 (fl* (consts-dt cs) (consts-t1 cs))] [tmp2 (fl* (consts-dt cs) (consts-t2 cs))]
            [dtd (fl* tmp1 (vector-ref (consts-dd cs) d))]
-           [tmp1x2 (fl* tmp1 2.0)] [bdiag (fl+ 1.0 (fl* tmp1x2 (vector-ref (consts-dd cs) d)))]
+           [ntmp2 (fl- 0.0 tmp2)] [tmp1x2 (fl* tmp1 2.0)] [bdiag (fl+ 1.0 (fl* tmp1x2 (vector-ref (consts-dd cs) d)))]
            [first (block-step d 0)] [middle (block-step d 1)] [final (block-step d 2)]
            [last (fx- n 2)])
       (define (line! base)
         (define (ro p) (fx* 5 (fx+ base (fx* p s))))
         (do ([p 1 (fx+ p 1)]) ((fx> p last))
           (jacobians! cs A nm (fx+ base (fx* p s)) fj nj (fx* 25 p)))
-        (first fj nj cp r 1 (ro 1) 0 tmp1 tmp2 dtd tmp1x2 bdiag)
+        (first fj nj cp r 1 (ro 1) 0 tmp1 tmp2 ntmp2 dtd tmp1x2 bdiag)
         (do ([p 2 (fx+ p 1)]) ((fx= p last))
-          (middle fj nj cp r p (ro p) (ro (fx- p 1)) tmp1 tmp2 dtd tmp1x2 bdiag))
-        (final fj nj cp r last (ro last) (ro (fx- last 1)) tmp1 tmp2 dtd tmp1x2 bdiag)
+          (middle fj nj cp r p (ro p) (ro (fx- p 1)) tmp1 tmp2 ntmp2 dtd tmp1x2 bdiag))
+        (final fj nj cp r last (ro last) (ro (fx- last 1)) tmp1 tmp2 ntmp2 dtd tmp1x2 bdiag)
         (do ([p (fx- last 1) (fx- p 1)]) ((fx= p 0))
           (back-substitute! cp p r (ro p) (ro (fx+ p 1)))))
       (do ([x lo (fx+ x 1)]) ((fx>= x hi))
