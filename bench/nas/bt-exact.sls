@@ -11,7 +11,7 @@
 ;;; all equal).
 (library (nas bt-exact)
   (export make-constants consts-n consts-dt consts-dnm1 consts-t1 consts-t2
-          consts-dd consts-dt1 consts-con1 consts-con2 consts-con3 consts-con4
+          consts-dd consts-dt1 consts-con2 consts-con3 consts-con4
           consts-con5 consts-dssp consts-c1 consts-c2 consts-c3c4 consts-c1345
           consts-con43
           exact-solution initialize! exact-rhs!)

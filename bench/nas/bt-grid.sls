@@ -12,8 +12,8 @@
 ;;; field's element is i + n (j + n k).
 (library (nas bt-grid)
   (export bt-classes bt-class-size bt-class-steps bt-class-dt
-          make-field field-address fref fset! fref+ block-range
-          make-bt-fields bt-fields? bt-fields-u bt-fields-forcing bt-fields->list list->bt-fields bt-fields-address
+          field-address fref fset! fref+ block-range
+          make-bt-fields bt-fields-u bt-fields-forcing bt-fields->list list->bt-fields bt-fields-address
           addrs-u addrs-rhs addrs-forcing addrs-rho-i addrs-us addrs-vs addrs-ws
           addrs-qs addrs-square)
   (import (chezscheme)
