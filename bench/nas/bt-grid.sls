@@ -14,6 +14,7 @@
   (export bt-classes bt-class-size bt-class-steps bt-class-dt
           field-address fref fset! fref+ block-range
           make-bt-fields bt-fields-u bt-fields-forcing bt-fields->list list->bt-fields bt-fields-address
+          keep-mapped
           addrs-u addrs-rhs addrs-forcing addrs-rho-i addrs-us addrs-vs addrs-ws
           addrs-qs addrs-square)
   (import (chezscheme)
@@ -93,6 +94,11 @@
     (sealed #t))
   (define (bt-fields-address f)
     (apply make-addrs (map field-address (bt-fields->list f))))
+
+  ;; Called after the last use of f's addresses: f, hence its mappings,
+  ;; stays reachable until then (field-address may raise, so the call is
+  ;; never optimized away).
+  (define (keep-mapped f) (for-each field-address (bt-fields->list f)))
 
   ;; The block of [start, end) that member id of np runs: with q = k div np
   ;; and r = k mod np, members below r run q+1 items, the others q, in id

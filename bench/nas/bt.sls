@@ -50,11 +50,10 @@
                           (barrier)
                           (add! cs A lo hi))
                         (barrier)))])
-        ;; the fields stay mapped until here
-        (bt-fields-address fields)
+        (keep-mapped fields)
         seconds)))
 
-  (define (places-steps class fields np niter)
+  (define (places-steps class fields np)
     (vector-ref
       (fork-join np cg ([class class] [vs (bt-fields->list fields)])
         (let ([n (bt-class-size class)] [iters (bt-class-steps class)])
@@ -76,13 +75,14 @@
                 (vector-ref (threads-spmd np (lambda (id barrier)
                                                (steps cs fields id np barrier niter)))
                             0)]
-               [else (places-steps class fields np niter)])])
+               [else (places-steps class fields np)])])
         (let ([xce (error-norm cs A)])
           (prepare! cs A 0 n)
           (rhs! cs A 0 n)
           (let ([xcr (map (lambda (x) (fl/ x dt)) (rhs-norm cs A))]
                 [navg (fixnum->flonum n)])
             (let-values ([(ok notes) (bt-verify class xcr xce)])
+              (keep-mapped fields)
               (make-nas-result
                 'bt class mode np seconds
                 (if (> seconds 0)
