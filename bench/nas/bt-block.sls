@@ -51,7 +51,6 @@
              (define (add a b)
                (cond [(eq? a 'zero) b] [(eq? b 'zero) a]
                      [else (emit #`(#3%fl+ #,(lit a) #,(lit b)))]))
-             (define (tangential? m) (and (fx<= 1 m 3) (not (fx= m nm))))
              ;; which Jacobian entries bt-solve's jacobians! writes
              (define (fj-nonzero? rw c)
                (cond [(fx= rw 0) #f]        ; row 0 is e_nm: the constant 1 below
