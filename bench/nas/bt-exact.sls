@@ -110,8 +110,7 @@
       (define (UE p m) (vector-ref ue (fx+ (fx* 5 p) m)))
       (define (BUF p m) (vector-ref buf (fx+ (fx* 5 p) m)))
       (define (second-diff v p) (fl+ (fl- (v (fx+ p 1)) (fl* 2.0 (v p))) (v (fx- p 1))))
-      (do ([i 0 (fx+ i 1)]) ((fx= i (fx* 5 n))) (fset! f i 0.0))
-      (do ([i (fx* 5 n) (fx+ i 1)]) ((fx= i (fx* 5 (fx* n (fx* n n))))) (fset! f i 0.0))
+      (do ([i 0 (fx+ i 1)]) ((fx= i (fx* 5 (fx* n (fx* n n))))) (fset! f i 0.0))
       ;; direction d, normal momentum component nm = d+1; lines along d
       ;; through the interior points of the other two directions
       (do ([d 0 (fx+ d 1)]) ((fx= d 3))
@@ -143,45 +142,50 @@
                 (let-values ([(i j k) (point p)])
                   (let ([o (fx* 5 (fx+ i (fx* n (fx+ j (fx* n k)))))]
                         [pp (fx+ p 1)] [pm (fx- p 1)])
-                    (define (ued m) (second-diff (lambda (x) (UE x m)) p))
-                    (define (bufd m) (second-diff (lambda (x) (BUF x m)) p))
-                    (fref+ f o (fl+ (fl- 0.0 (fl* t2 (fl- (UE pp nm) (UE pm nm)))) (fl* dt1 (ued 0))))
+                    ;; g(p+1) - g(p-1), and the second difference of g at p
+                    (define (delta g) (fl- (g pp) (g pm)))
+                    (define (d2 g) (second-diff g p))
+                    (define (ue m) (lambda (x) (UE x m)))
+                    (define (bf m) (lambda (x) (BUF x m)))
+                    (define (add! m x) (fref+ f (fx+ o m) x))
+                    (add! 0 (fl+ (fl- 0.0 (fl* t2 (delta (ue nm)))) (fl* dt1 (d2 (ue 0)))))
                     (do ([m 1 (fx+ m 1)]) ((fx= m 4))
-                      (fref+ f (fx+ o m)
-                             (if (fx= m nm)
-                                 (fl+ (fl+ (fl- 0.0 (fl* t2 (fl- (fl+ (fl* (UE pp m) (BUF pp m))
-                                                                      (fl* c2 (fl- (UE pp 4) (vector-ref q pp))))
-                                                                 (fl+ (fl* (UE pm m) (BUF pm m))
-                                                                      (fl* c2 (fl- (UE pm 4) (vector-ref q pm)))))))
-                                           (fl* con1 (bufd m)))
-                                      (fl* dt1 (ued m)))
-                                 (fl+ (fl+ (fl- 0.0 (fl* t2 (fl- (fl* (UE pp m) (BUF pp nm))
-                                                                 (fl* (UE pm m) (BUF pm nm)))))
-                                           (fl* con2 (bufd m)))
-                                      (fl* dt1 (ued m))))))
-                    (fref+ f (fx+ o 4)
-                           (fl+ (fl+ (fl+ (fl+ (fl- 0.0 (fl* t2 (fl- (fl* (BUF pp nm) (fl- (fl* c1 (UE pp 4)) (fl* c2 (vector-ref q pp))))
-                                                                     (fl* (BUF pm nm) (fl- (fl* c1 (UE pm 4)) (fl* c2 (vector-ref q pm)))))))
-                                               (fl* 0.5 (fl* con3 (bufd 0))))
-                                          (fl* con4 (second-diff (lambda (x) (vector-ref cuf x)) p)))
-                                     (fl* con5 (bufd 4)))
-                                (fl* dt1 (ued 4))))
+                      (add! m (if (fx= m nm)
+                                  (fl+ (fl+ (fl- 0.0 (fl* t2 (delta (lambda (x)
+                                                                      (fl+ (fl* (UE x m) (BUF x m))
+                                                                           (fl* c2 (fl- (UE x 4) (vector-ref q x))))))))
+                                            (fl* con1 (d2 (bf m))))
+                                       (fl* dt1 (d2 (ue m))))
+                                  (fl+ (fl+ (fl- 0.0 (fl* t2 (delta (lambda (x) (fl* (UE x m) (BUF x nm))))))
+                                            (fl* con2 (d2 (bf m))))
+                                       (fl* dt1 (d2 (ue m)))))))
+                    (add! 4 (fl+ (fl+ (fl+ (fl+ (fl- 0.0 (fl* t2 (delta (lambda (x)
+                                                                          (fl* (BUF x nm)
+                                                                               (fl- (fl* c1 (UE x 4))
+                                                                                    (fl* c2 (vector-ref q x))))))))
+                                                (fl* 0.5 (fl* con3 (d2 (bf 0)))))
+                                           (fl* con4 (d2 (lambda (x) (vector-ref cuf x)))))
+                                      (fl* con5 (d2 (bf 4))))
+                                 (fl* dt1 (d2 (ue 4)))))
                     ;; fourth-order dissipation, one-sided near the ends
                     (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-                      (let ([v (lambda (x) (UE x m))])
-                        (fref+ f (fx+ o m)
-                               (fl- 0.0
-                                    (fl* dssp
-                                         (cond
-                                           [(fx= p 1) (fl+ (fl- (fl* 5.0 (v p)) (fl* 4.0 (v pp))) (v (fx+ p 2)))]
-                                           [(fx= p 2) (fl+ (fl- (fl+ (fl* -4.0 (v pm)) (fl* 6.0 (v p))) (fl* 4.0 (v pp)))
-                                                           (v (fx+ p 2)))]
-                                           [(fx= p (fx- n 3)) (fl- (fl+ (fl- (v (fx- p 2)) (fl* 4.0 (v pm))) (fl* 6.0 (v p)))
-                                                                   (fl* 4.0 (v pp)))]
-                                           [(fx= p (fx- n 2)) (fl+ (fl- (v (fx- p 2)) (fl* 4.0 (v pm))) (fl* 5.0 (v p)))]
-                                           [else (fl+ (fl- (fl+ (fl- (v (fx- p 2)) (fl* 4.0 (v pm))) (fl* 6.0 (v p)))
-                                                           (fl* 4.0 (v pp)))
-                                                      (v (fx+ p 2)))]))))))))))))))
+                      (let ([v (lambda (dx) (UE (fx+ p dx) m))])
+                        (add! m (fl- 0.0
+                                     (fl* dssp
+                                          (cond
+                                            [(fx= p 1) (fl+ (fl- (fl* 5.0 (v 0)) (fl* 4.0 (v 1))) (v 2))]
+                                            [(fx= p 2) (fl+ (fl- (fl+ (fl* -4.0 (v -1)) (fl* 6.0 (v 0)))
+                                                                 (fl* 4.0 (v 1)))
+                                                            (v 2))]
+                                            [(fx= p (fx- n 3)) (fl- (fl+ (fl- (v -2) (fl* 4.0 (v -1)))
+                                                                         (fl* 6.0 (v 0)))
+                                                                    (fl* 4.0 (v 1)))]
+                                            [(fx= p (fx- n 2)) (fl+ (fl- (v -2) (fl* 4.0 (v -1)))
+                                                                    (fl* 5.0 (v 0)))]
+                                            [else (fl+ (fl- (fl+ (fl- (v -2) (fl* 4.0 (v -1)))
+                                                                 (fl* 6.0 (v 0)))
+                                                            (fl* 4.0 (v 1)))
+                                                       (v 2))]))))))))))))))
       ;; the forcing is minus the operator
       (do ([i 0 (fx+ i 1)]) ((fx= i (fx* 5 (fx* n (fx* n n)))))
         (fset! f i (fl- 0.0 (fref f i)))))
