@@ -38,7 +38,7 @@
          [(fx= p 2) (fl+ (fl- (fl+ (fl* -4.0 m) (fl* 6.0 z)) (fl* 4.0 pl)) pp)]
          [(fx= p (fx- n 3)) (fl- (fl+ (fl- mm (fl* 4.0 m)) (fl* 6.0 z)) (fl* 4.0 pl))]
          [(fx= p (fx- n 2)) (fl+ (fl- mm (fl* 4.0 m)) (fl* 5.0 z))]
-         [else (fl+ (fl- (fl+ (fl- mm (fl* 4.0 m)) (fl* 6.0 z)) (fl* 4.0 pl)) pp)])]))
+         [else (fl+ (fl- (fl+ mm pp) (fl* 4.0 (fl+ m pl))) (fl* 6.0 z))])]))
 
   ;; x_p - 2 x_0 + x_m
   (define-syntax second-difference
