@@ -19,7 +19,7 @@ run_files() {
   libdirs=$(bin/spindle libdirs)
   for f in "$@"; do
     out=$(mktemp); start=$SECONDS
-    timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests" --program "$f" >"$out" 2>&1
+    timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests:bench" --program "$f" >"$out" 2>&1
     rc=$?
     p=$(grep -c '^ok ' "$out"); x=$(grep -c '^FAIL ' "$out")
     passed=$((passed + p)); failed=$((failed + x))
