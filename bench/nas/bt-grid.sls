@@ -18,7 +18,8 @@
           addrs-u addrs-rhs addrs-forcing addrs-rho-i addrs-us addrs-vs addrs-ws
           addrs-qs addrs-square)
   (import (chezscheme)
-          (only (spindle) make-shared-flvector shared-flvector?))
+          (only (spindle) make-shared-flvector shared-flvector?)
+          (only (spindle unsafe) unsafe-shared-vector-address))
 
   (define bt-classes '(S W A))
 
@@ -35,20 +36,12 @@
 
   (define (make-field n) (make-shared-flvector n 0.0))
 
-  ;; The address field of spindle's shared-vector record, found by name
-  ;; (the library does not export it).
+  ;; The address of shared flvector v's memory, valid while v is reachable
+  ;; (keep-mapped holds the fields while their addresses are in use).
   (define (field-address v)
     (unless (shared-flvector? v)
       (assertion-violation 'field-address "expected a shared flvector" v))
-    (let* ([rtd (record-rtd v)]
-           [names (record-type-field-names rtd)]
-           [k (let loop ([k 0])
-                (cond
-                  [(fx= k (vector-length names))
-                   (assertion-violation 'field-address "no address field" v)]
-                  [(eq? (vector-ref names k) 'address) k]
-                  [else (loop (fx+ k 1))]))])
-      ((record-accessor rtd k) v)))
+    (unsafe-shared-vector-address v))
 
   ;; Element i of the array at address a (no checks: the callers' index
   ;; arithmetic is what keeps them in bounds).
