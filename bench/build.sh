@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# spindle bench build [--runs K] [--n N]: `spindle build -j 1` against
+# `-j 2` on a generated tree of N libraries (bench/build-tree.ss, default
+# 200) and on a copy of spindle's own lib/ (its libraries renamed
+# (spindlex ...), since the build's worker places run on spindle's own),
+# K alternated pairs (default 4), every object deleted before each run.
+# For lib/ it also times what bin/spindle's compiled-object cache does: one
+# scheme process compiling every library (--compile-imported-libraries).
+# Prints `build.TREE.jN SECONDS s` per run, then the medians.
+set -e
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+runs=4 n=200
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
+    --n) n=$2; shift 2 ;;
+    *) echo "usage: spindle bench build [--runs K] [--n N]" >&2; exit 2 ;;
+  esac
+done
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+scheme --program "$root/bench/build-tree.ss" "$tmp/gen" "$n"
+mkdir "$tmp/lib"
+cp -r "$root/lib/." "$tmp/lib/"
+find "$tmp/lib" \( -name '*.so' -o -name '*.ss' -o -name '*.html' \) -delete
+mv "$tmp/lib/spindle" "$tmp/lib/spindlex"; mv "$tmp/lib/spindle.sls" "$tmp/lib/spindlex.sls"
+find "$tmp/lib" -name '*.sls' -exec sed -i 's/(spindle\([ )]\)/(spindlex\1/g' {} +
+(cd "$tmp/lib" && find . -name '*.sls' | LC_ALL=C sort | sed -e 's|^\./||' -e 's|\.sls$||' -e 's|/| |g' -e 's|.*|(only (&))|') |
+  { echo '(import'; cat; echo ')'; } > "$tmp/all-lib.ss"
+"$root/bin/spindle" libdirs > /dev/null     # the build's own objects, before timing
+now() { date +%s.%N; }
+results=$tmp/results; : > "$results"
+run() {   # run NAME COMMAND...
+  local t0 t1
+  find "$tmp/gen" "$tmp/lib" -name '*.so' -delete
+  t0=$(now); "${@:2}" > /dev/null; t1=$(now)
+  echo "$1 $(echo "$t1 - $t0" | bc)" | tee -a "$results" | awk '{printf "build.%s %.2f s\n", $1, $2}'
+}
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+for k in $(seq "$runs"); do
+  run gen$n.j1 "$root/bin/spindle" build -j 1 "$tmp/gen"
+  run gen$n.j2 "$root/bin/spindle" build -j 2 "$tmp/gen"
+  run lib.j1 "$root/bin/spindle" build -j 1 "$tmp/lib"
+  run lib.j2 "$root/bin/spindle" build -j 2 "$tmp/lib"
+  run lib.one-process scheme --libdirs "$tmp/lib" --compile-imported-libraries --program "$tmp/all-lib.ss"
+done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# medians:"
+for name in gen$n.j1 gen$n.j2 lib.j1 lib.j2 lib.one-process; do
+  grep "^$name " "$results" | cut -d' ' -f2 | sort -n | awk -v n="$name" '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "build.%s.median %.2f s\n", n, m}'
+done
