@@ -132,6 +132,19 @@
     (check "no object for it" (not (file-exists? (object tree2 'f))))
     (check "nothing that imports it" (not (file-exists? (object tree2 'g))))))
 
+(test "a warning names the file, once, and does not stop the build"
+  (make-tree tree2)
+  (write-file (format "~a/t/d.sls" tree2)
+              "(library (t d) (export d-val odd) (import (chezscheme))\n  (define (d-val) 100)\n  (define (odd) (car 1 2)))\n")
+  (let ([r (spindle-build (format "-j 2 '~a'" tree2))])
+    (check-equal "exit" 0 (car r))
+    (check "report" (contains? (cdr r) (format "built ~a, up to date 0" units)))
+    (let ([warning (format "~a/t/d.sls: Warning in compile: possible incorrect argument count" tree2)])
+      (check "names the file" (contains? (cdr r) warning))
+      (check "once" (not (contains? (substring (cdr r) (+ 1 (let loop ([i 0]) (if (string=? (substring (cdr r) i (+ i 8)) "Warning ") i (loop (+ i 1)))))
+                                               (string-length (cdr r)))
+                                    "Warning "))))))
+
 (test "a read error names the file, non-zero"
   (make-tree tree2)
   (write-file (format "~a/t/b.sls" tree2) "(library (t b) (export b-val) (import (chezscheme)\n")

@@ -252,8 +252,10 @@
              (guard (c [#t (condition-text c)])
                (with-exception-handler
                  (lambda (c)
+                   ;; Chez's two cp0 passes may raise one warning twice
                    (if (warning? c)
-                       (set! warnings (cons (condition-text c) warnings))
+                       (let ([text (condition-text c)])
+                         (unless (member text warnings) (set! warnings (cons text warnings))))
                        (raise c)))
                  (lambda ()
                    ;; Chez announces each compile on the current output port
