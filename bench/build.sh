@@ -6,7 +6,8 @@
 # K alternated pairs (default 4), every object deleted before each run.
 # For lib/ it also times what bin/spindle's compiled-object cache does: one
 # scheme process compiling every library (--compile-imported-libraries).
-# Prints `build.TREE.jN SECONDS s` per run, then the medians.
+# Prints `build.TREE.jN SECONDS s` per run (with the load average and the
+# worker places' CPU seconds), then the medians and the best runs.
 set -e
 root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 runs=4 n=200
@@ -29,22 +30,25 @@ find "$tmp/lib" -name '*.sls' -exec sed -i 's/(spindle\([ )]\)/(spindlex\1/g' {}
 "$root/bin/spindle" libdirs > /dev/null     # the build's own objects, before timing
 now() { date +%s.%N; }
 results=$tmp/results; : > "$results"
-run() {   # run NAME COMMAND...
-  local t0 t1
+run() {   # run NAME COMMAND...: wall time, the 1-minute load, the worker places' CPU (-v)
+  local t0 t1 out=$tmp/out cpu
   find "$tmp/gen" "$tmp/lib" -name '*.so' -delete
-  t0=$(now); "${@:2}" > /dev/null; t1=$(now)
-  echo "$1 $(echo "$t1 - $t0" | bc)" | tee -a "$results" | awk '{printf "build.%s %.2f s\n", $1, $2}'
+  t0=$(now); "${@:2}" > "$out"; t1=$(now)
+  cpu=$(awk '/^worker /{for(i=1;i<=NF;i++) if($i=="CPU") {printf "%s%s", sep, $(i+1); sep="+"}}' "$out")
+  echo "$1 $(echo "$t1 - $t0" | bc)" >> "$results"
+  printf "build.%s %.2f s   (load %s%s)\n" "$1" "$(echo "$t1 - $t0" | bc)" "$(cut -d' ' -f1 /proc/loadavg)" \
+    "${cpu:+; worker CPU $cpu s}"
 }
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for k in $(seq "$runs"); do
-  run gen$n.j1 "$root/bin/spindle" build -j 1 "$tmp/gen"
-  run gen$n.j2 "$root/bin/spindle" build -j 2 "$tmp/gen"
-  run lib.j1 "$root/bin/spindle" build -j 1 "$tmp/lib"
-  run lib.j2 "$root/bin/spindle" build -j 2 "$tmp/lib"
+  run gen$n.j1 "$root/bin/spindle" build -v -j 1 "$tmp/gen"
+  run gen$n.j2 "$root/bin/spindle" build -v -j 2 "$tmp/gen"
+  run lib.j1 "$root/bin/spindle" build -v -j 1 "$tmp/lib"
+  run lib.j2 "$root/bin/spindle" build -v -j 2 "$tmp/lib"
   run lib.one-process scheme --libdirs "$tmp/lib" --compile-imported-libraries --program "$tmp/all-lib.ss"
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# medians:"
 for name in gen$n.j1 gen$n.j2 lib.j1 lib.j2 lib.one-process; do
-  grep "^$name " "$results" | cut -d' ' -f2 | sort -n | awk -v n="$name" '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "build.%s.median %.2f s\n", n, m}'
+  grep "^$name " "$results" | cut -d' ' -f2 | sort -n | awk -v n="$name" '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "build.%s.median %.2f s   best %.2f s\n", n, m, a[1]}'
 done
