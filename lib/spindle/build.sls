@@ -24,7 +24,7 @@
   (export parallel-build)
   (import (chezscheme)
           (only (spindle place) place lift-places place-channel-put place-channel-get
-                place-channel-put/get place-wait place-kill place-dead-evt processor-count)
+                place-channel-put/get place-wait place-dead-evt processor-count)
           (only (spindle event) sync sync/timeout wrap-evt))
 
   ;; One file of the build.  kind: 'library or 'program; name: the library
@@ -87,6 +87,7 @@
         (when (and (eqv? (lookahead-char in) #\#)
                    (let ([line (get-line in)])
                      (not (and (>= (string-length line) 3)
+                               (char=? (string-ref line 1) #\!)
                                (memv (string-ref line 2) '(#\space #\/))))))
           (set-port-position! in 0))
         (read in))))
@@ -111,9 +112,10 @@
   ;; -> a unit, #f for a file that is neither a library nor a program
   ;; (a file of definitions, say), or a string: the read error.
   (define (scan-file file)
-    (let ([d (guard (c [#t (condition-text c)]) (first-datum file))])
+    (let* ([failure (list 'failure)]
+           [d (guard (c [#t (set-car! failure (condition-text c)) failure]) (first-datum file))])
       (cond
-        [(string? d) d]
+        [(eq? d failure) (car failure)]
         [(and (pair? d) (eq? (car d) 'library) (list? d) (>= (length d) 4)
               (library-reference? (cadr d))
               (pair? (cadddr d)) (eq? (car (cadddr d)) 'import))
@@ -307,7 +309,10 @@
        (build (map absolute dirs) jobs verbose?)]))
 
   (define (build dirs jobs verbose?)
-    (let* ([scanned (map (lambda (f) (cons f (scan-file f))) (apply append (map source-files dirs)))]
+    (let* ([files (let ([seen (make-hashtable string-hash string=?)])   ; nested DIRs
+                    (filter (lambda (f) (and (not (hashtable-ref seen f #f)) (hashtable-set! seen f #t) #t))
+                            (apply append (map source-files dirs))))]
+           [scanned (map (lambda (f) (cons f (scan-file f))) files)]
            [bad (filter (lambda (s) (string? (cdr s))) scanned)]
            [units (filter unit? (map cdr scanned))]
            [by-name (make-hashtable equal-hash equal?)]
@@ -425,7 +430,7 @@
             (let ([m (let get () (let ([m (guard (c [#t #f]) (place-channel-get w))])
                                    (if (and m (not (vector? m))) (get) m)))])
               (when (and m verbose?)
-                (printf "worker ~a: ~a files, CPU ~,2f s (collections ~,2f s)\n"
+                (printf "worker ~a: ~a file~:p, CPU ~,2f s (collections ~,2f s)\n"
                         k (hashtable-ref compiled-by w 0) (/ (vector-ref m 1) 1000.0) (/ (vector-ref m 2) 1000.0))))
             (place-wait w))
           live (iota (length live)))
