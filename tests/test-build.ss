@@ -185,6 +185,8 @@
   (let-values ([(built up-to-date) (parallel-build (list tree1) 1)])
     (check-equal "built" 0 built)
     (check-equal "up to date" units up-to-date))
+  (let-values ([(built up-to-date) (parallel-build (list tree1 (string-append tree1 "/t/")) 2)])
+    (check-equal "nested directories: each file once" (list 0 units) (list built up-to-date)))
   (check-raises "no directories" (assertion-from? 'parallel-build) (lambda () (parallel-build '() 1)))
   (check-raises "not a list" (assertion-from? 'parallel-build) (lambda () (parallel-build tree1 1)))
   (check-raises "jobs 0" (assertion-from? 'parallel-build) (lambda () (parallel-build (list tree1) 0)))
