@@ -455,15 +455,20 @@
         (if (and (zero? (hashtable-size busy))
                  (or (stopping?) (null? ready) (null? live)))
             (finish live)
-            (let* ([got (apply sync
-                               (apply append
-                                      (map (lambda (w)
-                                             (list (wrap-evt w (lambda (m) (cons w m)))
-                                                   (wrap-evt (place-dead-evt w) (lambda (e) (cons w #f)))))
-                                           live)))]
-                   [w (car got)])
-              (if (cdr got)
-                  (begin (receive! w (cdr got)) (loop live))
-                  (loop (dead! w live))))))))
+            ;; A channel whose place has ended raises "peer place ended"
+            ;; from sync; its place-dead-evt says which one.
+            (let ([got (guard (c [#t #f])
+                         (apply sync
+                                (apply append
+                                       (map (lambda (w)
+                                              (list (wrap-evt w (lambda (m) (cons w m)))
+                                                    (wrap-evt (place-dead-evt w) (lambda (e) (cons w #f)))))
+                                            live))))])
+              (cond
+                [(not got)
+                 (loop (fold-left (lambda (live w) (if (sync/timeout 0 (place-dead-evt w)) (dead! w live) live))
+                                  live live))]
+                [(cdr got) (receive! (car got) (cdr got)) (loop live)]
+                [else (loop (dead! (car got) live))]))))))
 
   (lift-places (spindle build)))
