@@ -121,6 +121,16 @@
       (check "objects used, not sources" text)
       (check "the program runs" (and text (contains? text "225"))))))
 
+(test "an include is found beside the library, as Chez's own import finds it"
+  (make-tree tree2)
+  (write-file (format "~a/t/d-body.scm" tree2) "(define (d-val) 100)\n")
+  (write-file (format "~a/t/d.sls" tree2)
+              "(library (t d) (export d-val) (import (chezscheme))\n  (include \"d-body.scm\"))\n")
+  (let ([r (spindle-build (format "-j 2 '~a'" tree2))])
+    (check-equal "exit" 0 (car r))
+    (check "report" (contains? (cdr r) (format "built ~a, up to date 0" units)))
+    (check "the program runs" (let ([text (run-objects tree2)]) (and text (contains? text "225"))))))
+
 (test "a syntax error names the file and stops the build, non-zero"
   (make-tree tree2)
   (write-file (format "~a/t/f.sls" tree2)

@@ -280,8 +280,11 @@
                          (unless (member text warnings) (set! warnings (cons text warnings))))
                        (raise c)))
                  (lambda ()
-                   ;; Chez announces each compile on the current output port
-                   (parameterize ([current-output-port (open-output-string)])
+                   ;; Chez announces each compile on the current output port.
+                   ;; An include is found beside the file first, as when
+                   ;; Chez compiles a library it imports.
+                   (parameterize ([current-output-port (open-output-string)]
+                                  [source-directories (cons (path-parent src) (source-directories))])
                      (if (eq? kind 'library) (compile-library src tmp) (compile-program src tmp)))))
                (rename-file tmp obj)
                #f)])
