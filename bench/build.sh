@@ -7,7 +7,8 @@
 # For lib/ it also times what bin/spindle's compiled-object cache does: one
 # scheme process compiling every library (--compile-imported-libraries).
 # Prints `build.TREE.jN SECONDS s` per run (with the load average and the
-# worker places' CPU seconds), then the medians and the best runs.
+# worker places' CPU seconds), a control of the parallelism the host gives
+# per round, then the medians and the best runs.
 set -e
 root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 runs=4 n=200
@@ -39,8 +40,21 @@ run() {   # run NAME COMMAND...: wall time, the 1-minute load, the worker places
   printf "build.%s %.2f s   (load %s%s)\n" "$1" "$(echo "$t1 - $t0" | bc)" "$(cut -d' ' -f1 /proc/loadavg)" \
     "${cpu:+; worker CPU $cpu s}"
 }
+# The control: one CPU-bound scheme against two at once.  Two free cores
+# give 2.0; a host whose scheduler caps this session's share (autogroup,
+# under load) gives about 1.0, and then no -j 2 can be faster than -j 1.
+echo '(define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2))))) (fib 37)' > "$tmp/fib.ss"
+control() {
+  local t0 t1 t2
+  t0=$(now); scheme -q --script "$tmp/fib.ss"; t1=$(now)
+  scheme -q --script "$tmp/fib.ss" & scheme -q --script "$tmp/fib.ss"; wait; t2=$(now)
+  echo "control $(echo "2 * ($t1 - $t0) / ($t2 - $t1)" | bc -l)" >> "$results"
+  printf "build.control.parallelism %.2f   (one fib 37 %.2f s, two at once %.2f s)\n" \
+    "$(echo "2 * ($t1 - $t0) / ($t2 - $t1)" | bc -l)" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)"
+}
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for k in $(seq "$runs"); do
+  control
   run gen$n.j1 "$root/bin/spindle" build -v -j 1 "$tmp/gen"
   run gen$n.j2 "$root/bin/spindle" build -v -j 2 "$tmp/gen"
   run lib.j1 "$root/bin/spindle" build -v -j 1 "$tmp/lib"
@@ -49,6 +63,6 @@ for k in $(seq "$runs"); do
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# medians:"
-for name in gen$n.j1 gen$n.j2 lib.j1 lib.j2 lib.one-process; do
-  grep "^$name " "$results" | cut -d' ' -f2 | sort -n | awk -v n="$name" '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "build.%s.median %.2f s   best %.2f s\n", n, m, a[1]}'
+for name in control gen$n.j1 gen$n.j2 lib.j1 lib.j2 lib.one-process; do
+  grep "^$name " "$results" | cut -d' ' -f2 | sort -n | awk -v n="$name" '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; u=(n=="control")?"":" s"; printf "build.%s.median %.2f%s   range %.2f-%.2f%s\n", n, m, u, a[1], a[NR], u}'
 done
