@@ -7,5 +7,6 @@
         (only (spindle subprocess) subprocess) (only (spindle console) stdin-port)
         (only (srfi :18) make-thread) (only (util concurrent) make-shared-queue)
         (only (spindle concurrent-hashtable) make-concurrent-eq-hashtable)
-        (only (spindle synchronized-port) make-synchronized-port))
+        (only (spindle synchronized-port) make-synchronized-port)
+        (only (spindle build) parallel-build))
 (printf "all libraries load\n")

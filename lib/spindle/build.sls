@@ -1,0 +1,477 @@
+#!chezscheme
+;;; The parallel build (`bin/spindle build`): compiles a tree of R6RS
+;;; libraries and programs with worker places, in the dependency order read
+;;; from their import forms.  The manual: doc/reference.md, "(spindle build)".
+;;;
+;;; The controller is the one of the Places paper's Figure 1 (Tew et al.,
+;;; DLS 2011): each worker place asks for a file, compiles it and reports
+;;; back; the controller syncs on every worker at once and hands the next
+;;; ready file to whichever reports first.  A file is ready once every
+;;; scanned library it imports has been compiled.
+;;;
+;;; Invariants:
+;;; - A file is compiled by one worker, once: workers run with
+;;;   compile-imported-libraries off, so an import of a scanned library
+;;;   loads the object its own job wrote (the controller hands a file out only
+;;;   after its dependencies' objects are in place).
+;;; - An object is written under a temporary name and renamed, so a reader
+;;;   (another build, a running program) never sees half of one.
+;;; - Workers already run on spindle's libraries: a scanned library with the
+;;;   name of one loaded in a worker would be compiled against the loaded
+;;;   instance, and Chez would refuse its object later (it loads the source
+;;;   instead); such a build is refused.
+(library (spindle build)
+  (export parallel-build)
+  (import (chezscheme)
+          (only (spindle place) place lift-places place-channel-put place-channel-get
+                place-channel-put/get place-wait place-dead-evt processor-count)
+          (only (spindle event) sync sync/timeout wrap-evt))
+
+  ;; One file of the build.  kind: 'library or 'program; name: the library
+  ;; name (#f for a program); imports: the library names it imports; deps and
+  ;; dependents: units of the scanned set; waiting: deps not compiled yet;
+  ;; priority: its size plus the largest priority among its dependents (the
+  ;; longest chain of work it holds up), so long chains start first.
+  (define-record-type unit
+    (fields file object kind name imports
+            (mutable deps) (mutable dependents) (mutable stale?)
+            (mutable waiting) (mutable priority) (mutable newest))
+    (protocol (lambda (new)
+                (lambda (file object kind name imports)
+                  (new file object kind name imports '() '() #f 0 0 #f)))))
+
+  (define source-extensions '(".sls" ".ss" ".sps"))
+
+  (define (string-suffix? s suffix)
+    (let ([n (string-length s)] [k (string-length suffix)])
+      (and (>= n k) (string=? (substring s (- n k) n) suffix))))
+
+  (define (strip-extension file)
+    (let loop ([exts source-extensions])
+      (cond
+        [(null? exts) file]
+        [(string-suffix? file (car exts))
+         (substring file 0 (- (string-length file) (string-length (car exts))))]
+        [else (loop (cdr exts))])))
+
+  (define (absolute dir)
+    (let ([d (if (and (> (string-length dir) 0) (char=? (string-ref dir 0) #\/))
+                 dir
+                 (string-append (current-directory) "/" dir))])
+      (let trim ([d d])
+        (if (and (> (string-length d) 1) (string-suffix? d "/"))
+            (trim (substring d 0 (- (string-length d) 1)))
+            d))))
+
+  ;; Every source file under dir, sorted; hidden entries and symbolic links
+  ;; to directories are skipped.
+  (define (source-files dir)
+    (let walk ([dir dir])
+      (fold-left
+        (lambda (acc name)
+          (let ([path (string-append dir "/" name)])
+            (cond
+              [(char=? (string-ref name 0) #\.) acc]
+              [(file-directory? path)
+               (if (file-symbolic-link? path) acc (append acc (walk path)))]
+              [(exists (lambda (e) (string-suffix? name e)) source-extensions)
+               (append acc (list path))]
+              [else acc])))
+        '()
+        (list-sort string<? (directory-list dir)))))
+
+  ;; The first datum of a file, after a script line ("#! " or "#!/").
+  (define (first-datum file)
+    (call-with-input-file file
+      (lambda (in)
+        (when (and (eqv? (lookahead-char in) #\#)
+                   (let ([line (get-line in)])
+                     (not (and (>= (string-length line) 3)
+                               (char=? (string-ref line 1) #\!)
+                               (memv (string-ref line 2) '(#\space #\/))))))
+          (set-port-position! in 0))
+        (read in))))
+
+  (define (library-reference? x)
+    (and (pair? x) (list? x) (symbol? (car x))))
+
+  ;; The library named by an import set (R6RS 7.1 and Chez's forms).
+  (define (import-set-library s)
+    (cond
+      [(not (library-reference? s)) #f]
+      [(and (eq? (car s) 'library) (= (length s) 2)) (strip-version (cadr s))]
+      [(and (memq (car s) '(only except prefix rename for)) (pair? (cdr s)) (pair? (cadr s)))
+       (import-set-library (cadr s))]
+      [else (strip-version s)]))
+
+  (define (strip-version ref)
+    (and (library-reference? ref)
+         (let ([r (reverse ref)])
+           (if (list? (car r)) (reverse (cdr r)) ref))))
+
+  ;; -> a unit, #f for a file that is neither a library nor a program
+  ;; (a file of definitions, say), or a string: the read error.
+  (define (scan-file file)
+    (let* ([failure (list 'failure)]
+           [d (guard (c [#t (set-car! failure (condition-text c)) failure]) (first-datum file))])
+      (cond
+        [(eq? d failure) (car failure)]
+        [(and (pair? d) (eq? (car d) 'library) (list? d) (>= (length d) 4)
+              (library-reference? (cadr d))
+              (pair? (cadddr d)) (eq? (car (cadddr d)) 'import))
+         (make-unit file (string-append (strip-extension file) ".so") 'library
+                    (strip-version (cadr d)) (import-names (cdr (cadddr d))))]
+        [(and (pair? d) (eq? (car d) 'import) (list? d))
+         (make-unit file (string-append (strip-extension file) ".so") 'program
+                    #f (import-names (cdr d)))]
+        [else #f])))
+
+  (define (import-names sets)
+    (fold-right (lambda (s acc) (let ([n (import-set-library s)]) (if n (cons n acc) acc)))
+                '() sets))
+
+  ;; A condition as display-condition writes it, less its "Exception: ".
+  (define (condition-text c)
+    (let ([s (call-with-string-output-port
+               (lambda (p) (if (condition? c) (display-condition c p) (write c p))))])
+      (cond
+        [(string-prefix? "Exception: " s) (substring s 11 (string-length s))]
+        [(string-prefix? "Exception " s) (substring s 10 (string-length s))]
+        [else s])))
+
+  (define (string-prefix? prefix s)
+    (let ([k (string-length prefix)])
+      (and (>= (string-length s) k) (string=? (substring s 0 k) prefix))))
+
+  ;; The directory that holds a library as Chez's search finds it
+  ;; (ROOT/a/b/c.sls for (a b c)), or #f when its file is elsewhere.
+  (define (library-root u)
+    (let ([tail (apply string-append (map (lambda (part) (format "/~a" part)) (unit-name u)))]
+          [base (strip-extension (unit-file u))])
+      (and (string-suffix? base tail)
+           (substring base 0 (- (string-length base) (string-length tail))))))
+
+  (define (fail who fmt . args)
+    (raise (condition (make-error) (make-who-condition who)
+                      (make-message-condition (apply format fmt args)))))
+
+  ;; Units in dependency order; a cycle raises, naming its files.
+  (define (order-units units)
+    (for-each (lambda (u) (unit-waiting-set! u (length (unit-deps u)))) units)
+    (let loop ([ready (filter (lambda (u) (zero? (unit-waiting u))) units)] [done '()])
+      (if (null? ready)
+          (let ([left (filter (lambda (u) (positive? (unit-waiting u))) units)])
+            (unless (null? left) (report-cycle left))
+            (reverse done))
+          (let ([u (car ready)])
+            (loop (fold-left
+                    (lambda (acc d)
+                      (unit-waiting-set! d (- (unit-waiting d) 1))
+                      (if (zero? (unit-waiting d)) (cons d acc) acc))
+                    (cdr ready) (unit-dependents u))
+                  (cons u done))))))
+
+  ;; Every unit of left waits for one of left: follow deps until one repeats.
+  (define (report-cycle left)
+    (let walk ([u (car left)] [path '()])
+      (if (memq u path)
+          ;; path holds the walk newest first: the cycle is path up to u
+          (let ([cycle (let take ([p path]) (if (eq? (car p) u) (list u) (cons (car p) (take (cdr p)))))])
+            (fail 'parallel-build "import cycle: ~{~a~^ imports ~}"
+                  (map unit-file (append (reverse cycle) (list u)))))
+          (walk (find (lambda (d) (positive? (unit-waiting d))) (unit-deps u)) (cons u path)))))
+
+  (define (file-time f) (and (file-exists? f) (file-modification-time f)))
+  (define (time-max a b) (cond [(not a) b] [(not b) a] [(time<? a b) b] [else a]))
+
+  ;; Marks what must be compiled: no object, an object older than its source
+  ;; or than the object of a library it imports (transitively), or a
+  ;; dependency that is compiled this time.  Equal times count as up to date,
+  ;; as Chez's own check does.
+  (define (mark-stale! ordered)
+    (for-each
+      (lambda (u)
+        (let ([obj (file-time (unit-object u))]
+              [deps-newest (fold-left (lambda (t d) (time-max t (unit-newest d))) #f (unit-deps u))])
+          (unit-newest-set! u (time-max obj deps-newest))
+          (unit-stale?-set! u (or (not obj)
+                                  (time<? obj (file-modification-time (unit-file u)))
+                                  (and deps-newest (time<? obj deps-newest))
+                                  (exists unit-stale? (unit-deps u))))))
+      ordered))
+
+  (define (set-priorities! ordered)
+    (for-each
+      (lambda (u)
+        (unit-priority-set! u (+ (file-length* (unit-file u))
+                                 (fold-left (lambda (m d) (if (unit-stale? d) (max m (unit-priority d)) m))
+                                            0 (unit-dependents u)))))
+      (reverse ordered)))
+
+  (define (file-length* f)
+    (guard (c [#t 0]) (call-with-port (open-file-input-port f) port-length)))
+
+  (define (insert-ready u ready)
+    (cond
+      [(null? ready) (list u)]
+      [(> (unit-priority u) (unit-priority (car ready))) (cons u ready)]
+      [else (cons (car ready) (insert-ready u (cdr ready)))]))
+
+  ;; The compile parameters workers take from the caller.
+  (define (compile-settings)
+    (vector (optimize-level) (debug-level) (generate-inspector-information)
+            (generate-procedure-source-information) (enable-cross-library-optimization)))
+
+  ;; A worker place: takes its settings, then asks for files until told to
+  ;; stop.  Its first request carries the names of the libraries it runs on.
+  (define (build-worker ch)
+    (let ([config (place-channel-get ch)])
+      (library-directories (vector-ref config 0))
+      (let ([s (vector-ref config 1)])
+        (optimize-level (vector-ref s 0))
+        (debug-level (vector-ref s 1))
+        (generate-inspector-information (vector-ref s 2))
+        (generate-procedure-source-information (vector-ref s 3))
+        (enable-cross-library-optimization (vector-ref s 4)))
+      (compile-imported-libraries #f)
+      (generate-wpo-files #f)
+      (import-notify #f)
+      (keep-young-generation! (* 64 1024 1024))
+      (let loop ([report (cons 'ready (library-list))])
+        (let ([job (place-channel-put/get ch report)])
+          (if (eq? job 'stop)
+              (place-channel-put ch (vector 'stopped (cpu-time) (time->ms (sstats-gc-cpu (statistics)))))
+              (loop (compile-job job)))))))
+
+  (define (time->ms t) (+ (* 1000 (time-second t)) (quotient (time-nanosecond t) 1000000)))
+
+  ;; A compile's garbage is short-lived: collecting every 64 MB instead of
+  ;; every 2-8 MB copies less of it (200 generated libraries: 360 collections
+  ;; and 0.54 s of 2.7 s CPU at -j 1 before).  A fresh place's handler sets
+  ;; collect-trip-bytes back and hands over to the handler it wrapped (see
+  ;; start-small-young-generation! in place.sls), so this one stays
+  ;; outermost: it calls whatever handler is current below it (spindle's
+  ;; policy and its hooks), then takes its place back and restores the trip.
+  (define (keep-young-generation! bytes)
+    (letrec ([inner (collect-request-handler)]
+             [outer (lambda ()
+                      (inner)
+                      (let ([now (collect-request-handler)])
+                        (unless (eq? now outer)
+                          (set! inner now)
+                          (collect-request-handler outer)))
+                      (collect-trip-bytes bytes))])
+      (collect-request-handler outer)
+      (collect-trip-bytes bytes)))
+
+  ;; job: #(compile kind source object) -> #(done ok? text seconds), text
+  ;; being the warnings (ok) or the error (not ok).
+  (define (compile-job job)
+    (let* ([kind (vector-ref job 1)] [src (vector-ref job 2)] [obj (vector-ref job 3)]
+           [tmp (format "~a.~a.tmp" obj (gensym->unique-string (gensym)))]
+           [warnings '()] [t0 (real-time)])
+      (let ([error-text
+             (guard (c [#t (condition-text c)])
+               (with-exception-handler
+                 (lambda (c)
+                   ;; Chez's two cp0 passes may raise one warning twice
+                   (if (warning? c)
+                       (let ([text (condition-text c)])
+                         (unless (member text warnings) (set! warnings (cons text warnings))))
+                       (raise c)))
+                 (lambda ()
+                   ;; Chez announces each compile on the current output port.
+                   ;; An include is found beside the file first, as when
+                   ;; Chez compiles a library it imports.
+                   (parameterize ([current-output-port (open-output-string)]
+                                  [source-directories (cons (path-parent src) (source-directories))])
+                     (if (eq? kind 'library) (compile-library src tmp) (compile-program src tmp)))))
+               (rename-file tmp obj)
+               #f)])
+        (when (and error-text (file-exists? tmp)) (delete-file tmp))
+        (vector 'done (not error-text)
+                (or error-text (apply string-append (map (lambda (w) (string-append w "\n")) (reverse warnings))))
+                (/ (- (real-time) t0) 1000.0)))))
+
+  (define (start-worker) (place ch (build-worker ch)))
+
+  ;; (parallel-build dirs [jobs] [verbose?]) -> (values built up-to-date)
+  (define parallel-build
+    (case-lambda
+      [(dirs) (parallel-build dirs (processor-count) #f)]
+      [(dirs jobs) (parallel-build dirs jobs #f)]
+      [(dirs jobs verbose?)
+       (unless (and (list? dirs) (pair? dirs) (for-all string? dirs))
+         (assertion-violation 'parallel-build "expected a non-empty list of directory names" dirs))
+       (unless (and (fixnum? jobs) (fx> jobs 0))
+         (assertion-violation 'parallel-build "expected a positive fixnum for jobs" jobs))
+       (for-each (lambda (d)
+                   (unless (file-directory? d)
+                     (assertion-violation 'parallel-build "no such directory" d)))
+                 dirs)
+       (build (map absolute dirs) jobs verbose?)]))
+
+  (define (build dirs jobs verbose?)
+    (let* ([files (let ([seen (make-hashtable string-hash string=?)])   ; nested DIRs
+                    (filter (lambda (f) (and (not (hashtable-ref seen f #f)) (hashtable-set! seen f #t) #t))
+                            (apply append (map source-files dirs))))]
+           [scanned (map (lambda (f) (cons f (scan-file f))) files)]
+           [bad (filter (lambda (s) (string? (cdr s))) scanned)]
+           [units (filter unit? (map cdr scanned))]
+           [by-name (make-hashtable equal-hash equal?)]
+           [by-object (make-hashtable string-hash string=?)])
+      (unless (null? bad)
+        (fail 'parallel-build "cannot read ~{~a~^; ~}"
+              (map (lambda (s) (format "~a: ~a" (car s) (cdr s))) bad)))
+      (for-each
+        (lambda (u)
+          (let ([other (hashtable-ref by-object (unit-object u) #f)])
+            (when other
+              (fail 'parallel-build "~a and ~a would both compile to ~a" (unit-file other) (unit-file u) (unit-object u)))
+            (hashtable-set! by-object (unit-object u) u))
+          (when (unit-name u)
+            (let ([other (hashtable-ref by-name (unit-name u) #f)])
+              (when other
+                (fail 'parallel-build "library ~s is defined by both ~a and ~a" (unit-name u) (unit-file other) (unit-file u)))
+              (hashtable-set! by-name (unit-name u) u))))
+        units)
+      (for-each
+        (lambda (u)
+          (let ([deps (fold-left (lambda (acc n)
+                                   (let ([d (hashtable-ref by-name n #f)])
+                                     (if (and d (not (memq d acc))) (cons d acc) acc)))
+                                 '() (unit-imports u))])
+            (unit-deps-set! u (reverse deps))
+            (for-each (lambda (d) (unit-dependents-set! d (cons u (unit-dependents d)))) deps)))
+        units)
+      (let ([ordered (order-units units)])
+        (mark-stale! ordered)
+        (set-priorities! ordered)
+        (let ([stale (filter unit-stale? ordered)])
+          (if (null? stale)
+              (values 0 (length units))
+              (let ([built (run-workers stale (fxmin jobs (length stale))
+                                        (worker-library-directories dirs units) verbose?)])
+                (values built (- (length units) (length stale)))))))))
+
+  ;; The scanned directories and the roots of the scanned libraries, then the
+  ;; caller's library path (where the external imports are found).
+  (define (worker-library-directories dirs units)
+    (let ([roots (fold-left (lambda (acc d) (if (member d acc) acc (append acc (list d))))
+                            '()
+                            (append (filter values (map (lambda (u) (and (unit-name u) (library-root u))) units))
+                                    dirs))])
+      (append (map (lambda (d) (cons d d)) roots) (library-directories))))
+
+  ;; The controller (member 0): -> the number of files compiled, or raises
+  ;; once every in-flight compile has ended when one failed.  A worker is
+  ;; busy (compiling the unit busy maps it to) or idle (waiting for a job).
+  (define (run-workers stale n libdirs verbose?)
+    (let ([workers (map (lambda (i) (start-worker)) (iota n))]
+          [settings (compile-settings)]
+          [names (make-hashtable equal-hash equal?)]
+          [busy (make-eq-hashtable)]
+          [compiled-by (make-eq-hashtable)] ; worker -> files it compiled
+          [err (current-error-port)]
+          [ready '()] [idle '()] [built 0] [failed '()] [refused #f])
+      (define (stopping?) (or refused (pair? failed)))
+      (define (compiled! u)
+        (set! built (+ built 1))
+        (for-each (lambda (d)
+                    (when (unit-stale? d)
+                      (unit-waiting-set! d (- (unit-waiting d) 1))
+                      (when (zero? (unit-waiting d)) (set! ready (insert-ready d ready)))))
+                  (unit-dependents u)))
+      (define (dispatch!)
+        (unless (or (stopping?) (null? ready) (null? idle))
+          (let ([w (car idle)] [u (car ready)])
+            (set! idle (cdr idle))
+            (set! ready (cdr ready))
+            (hashtable-set! busy w u)
+            (place-channel-put w (vector 'compile (unit-kind u) (unit-file u) (unit-object u)))
+            (dispatch!))))
+      (define (receive! w m)
+        (cond
+          [(and (pair? m) (eq? (car m) 'ready))
+           (let ([clash (find (lambda (name) (hashtable-ref names name #f)) (cdr m))])
+             (when (and clash (not refused))
+               (set! refused
+                 (format "cannot build ~a: library ~s is one the build's worker places run on"
+                         (unit-file (hashtable-ref names clash #f)) clash))))]
+          [else                           ; #(done ok? text seconds)
+           (let ([u (hashtable-ref busy w #f)] [ok? (vector-ref m 1)] [text (vector-ref m 2)])
+             (hashtable-delete! busy w)
+             (hashtable-update! compiled-by w (lambda (k) (+ k 1)) 0)
+             (cond
+               [ok?
+                (unless (string=? text "")
+                  (fprintf err "spindle build: ~a: ~a" (unit-file u) text))
+                (when verbose?
+                  (printf "compiled ~a (~,2f s)\n" (unit-file u) (vector-ref m 3)))
+                (compiled! u)]
+               [else
+                (fprintf err "spindle build: ~a: ~a\n" (unit-file u) text)
+                (set! failed (cons (unit-file u) failed))]))])
+        (set! idle (cons w idle)))
+      (define (dead! w live)
+        ;; a report it sent before it ended may still be queued
+        (let ([m (guard (c [#t #f]) (sync/timeout 0 w))])
+          (when m (receive! w m)))
+        (let ([u (hashtable-ref busy w #f)])
+          (hashtable-delete! busy w)
+          (set! idle (remq w idle))
+          (when u
+            (fprintf err "spindle build: ~a: the worker place compiling it ended (code ~a)\n"
+                     (unit-file u) (place-wait w))
+            (set! failed (cons (unit-file u) failed)))
+          (remq w live)))
+      ;; Stops the live workers; with verbose?, prints what each did.
+      (define (finish live)
+        (for-each (lambda (w) (place-channel-put w 'stop)) live)
+        (for-each
+          (lambda (w k)
+            (let ([m (let get () (let ([m (guard (c [#t #f]) (place-channel-get w))])
+                                   (if (and m (not (vector? m))) (get) m)))])
+              (when (and m verbose?)
+                (printf "worker ~a: ~a file~:p, CPU ~,2f s (collections ~,2f s)\n"
+                        k (hashtable-ref compiled-by w 0) (/ (vector-ref m 1) 1000.0) (/ (vector-ref m 2) 1000.0))))
+            (place-wait w))
+          live (iota (length live)))
+        (let ([not-built (- (length stale) built (length failed))])
+          (cond
+            [refused (fail 'parallel-build "~a" refused)]
+            [(pair? failed)
+             (fail 'parallel-build "build failed: ~a failed (~{~a~^, ~}); built ~a, not built ~a"
+                   (length failed) (reverse failed) built not-built)]
+            [(positive? not-built)
+             (fail 'parallel-build "every worker place ended; built ~a, not built ~a" built not-built)]
+            [else built])))
+      (for-each (lambda (u) (when (unit-name u) (hashtable-set! names (unit-name u) u))) stale)
+      (for-each (lambda (u)
+                  (unit-waiting-set! u (length (filter unit-stale? (unit-deps u))))
+                  (when (zero? (unit-waiting u)) (set! ready (insert-ready u ready))))
+                stale)
+      (for-each (lambda (w) (place-channel-put w (vector libdirs settings))) workers)
+      ;; Ends when nothing is in flight and nothing more will be handed out.
+      (let loop ([live workers])
+        (dispatch!)
+        (if (and (zero? (hashtable-size busy))
+                 (or (stopping?) (null? ready) (null? live)))
+            (finish live)
+            ;; A channel whose place has ended raises "peer place ended"
+            ;; from sync; its place-dead-evt says which one.
+            (let ([got (guard (c [#t #f])
+                         (apply sync
+                                (apply append
+                                       (map (lambda (w)
+                                              (list (wrap-evt w (lambda (m) (cons w m)))
+                                                    (wrap-evt (place-dead-evt w) (lambda (e) (cons w #f)))))
+                                            live))))])
+              (cond
+                [(not got)
+                 (loop (fold-left (lambda (live w) (if (sync/timeout 0 (place-dead-evt w)) (dead! w live) live))
+                                  live live))]
+                [(cdr got) (receive! (car got) (cdr got)) (loop live)]
+                [else (loop (dead! (car got) live))]))))))
+
+  (lift-places (spindle build)))
