@@ -7,14 +7,14 @@
 ;;; Grid layout shared by every SP library: n points a side; point
 ;;; p = (k n + j) n + i.  The five-component arrays (u, rhs, forcing) hold
 ;;; component m of point p at byte 40p + 8m; the auxiliary array holds
-;;; eight slots per point at byte 64p + 8s (aux-* below).
+;;; nine slots per point at byte 72p + 8s (aux-* below).
 (library (nas sp-constants)
   (export sp-classes sp-class-size sp-class-steps sp-class-dt
           make-sp-constants sp-constants?
           c-n c-dt c-bt c-dnm1 c-c1 c-c2 c-c1c2 c-c1c5 c-c3c4 c-con43 c-c2iv
           c-dssp c-t1 c-t2 c-t3 c-dd c-ddt1 c-con1 c-con2 c-con3 c-con4 c-con5
           c-dtt1 c-dtt2 c-c2dtt1 c-comz1 c-comz4 c-comz5 c-comz6
-          aux-rho aux-us aux-vs aux-ws aux-qs aux-square aux-speed aux-width
+          aux-rho aux-us aux-vs aux-ws aux-qs aux-square aux-speed aux-e aux-f aux-width
           exact-solution)
   (import (chezscheme))
 
@@ -23,10 +23,14 @@
   (define (sp-class-steps class) (case class [(S) 100] [(W) 400] [(A) 400]))
   (define (sp-class-dt class) (case class [(S) 0.015] [(W) 0.0015] [(A) 0.0015]))
 
-  ;; byte offsets of the auxiliary slots within a point's 64 bytes
+  ;; byte offsets of the auxiliary slots within a point's 72 bytes: NPB's
+  ;; rho_i, us, vs, ws, qs, square, speed, and two products the flux
+  ;; differences use at every neighbour, e = u[4] rho_i and
+  ;; f = c1 u[4] - c2 square
   (define aux-rho 0) (define aux-us 8) (define aux-vs 16) (define aux-ws 24)
   (define aux-qs 32) (define aux-square 40) (define aux-speed 48)
-  (define aux-width 64)
+  (define aux-e 56) (define aux-f 64)
+  (define aux-width 72)
 
   ;; ce[m][0..12]: the exact solution's coefficients.
   (define ce

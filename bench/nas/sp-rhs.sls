@@ -28,46 +28,43 @@
   (define-syntax second-difference
     (syntax-rules () [(_ p c m) (fl+ (fl- p (fl* 2.0 c)) m)]))
 
-  ;; Adds one direction's flux differences and dissipation to r0 .. r4 and
+;; Adds one direction's flux differences and dissipation to r0 .. r4 and
   ;; evaluates body with them rebound.  rN is the momentum component normal
   ;; to the direction (byte offset oN in u, velocity slot sN in aux), rA and
-  ;; rB the other two; su and sa: the neighbour's byte distance in u and in
-  ;; aux; g: the point's index along the direction.
+  ;; rB the other two; the x0 .. are the point's own values of u (in the
+  ;; same order) and of aux, loaded once for the three directions; su and
+  ;; sa: the neighbour's byte distance in u and in aux; g: the point's
+  ;; index along the direction.
   (define-syntax with-direction
     (syntax-rules ()
-      [(_ (r0 rN rA rB r4) (oN oA oB) (sN sA sB) (u aux uo ao su sa g n)
-          (dt1 t2 con2 con3 con4 con5 c1 c2 con43 dssp) body ...)
+      [(_ (r0 rN rA rB r4) (oN oA oB) (sN sA sB) (u0 uN uA uB u4) (vN vA vB qs e)
+          (u aux uo ao su sa g n) (dt1 t2 con2 con243 con3 con4 con5 c2 dssp) body ...)
        (let* ([uop (fx+ uo su)] [uom (fx- uo su)] [aop (fx+ ao sa)] [aom (fx- ao sa)]
-              [u0 (fref u uo)] [u0p (fref u uop)] [u0m (fref u uom)]
-              [uN (fref u (fx+ uo oN))] [uNp (fref u (fx+ uop oN))] [uNm (fref u (fx+ uom oN))]
-              [uA (fref u (fx+ uo oA))] [uAp (fref u (fx+ uop oA))] [uAm (fref u (fx+ uom oA))]
-              [uB (fref u (fx+ uo oB))] [uBp (fref u (fx+ uop oB))] [uBm (fref u (fx+ uom oB))]
-              [u4 (fref u (fx+ uo 32))] [u4p (fref u (fx+ uop 32))] [u4m (fref u (fx+ uom 32))]
-              [vN (fref aux (fx+ ao sN))] [vNp (fref aux (fx+ aop sN))] [vNm (fref aux (fx+ aom sN))]
-              [sqp (fref aux (fx+ aop aux-square))] [sqm (fref aux (fx+ aom aux-square))]
+              [u0p (fref u uop)] [u0m (fref u uom)]
+              [uNp (fref u (fx+ uop oN))] [uNm (fref u (fx+ uom oN))]
+              [uAp (fref u (fx+ uop oA))] [uAm (fref u (fx+ uom oA))]
+              [uBp (fref u (fx+ uop oB))] [uBm (fref u (fx+ uom oB))]
+              [u4p (fref u (fx+ uop 32))] [u4m (fref u (fx+ uom 32))]
+              [vNp (fref aux (fx+ aop sN))] [vNm (fref aux (fx+ aom sN))]
               [r0 (fl- (fl+ r0 (fl* dt1 (second-difference u0p u0 u0m))) (fl* t2 (fl- uNp uNm)))]
               [rN (fl- (fl+ (fl+ rN (fl* dt1 (second-difference uNp uN uNm)))
-                            (fl* (fl* con2 con43) (second-difference vNp vN vNm)))
+                            (fl* con243 (second-difference vNp vN vNm)))
                        (fl* t2 (fl+ (fl- (fl* uNp vNp) (fl* uNm vNm))
-                                    (fl* (fl+ (fl- (fl- u4p sqp) u4m) sqm) c2))))]
+                                    (fl* (fl+ (fl- (fl- u4p (fref aux (fx+ aop aux-square))) u4m)
+                                              (fref aux (fx+ aom aux-square)))
+                                         c2))))]
               [rA (fl- (fl+ (fl+ rA (fl* dt1 (second-difference uAp uA uAm)))
-                            (fl* con2 (second-difference (fref aux (fx+ aop sA)) (fref aux (fx+ ao sA))
-                                                         (fref aux (fx+ aom sA)))))
+                            (fl* con2 (second-difference (fref aux (fx+ aop sA)) vA (fref aux (fx+ aom sA)))))
                        (fl* t2 (fl- (fl* uAp vNp) (fl* uAm vNm))))]
               [rB (fl- (fl+ (fl+ rB (fl* dt1 (second-difference uBp uB uBm)))
-                            (fl* con2 (second-difference (fref aux (fx+ aop sB)) (fref aux (fx+ ao sB))
-                                                         (fref aux (fx+ aom sB)))))
+                            (fl* con2 (second-difference (fref aux (fx+ aop sB)) vB (fref aux (fx+ aom sB)))))
                        (fl* t2 (fl- (fl* uBp vNp) (fl* uBm vNm))))]
               [r4 (fl- (fl+ (fl+ (fl+ (fl+ r4 (fl* dt1 (second-difference u4p u4 u4m)))
-                                      (fl* con3 (second-difference (fref aux (fx+ aop aux-qs))
-                                                                   (fref aux (fx+ ao aux-qs))
+                                      (fl* con3 (second-difference (fref aux (fx+ aop aux-qs)) qs
                                                                    (fref aux (fx+ aom aux-qs)))))
                                 (fl* con4 (fl+ (fl- (fl* vNp vNp) (fl* (fl* 2.0 vN) vN)) (fl* vNm vNm))))
-                          (fl* con5 (fl+ (fl- (fl* u4p (fref aux (fx+ aop aux-rho)))
-                                              (fl* (fl* 2.0 u4) (fref aux (fx+ ao aux-rho))))
-                                         (fl* u4m (fref aux (fx+ aom aux-rho))))))
-                       (fl* t2 (fl- (fl* (fl- (fl* c1 u4p) (fl* c2 sqp)) vNp)
-                                    (fl* (fl- (fl* c1 u4m) (fl* c2 sqm)) vNm))))]
+                          (fl* con5 (second-difference (fref aux (fx+ aop aux-e)) e (fref aux (fx+ aom aux-e)))))
+                       (fl* t2 (fl- (fl* (fref aux (fx+ aop aux-f)) vNp) (fl* (fref aux (fx+ aom aux-f)) vNm))))]
               [uo2p (fx+ uop su)] [uo2m (fx- uom su)]
               [r0 (fl- r0 (fl* dssp (fourth-difference g n (fref u uo2m) u0m u0 u0p (fref u uo2p))))]
               [rN (fl- rN (fl* dssp (fourth-difference g n (fref u (fx+ uo2m oN)) uNm uN uNp
@@ -80,35 +77,41 @@
                                                        (fref u (fx+ uo2p 32)))))])
          body ...)]))
 
-  ;; rhs at the interior points of plane k; with txinvr? also T^-1 rhs.
+;; rhs at the interior points of plane k; with txinvr? also T^-1 rhs.
   (define (sp-rhs-plane! c u aux forcing rhs k txinvr?)
     (let* ([n (c-n c)] [dt (c-dt c)] [t2 (c-t2 c)] [con2 (c-con2 c)] [con3 (c-con3 c)]
-           [con4 (c-con4 c)] [con5 (c-con5 c)] [c1 (c-c1 c)] [c2 (c-c2 c)]
-           [con43 (c-con43 c)] [dssp (c-dssp c)] [bt (c-bt c)]
+           [con4 (c-con4 c)] [con5 (c-con5 c)] [c2 (c-c2 c)]
+           [con243 (fl* con2 (c-con43 c))] [dssp (c-dssp c)] [bt (c-bt c)]
            [dx (vector-ref (c-ddt1 c) 0)] [dy (vector-ref (c-ddt1 c) 1)]
            [dz (vector-ref (c-ddt1 c) 2)]
            [sux 40] [suy (fx* 40 n)] [suz (fx* 40 (fx* n n))]
-           [sax 64] [say (fx* 64 n)] [saz (fx* 64 (fx* n n))])
+           [sax aux-width] [say (fx* aux-width n)] [saz (fx* aux-width (fx* n n))])
       (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1)))
         (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
           (let* ([p (fx+ (fx* (fx+ (fx* k n) j) n) i)] [uo (fx* p 40)] [ao (fx* p aux-width)]
                  [r0 (fref forcing uo)] [r1 (fref forcing (fx+ uo 8))] [r2 (fref forcing (fx+ uo 16))]
-                 [r3 (fref forcing (fx+ uo 24))] [r4 (fref forcing (fx+ uo 32))])
-            (with-direction (r0 r1 r2 r3 r4) (8 16 24) (aux-us aux-vs aux-ws) (u aux uo ao sux sax i n)
-                            (dx t2 con2 con3 con4 con5 c1 c2 con43 dssp)
-              (with-direction (r0 r2 r1 r3 r4) (16 8 24) (aux-vs aux-us aux-ws) (u aux uo ao suy say j n)
-                              (dy t2 con2 con3 con4 con5 c1 c2 con43 dssp)
-                (with-direction (r0 r3 r1 r2 r4) (24 8 16) (aux-ws aux-us aux-vs) (u aux uo ao suz saz k n)
-                                (dz t2 con2 con3 con4 con5 c1 c2 con43 dssp)
+                 [r3 (fref forcing (fx+ uo 24))] [r4 (fref forcing (fx+ uo 32))]
+                 [u0 (fref u uo)] [u1 (fref u (fx+ uo 8))] [u2 (fref u (fx+ uo 16))]
+                 [u3 (fref u (fx+ uo 24))] [u4 (fref u (fx+ uo 32))]
+                 [us (fref aux (fx+ ao aux-us))] [vs (fref aux (fx+ ao aux-vs))]
+                 [ws (fref aux (fx+ ao aux-ws))] [qs (fref aux (fx+ ao aux-qs))]
+                 [e (fref aux (fx+ ao aux-e))])
+            (with-direction (r0 r1 r2 r3 r4) (8 16 24) (aux-us aux-vs aux-ws) (u0 u1 u2 u3 u4)
+                            (us vs ws qs e) (u aux uo ao sux sax i n)
+                            (dx t2 con2 con243 con3 con4 con5 c2 dssp)
+              (with-direction (r0 r2 r1 r3 r4) (16 8 24) (aux-vs aux-us aux-ws) (u0 u2 u1 u3 u4)
+                              (vs us ws qs e) (u aux uo ao suy say j n)
+                              (dy t2 con2 con243 con3 con4 con5 c2 dssp)
+                (with-direction (r0 r3 r1 r2 r4) (24 8 16) (aux-ws aux-us aux-vs) (u0 u3 u1 u2 u4)
+                                (ws us vs qs e) (u aux uo ao suz saz k n)
+                                (dz t2 con2 con243 con3 con4 con5 c2 dssp)
                   (let ([r0 (fl* r0 dt)] [r1 (fl* r1 dt)] [r2 (fl* r2 dt)] [r3 (fl* r3 dt)]
                         [r4 (fl* r4 dt)])
                     (if txinvr?
-                        (let* ([ru1 (fref aux (fx+ ao aux-rho))] [uu (fref aux (fx+ ao aux-us))]
-                               [vv (fref aux (fx+ ao aux-vs))] [ww (fref aux (fx+ ao aux-ws))]
+                        (let* ([ru1 (fref aux (fx+ ao aux-rho))] [uu us] [vv vs] [ww ws]
                                [ac (fref aux (fx+ ao aux-speed))] [ac2inv (fl* ac ac)]
                                [t1 (fl* (fl/ c2 ac2inv)
-                                        (fl+ (fl- (fl- (fl- (fl* (fref aux (fx+ ao aux-qs)) r0) (fl* uu r1))
-                                                       (fl* vv r2))
+                                        (fl+ (fl- (fl- (fl- (fl* qs r0) (fl* uu r1)) (fl* vv r2))
                                                   (fl* ww r3))
                                              r4))]
                                [btru (fl* bt ru1)]

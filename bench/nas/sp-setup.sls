@@ -15,7 +15,7 @@
   ;; byte ao of the auxiliary array.
   (define-syntax aux-point!
     (syntax-rules ()
-      [(_ u aux uo ao c1c2)
+      [(_ u aux uo ao c1c2 c1 c2)
        (let* ([u0 (fref u uo)] [u1 (fref u (fx+ uo 8))] [u2 (fref u (fx+ uo 16))]
               [u3 (fref u (fx+ uo 24))] [u4 (fref u (fx+ uo 32))]
               [ri (fl/ 1.0 u0)]
@@ -26,12 +26,15 @@
          (fset! aux (fx+ ao aux-ws) (fl* u3 ri))
          (fset! aux (fx+ ao aux-square) sq)
          (fset! aux (fx+ ao aux-qs) (fl* sq ri))
-         (fset! aux (fx+ ao aux-speed) (flsqrt (fl* (fl* c1c2 ri) (fl- u4 sq)))))]))
+         (fset! aux (fx+ ao aux-speed) (flsqrt (fl* (fl* c1c2 ri) (fl- u4 sq))))
+         (fset! aux (fx+ ao aux-e) (fl* u4 ri))
+         (fset! aux (fx+ ao aux-f) (fl- (fl* c1 u4) (fl* c2 sq))))]))
 
   (define (sp-aux-all! c u aux)
-    (let ([points (let ([n (c-n c)]) (fx* n (fx* n n)))] [c1c2 (c-c1c2 c)])
+    (let ([points (let ([n (c-n c)]) (fx* n (fx* n n)))] [c1c2 (c-c1c2 c)] [c1 (c-c1 c)]
+          [c2 (c-c2 c)])
       (do ([p 0 (fx+ p 1)]) ((fx= p points))
-        (aux-point! u aux (fx* p 40) (fx* p aux-width) c1c2))))
+        (aux-point! u aux (fx* p 40) (fx* p aux-width) c1c2 c1 c2))))
 
   ;; component m of point (i, j, k) of a five-component shared flvector
   (define (put! v n i j k m x)

@@ -77,7 +77,7 @@
   ;; (define-line-solver name vel-slot post): (name c u rhs aux wb o0 su a0 sa)
   ;; solves the line whose point g lies at byte o0 + g su of u and rhs and
   ;; a0 + g sa of aux.  post is a macro (post env o a r4) run at each point
-  ;; once the line is solved, env being (u rhs aux bt c2iv c1c2).
+  ;; once the line is solved, env being (u rhs aux bt c2iv c1c2 c1 c2).
   (define-syntax define-line-solver
     (syntax-rules ()
       [(_ name dir vel-slot post)
@@ -86,7 +86,7 @@
                 [dtt1 (c-dtt1 c)] [dtt2 (c-dtt2 c)] [c2dtt1 (c-c2dtt1 c)]
                 [comz1 (c-comz1 c)] [comz4 (c-comz4 c)] [comz5 (c-comz5 c)] [comz6 (c-comz6 c)]
                 [dd (vector-ref (c-dd c) dir)]
-                [bt (c-bt c)] [c2iv (c-c2iv c)] [c1c2 (c-c1c2 c)]
+                [bt (c-bt c)] [c2iv (c-c2iv c)] [c1c2 (c-c1c2 c)] [c1 (c-c1 c)] [c2 (c-c2 c)]
                 [n8 (fx* n 8)])
            (define-syntax at (syntax-rules () [(_ section g) (fx+ (fx* section n8) (fx* g 8))]))
            (define-syntax cv-at (syntax-rules () [(_ g) (at 0 g)]))
@@ -97,7 +97,7 @@
            (define-syntax d-at (syntax-rules () [(_ g) (at 5 g)]))
            (define-syntax dd-at (syntax-rules () [(_ g) (at 6 g)]))
            (define-syntax ee-at (syntax-rules () [(_ g) (at 7 g)]))
-           (define-syntax post* (syntax-rules () [(_ o a r (... ...)) (post (u rhs aux bt c2iv c1c2) o a r (... ...))]))
+           (define-syntax post* (syntax-rules () [(_ o a r (... ...)) (post (u rhs aux bt c2iv c1c2 c1 c2) o a r (... ...))]))
            (do ([g 0 (fx+ g 1)] [a a0 (fx+ a sa)]) ((fx= g n))
              (let ([ru1 (fl* c3c4 (fref aux (fx+ a aux-rho)))])
                (bset! wb (cv-at g) (fref aux (fx+ a vel-slot)))
@@ -129,7 +129,7 @@
   ;; NPB ninvr at the point at byte o, whose rhs[4] is r4
   (define-syntax ninvr-post
     (syntax-rules ()
-      [(_ (u rhs aux bt c2iv c1c2) o a r4)
+      [(_ (u rhs aux bt c2iv c1c2 c1 c2) o a r4)
        (let* ([r0 (fref rhs o)] [r1 (fref rhs (fx+ o 8))] [r2 (fref rhs (fx+ o 16))]
               [r3 (fref rhs (fx+ o 24))] [t1 (fl* bt r2)] [t2 (fl* 0.5 (fl+ r3 r4))])
          (fset! rhs o (fl- r1))
@@ -141,7 +141,7 @@
   ;; NPB pinvr
   (define-syntax pinvr-post
     (syntax-rules ()
-      [(_ (u rhs aux bt c2iv c1c2) o a r4)
+      [(_ (u rhs aux bt c2iv c1c2 c1 c2) o a r4)
        (let* ([r0 (fref rhs o)] [r1 (fref rhs (fx+ o 8))] [r2 (fref rhs (fx+ o 16))]
               [r3 (fref rhs (fx+ o 24))] [t1 (fl* bt r0)] [t2 (fl* 0.5 (fl+ r3 r4))])
          (fset! rhs o (fl* bt (fl- r3 r4)))
@@ -154,7 +154,7 @@
   ;; step), then the point's auxiliary quantities from the new u
   (define-syntax tzetar-add-post
     (syntax-rules ()
-      [(_ (u rhs aux bt c2iv c1c2) o a r4)
+      [(_ (u rhs aux bt c2iv c1c2 c1 c2) o a r4)
        (let* ([r0 (fref rhs o)] [r1 (fref rhs (fx+ o 8))] [r2 (fref rhs (fx+ o 16))]
               [r3 (fref rhs (fx+ o 24))]
               [xvel (fref aux (fx+ a aux-us))] [yvel (fref aux (fx+ a aux-vs))]
@@ -171,7 +171,7 @@
                                     (fl* (fref aux (fx+ a aux-qs)) t2))
                                (fl* (fl* c2iv ac2u) t1))
                           (fl* zvel t3))))
-         (aux-point! u aux o a c1c2))]))
+         (aux-point! u aux o a c1c2 c1 c2))]))
 
   (define-line-solver x-line! 0 aux-us ninvr-post)
   (define-line-solver y-line! 1 aux-vs pinvr-post)

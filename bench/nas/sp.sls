@@ -72,7 +72,7 @@
            [u (make-shared-flvector (* 5 points) 0.0)]
            [rhs (make-shared-flvector (* 5 points) 0.0)]
            [forcing (make-shared-flvector (* 5 points) 0.0)]
-           [aux (make-shared-flvector (* 8 points) 0.0)])
+           [aux (make-shared-flvector (* (/ aux-width 8) points) 0.0)])
       (sp-forcing! c forcing)
       (sp-initialize! c u)
       (let ([ua (shared-flvector-address u)] [aa (shared-flvector-address aux)])
