@@ -55,6 +55,7 @@
                        (fwd g1 o1 (fl- c1 (fl* b1 d)) (fl- (d-of g1) (fl* b1 e)) (fl- R1 (fl* b1 R)) ...
                             (fl- (b-of g2) (fl* comz1 d)) (fl- (bref wb (c-at g2)) (fl* comz1 e))
                             (fl- (fref rhs (fx+ o2 off)) (fl* comz1 R)) ...))
+                     ;; row g1 is the last: no row g2, placeholders never read
                      (fwd g1 o1 (fl- c1 (fl* b1 d)) (fl- (d-of g1) (fl* b1 e)) (fl- R1 (fl* b1 R)) ...
                           0.0 0.0 (begin 'R1 0.0) ...))))))
          (let* ([ol (fx+ o0 (fx* last su))] [al (fx+ a0 (fx* last sa))]
@@ -74,9 +75,10 @@
 
   (define-syntax no-post (syntax-rules () [(_ o a r ...) (void)]))
 
-  ;; (define-line-solver name vel-slot post): (name c u rhs aux wb o0 su a0 sa)
+  ;; (define-line-solver name dir vel-slot post): (name c u rhs aux wb o0 su a0 sa)
   ;; solves the line whose point g lies at byte o0 + g su of u and rhs and
-  ;; a0 + g sa of aux.  post is a macro (post env o a r4) run at each point
+  ;; a0 + g sa of aux; dir is the direction (0 xi, 1 eta, 2 zeta), vel-slot
+  ;; the aux slot of the velocity along it.  post is a macro (post env o a r4) run at each point
   ;; once the line is solved, env being (u rhs aux bt c2iv c1c2 c1 c2).
   (define-syntax define-line-solver
     (syntax-rules ()
