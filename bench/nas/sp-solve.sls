@@ -85,7 +85,7 @@
       [(_ name dir vel-slot post)
        (define (name c u rhs aux wb o0 su a0 sa)
          (let* ([n (c-n c)] [c3c4 (c-c3c4 c)] [con43 (c-con43 c)] [c1c5 (c-c1c5 c)]
-                [dtt1 (c-dtt1 c)] [dtt2 (c-dtt2 c)] [c2dtt1 (c-c2dtt1 c)]
+                [dtt1 (c-dtt1 c)] [dtt2 (c-dtt2 c)] [-dtt2 (fl- (c-dtt2 c))] [c2dtt1 (c-c2dtt1 c)]
                 [comz1 (c-comz1 c)] [comz4 (c-comz4 c)] [comz5 (c-comz5 c)] [comz6 (c-comz6 c)]
                 [dd (vector-ref (c-dd c) dir)]
                 [bt (c-bt c)] [c2iv (c-c2iv c)] [c1c2 (c-c1c2 c)] [c1 (c-c1 c)] [c2 (c-c2 c)]
@@ -108,7 +108,7 @@
                (bset! wb (s-at g) (fl* dtt2 (fref aux (fx+ a aux-speed))))))
            (do ([g 1 (fx+ g 1)]) ((fx= g (fx- n 1)))
              (let ([gm (fx- g 1)] [gp (fx+ g 1)])
-               (bset! wb (b-at g) (fl- (fl- (fl* (fl- dtt2) (bref wb (cv-at gm)))
+               (bset! wb (b-at g) (fl- (fl- (fl* -dtt2 (bref wb (cv-at gm)))
                                             (fl* dtt1 (bref wb (rhon-at gm))))
                                        comz4))
                (bset! wb (c-at g) (fl+ (fl+ 1.0 (fl* c2dtt1 (bref wb (rhon-at g))))

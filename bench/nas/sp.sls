@@ -16,13 +16,15 @@
 ;;; that phase 2 wrote, phase 2 reads the rhs of every k plane.  Blocks
 ;;; are contiguous, the first (count mod np) members taking one more.
 ;;; u, rhs, forcing and aux are shared flvectors (see sp-constants for the
-;;; layout); each member has its own work line.
+;;; layout); each member has its own work line.  Modes: serial, places and
+;;; threads; no futures mode, as each phase ends in a barrier of all the
+;;; members.
 (library (nas sp)
   (export sp-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
-          (nas common) (only (nas sp-memory) shared-flvector-address) (nas sp-constants) (nas sp-setup)
-          (nas sp-rhs) (nas sp-solve) (nas sp-norms))
+          (nas common) (only (nas sp-memory) shared-flvector-address) (nas sp-constants)
+          (nas sp-setup) (nas sp-rhs) (nas sp-solve) (nas sp-norms))
 
   (define sp-modes '(serial places threads))
 
