@@ -4,9 +4,7 @@
 ;;; The grids live in shared flvectors (one memfd mapping per array, the
 ;;; same pages in every place); the loops read and write them through the
 ;;; mapping's address with foreign-ref / foreign-set!, which Chez compiles
-;;; to one load or store (plus the flonum box): the checked
-;;; shared-flvector-ref is a procedure call that measured 2.5x slower per
-;;; access.  A member's private work lines are bytevectors.
+;;; to one load or store (plus the flonum box).  A member's private work lines are bytevectors.
 ;;;
 ;;; The arithmetic names below are the unsafe (#3%) primitives, so the
 ;;; loops compile the same whatever optimize-level the benchmark is loaded
@@ -18,7 +16,8 @@
           fx+ fx- fx* fx< fx<= fx= fx>= fx>
           shared-flvector-address)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fl< fl> fx+ fx- fx* fx< fx<= fx= fx>= fx>)
-          (only (spindle) shared-flvector?))
+          (only (spindle) shared-flvector?)
+          (only (spindle unsafe) unsafe-shared-vector-address))
 
   (define-syntax fl+ (identifier-syntax #3%fl+))
   (define-syntax fl- (identifier-syntax #3%fl-))
@@ -51,15 +50,9 @@
   (define-syntax bset!
     (syntax-rules () [(_ bv off x) (#3%bytevector-ieee-double-native-set! bv off x)]))
 
-  ;; The address of v's mapping, read through the record type's field named
-  ;; address.  It stays valid while v is reachable: whoever loops over it
-  ;; keeps v itself alive until the loops end.
+  ;; The address of v's mapping.  It stays valid while v is reachable:
+  ;; whoever loops over it keeps v itself alive until the loops end.
   (define (shared-flvector-address v)
     (unless (shared-flvector? v)
       (assertion-violation 'shared-flvector-address "expected a shared flvector" v))
-    (let* ([rtd (record-rtd v)]
-           [names (vector->list (record-type-field-names rtd))]
-           [tail (memq 'address names)])
-      (unless tail
-        (assertion-violation 'shared-flvector-address "shared flvector has no address field" v))
-      ((record-accessor rtd (fx- (length names) (length tail))) v))))
+    (unsafe-shared-vector-address v)))
