@@ -6,12 +6,12 @@
 ;;; it from the list when it is gone, and never add one).
 (import (chezscheme) (harness))
 
-(define layer-order '(os core io places public umbrella compat))
+(define layer-order '(os core io places public tools umbrella compat))
 
 ;; (spindle private LAYER name): LAYER, one of the folders under
-;; lib/spindle/private/; (spindle x): public; (spindle): the umbrella;
+;; lib/spindle/private/; (spindle x): public, except (spindle build), a tool; (spindle): the umbrella;
 ;; (util ...) and (srfi ...): compat.  #f for a library in no layer.
-(define private-layers '(os core io places))
+(define private-layers '(os core io places tools))
 
 ;; Edges that still point up (doc/internals.md lists them).
 (define known-upward-edges
@@ -25,6 +25,7 @@
     [(equal? name '(spindle)) 'umbrella]
     [(prefix? '(spindle private) name)
      (and (= (length name) 4) (memq (caddr name) private-layers) (caddr name))]
+    [(equal? name '(spindle build)) 'tools]
     [(and (pair? name) (eq? (car name) 'spindle) (= (length name) 2)) 'public]
     [(and (pair? name) (memq (car name) '(util srfi))) 'compat]
     [else #f]))
