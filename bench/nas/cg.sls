@@ -1,0 +1,208 @@
+#!chezscheme
+;;; NAS CG (NPB 3.4): the inverse power method on the sparse symmetric
+;;; matrix of (nas cg-matrix), each outer iteration solving A z = x with 25
+;;; unpreconditioned conjugate-gradient steps; zeta = shift + 1/(x.z) of
+;;; the last iteration is checked against the official value (relative
+;;; error 1e-10).  Timed: the niter outer iterations, after one untimed
+;;; iteration, as in the reference.
+;;;
+;;; Parallel decomposition: member id of np owns a block of rows (the
+;;; block rule of CGfor) and the same block of every vector.  A matrix-vector
+;;; product reads all of its source vector, so a barrier separates the
+;;; update of p (or z) from the product.  Dot products: each member writes
+;;; its partial sum into its slot of a shared vector, a barrier, then every
+;;; member sums the slots in id order, so all members hold the same value
+;;; and it does not depend on timing.  serial runs the same member
+;;; procedure as id 0 of 1 with a barrier that does nothing.
+(library (nas cg)
+  (export cg-run)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
+                make-shared-flvector shared-flvector-ref shared-flvector-set!
+                make-shared-fxvector shared-fxvector-ref shared-fxvector-set!)
+          (nas common) (nas cg-matrix))
+
+  ;; class -> (na nonzer niter shift zeta)
+  (define (class-parameters class)
+    (case class
+      [(S) '(1400 7 15 10.0 8.5971775078648)]
+      [(W) '(7000 8 15 12.0 10.362595087124)]
+      [(A) '(14000 11 15 20.0 17.130235054029)]))
+
+  (define cg-steps 25)
+  (define epsilon 1e-10)
+
+  (define-syntax fl@ (identifier-syntax shared-flvector-ref))
+  (define-syntax fl! (identifier-syntax shared-flvector-set!))
+  (define-syntax fx@ (identifier-syntax shared-fxvector-ref))
+
+  ;; Slots of the partial sums: kind k of member id at k*np + id.
+  (define rho-slot 0)
+  (define pq-slot 1)
+  (define residual-slot 2)
+  (define xz-slot 3)
+  (define zz-slot 4)
+  (define slot-kinds 5)
+
+  ;; Member id's block of 0 .. n-1: with q = n div np and r = n mod np,
+  ;; members below r get q+1.
+  (define (block-start n np id)
+    (let-values ([(q r) (fxdiv-and-mod n np)])
+      (fx+ (fx* id q) (fxmin id r))))
+
+  ;; q = 0, z = 0, r = p = x on [lo, hi); returns the partial r.r.
+  (define (init-vectors! x z p q r lo hi)
+    (let loop ([j lo] [s 0.0])
+      (if (fx= j hi)
+          s
+          (let ([xj (fl@ x j)])
+            (fl! q j 0.0) (fl! z j 0.0) (fl! r j xj) (fl! p j xj)
+            (loop (fx+ j 1) (fl+ s (fl* xj xj)))))))
+
+  ;; The sum of row j of A times src.
+  (define-syntax row-product
+    (syntax-rules ()
+      [(_ rowstr colidx a src j)
+       (let ([end (fx@ rowstr (fx+ j 1))])
+         (let loop ([k (fx@ rowstr j)] [s 0.0])
+           (if (fx= k end)
+               s
+               (loop (fx+ k 1) (fl+ s (fl* (fl@ a k) (fl@ src (fx@ colidx k))))))))]))
+
+  ;; q = A p on rows [lo, hi); returns the partial p.q.
+  (define (product-pq! rowstr colidx a p q lo hi)
+    (let loop ([j lo] [d 0.0])
+      (if (fx= j hi)
+          d
+          (let ([s (row-product rowstr colidx a p j)])
+            (fl! q j s)
+            (loop (fx+ j 1) (fl+ d (fl* (fl@ p j) s)))))))
+
+  ;; z += alpha p, r -= alpha q on [lo, hi); returns the partial r.r.
+  (define (update-zr! alpha z p r q lo hi)
+    (let loop ([j lo] [s 0.0])
+      (if (fx= j hi)
+          s
+          (let ([rj (fl- (fl@ r j) (fl* alpha (fl@ q j)))])
+            (fl! z j (fl+ (fl@ z j) (fl* alpha (fl@ p j))))
+            (fl! r j rj)
+            (loop (fx+ j 1) (fl+ s (fl* rj rj)))))))
+
+  ;; p = r + beta p on [lo, hi).
+  (define (update-p! beta p r lo hi)
+    (do ([j lo (fx+ j 1)]) ((fx= j hi))
+      (fl! p j (fl+ (fl@ r j) (fl* beta (fl@ p j))))))
+
+  ;; On rows [lo, hi): the partials of |x - A z|^2, x.z and z.z, written
+  ;; into their slots.
+  (define (residual-and-norms! rowstr colidx a x z partials np id lo hi)
+    (let loop ([j lo] [res 0.0] [xz 0.0] [zz 0.0])
+      (if (fx= j hi)
+          (begin
+            (fl! partials (fx+ (fx* residual-slot np) id) res)
+            (fl! partials (fx+ (fx* xz-slot np) id) xz)
+            (fl! partials (fx+ (fx* zz-slot np) id) zz))
+          (let* ([xj (fl@ x j)] [zj (fl@ z j)]
+                 [e (fl- xj (row-product rowstr colidx a z j))])
+            (loop (fx+ j 1) (fl+ res (fl* e e)) (fl+ xz (fl* xj zj)) (fl+ zz (fl* zj zj)))))))
+
+  (define (scale-into! x z c lo hi)
+    (do ([j lo (fx+ j 1)]) ((fx= j hi))
+      (fl! x j (fl* c (fl@ z j)))))
+
+  (define (fill! v x lo hi)
+    (do ([j lo (fx+ j 1)]) ((fx= j hi)) (fl! v j x)))
+
+  ;; The slots of kind summed in id order.
+  (define (sum-slots partials kind np)
+    (let ([base (fx* kind np)])
+      (let loop ([m 0] [s 0.0])
+        (if (fx= m np) s (loop (fx+ m 1) (fl+ s (fl@ partials (fx+ base m))))))))
+
+  ;; One member's whole run; returns (zeta seconds), the seconds of the
+  ;; timed iterations between two barriers.
+  (define (cg-member id np barrier n niter shift rowstr colidx a x z p q r partials)
+    (define lo (block-start n np id))
+    (define hi (block-start n np (fx+ id 1)))
+    (define (reduce! kind v)
+      (fl! partials (fx+ (fx* kind np) id) v)
+      (barrier)
+      (sum-slots partials kind np))
+    ;; 25 CG steps for A z = x, then x = z/|z|; returns zeta.
+    (define (outer-iteration)
+      (let step ([k 0] [rho (reduce! rho-slot (init-vectors! x z p q r lo hi))])
+        (when (fx< k cg-steps)
+          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rowstr colidx a p q lo hi)))]
+                 [rho1 (reduce! rho-slot (update-zr! alpha z p r q lo hi))])
+            (update-p! (fl/ rho1 rho) p r lo hi)
+            (barrier)
+            (step (fx+ k 1) rho1))))
+      (residual-and-norms! rowstr colidx a x z partials np id lo hi)
+      (barrier)
+      (let ([xz (sum-slots partials xz-slot np)] [zz (sum-slots partials zz-slot np)])
+        (scale-into! x z (fl/ 1.0 (flsqrt zz)) lo hi)
+        (fl+ shift (fl/ 1.0 xz))))
+    (fill! x 1.0 lo hi)
+    (outer-iteration)                   ; untimed: touches every page
+    (fill! x 1.0 lo hi)
+    (barrier)
+    (let-values ([(zeta seconds)
+                  (nas-seconds
+                   (lambda ()
+                     (let loop ([it 0] [zeta 0.0])
+                       (if (fx= it niter)
+                           (begin (barrier) zeta)
+                           (loop (fx+ it 1) (outer-iteration))))))])
+      (list zeta seconds)))
+
+  (define (places-run np n niter shift rowstr colidx a x z p q r partials)
+    (fork-join np cg ([n n] [niter niter] [shift shift] [rowstr rowstr] [colidx colidx] [a a]
+                      [x x] [z z] [p p] [q q] [r r] [partials partials])
+      (cg-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
+                 n niter shift rowstr colidx a x z p q r partials)))
+
+  (define (shared-copy-fx fxv)
+    (let* ([n (fxvector-length fxv)] [v (make-shared-fxvector n)])
+      (do ([i 0 (fx+ i 1)]) ((fx= i n) v) (shared-fxvector-set! v i (fxvector-ref fxv i)))))
+
+  (define (shared-copy-fl bv)
+    (let* ([n (fxquotient (bytevector-length bv) 8)] [v (make-shared-flvector n)])
+      (do ([i 0 (fx+ i 1)]) ((fx= i n) v)
+        (fl! v i (bytevector-ieee-double-native-ref bv (fx* 8 i))))))
+
+  (define (cg-run class mode np)
+    (check-nas-arguments 'cg-run class '(S W A) mode '(serial places threads) np)
+    (let* ([params (class-parameters class)]
+           [n (list-ref params 0)] [nonzer (list-ref params 1)] [niter (list-ref params 2)]
+           [shift (list-ref params 3)] [zeta-ref (list-ref params 4)]
+           [m (build-cg-matrix n nonzer shift)]
+           [rowstr (shared-copy-fx (cg-matrix-rowstr m))]
+           [colidx (shared-copy-fx (cg-matrix-colidx m))]
+           [a (shared-copy-fl (cg-matrix-values m))]
+           [x (make-shared-flvector n 1.0)] [z (make-shared-flvector n 0.0)]
+           [p (make-shared-flvector n 0.0)] [q (make-shared-flvector n 0.0)]
+           [r (make-shared-flvector n 0.0)]
+           [partials (make-shared-flvector (fx* slot-kinds np) 0.0)]
+           [result
+            (case mode
+              [(serial) (cg-member 0 1 void n niter shift rowstr colidx a x z p q r partials)]
+              [(threads)
+               (vector-ref (threads-spmd np (lambda (id barrier)
+                                              (cg-member id np barrier n niter shift rowstr colidx
+                                                         a x z p q r partials)))
+                           0)]
+              [(places) (vector-ref (places-run np n niter shift rowstr colidx a x z p q r partials) 0)])]
+           [zeta (car result)] [seconds (cadr result)]
+           [verified? (within-epsilon? zeta zeta-ref epsilon)])
+      (make-nas-result
+       'cg class mode np seconds
+       (if (> seconds 0)
+           (/ (* 1e-6 2 niter n
+                 (+ 3 (* nonzer (+ nonzer 1)) (* 25 (+ 5 (* nonzer (+ nonzer 1)))) 3))
+              seconds)
+           0.0)
+       verified?
+       (list (format "zeta ~a, reference ~a, relative error ~a (epsilon ~a)"
+                     zeta zeta-ref (relative-error zeta zeta-ref) epsilon)))))
+
+  (lift-places (nas cg)))
