@@ -59,22 +59,51 @@
             (fl! q j 0.0) (fl! z j 0.0) (fl! r j xj) (fl! p j xj)
             (loop (fx+ j 1) (fl+ s (fl* xj xj)))))))
 
-  ;; The sum of row j of A times src.
+  ;; A member's rows of A, copied out of the shared vectors into its own
+  ;; heap: row j (0-based in the block) holds entries start[j] ..
+  ;; start[j+1]-1 of cols (fxvector) and vals (bytevector of doubles).  The
+  ;; product's inner loop reads only these and a mirror of its source
+  ;; vector, with unchecked primitives (the indices come from the matrix
+  ;; build), so it runs inline at any optimize level.
+  (define-record-type rows (fields start cols vals) (sealed #t))
+
+  (define (local-rows rowstr colidx a lo hi)
+    (let* ([base (fx@ rowstr lo)] [count (fx- (fx@ rowstr hi) base)]
+           [start (make-fxvector (fx+ (fx- hi lo) 1))]
+           [cols (make-fxvector count)] [vals (make-bytevector (fx* 8 count))])
+      (do ([j lo (fx+ j 1)]) ((fx> j hi))
+        (fxvector-set! start (fx- j lo) (fx- (fx@ rowstr j) base)))
+      (do ([k 0 (fx+ k 1)]) ((fx= k count))
+        (fxvector-set! cols k (fx@ colidx (fx+ base k)))
+        (bytevector-ieee-double-native-set! vals (fx* 8 k) (fl@ a (fx+ base k))))
+      (make-rows start cols vals)))
+
+  ;; A member's copy m (bytevector) of the whole shared vector v: n loads
+  ;; from shared memory instead of nnz in the product.
+  (define (mirror! m v n)
+    (do ([j 0 (fx+ j 1)]) ((fx= j n))
+      (bytevector-ieee-double-native-set! m (fx* 8 j) (fl@ v j))))
+
+  ;; The sum of local row jl times the mirror m.
   (define-syntax row-product
     (syntax-rules ()
-      [(_ rowstr colidx a src j)
-       (let ([end (fx@ rowstr (fx+ j 1))])
-         (let loop ([k (fx@ rowstr j)] [s 0.0])
-           (if (fx= k end)
-               s
-               (loop (fx+ k 1) (fl+ s (fl* (fl@ a k) (fl@ src (fx@ colidx k))))))))]))
+      [(_ rows m jl)
+       (let ([start (rows-start rows)] [cols (rows-cols rows)] [vals (rows-vals rows)])
+         (let ([end (#3%fxvector-ref start (#3%fx+ jl 1))])
+           (let loop ([k (#3%fxvector-ref start jl)] [s 0.0])
+             (if (#3%fx= k end)
+                 s
+                 (loop (#3%fx+ k 1)
+                       (#3%fl+ s (#3%fl* (#3%bytevector-ieee-double-native-ref vals (#3%fx* 8 k))
+                                         (#3%bytevector-ieee-double-native-ref
+                                          m (#3%fx* 8 (#3%fxvector-ref cols k))))))))))]))
 
   ;; q = A p on rows [lo, hi); returns the partial p.q.
-  (define (product-pq! rowstr colidx a p q lo hi)
+  (define (product-pq! rows pm p q lo hi)
     (let loop ([j lo] [d 0.0])
       (if (fx= j hi)
           d
-          (let ([s (row-product rowstr colidx a p j)])
+          (let ([s (row-product rows pm (fx- j lo))])
             (fl! q j s)
             (loop (fx+ j 1) (fl+ d (fl* (fl@ p j) s)))))))
 
@@ -95,7 +124,7 @@
 
   ;; On rows [lo, hi): the partials of |x - A z|^2, x.z and z.z, written
   ;; into their slots.
-  (define (residual-and-norms! rowstr colidx a x z partials np id lo hi)
+  (define (residual-and-norms! rows zm x z partials np id lo hi)
     (let loop ([j lo] [res 0.0] [xz 0.0] [zz 0.0])
       (if (fx= j hi)
           (begin
@@ -103,7 +132,7 @@
             (fl! partials (fx+ (fx* xz-slot np) id) xz)
             (fl! partials (fx+ (fx* zz-slot np) id) zz))
           (let* ([xj (fl@ x j)] [zj (fl@ z j)]
-                 [e (fl- xj (row-product rowstr colidx a z j))])
+                 [e (fl- xj (row-product rows zm (fx- j lo)))])
             (loop (fx+ j 1) (fl+ res (fl* e e)) (fl+ xz (fl* xj zj)) (fl+ zz (fl* zj zj)))))))
 
   (define (scale-into! x z c lo hi)
@@ -124,6 +153,8 @@
   (define (cg-member id np barrier n niter shift rowstr colidx a x z p q r partials)
     (define lo (block-start n np id))
     (define hi (block-start n np (fx+ id 1)))
+    (define rows (local-rows rowstr colidx a lo hi))
+    (define pm (make-bytevector (fx* 8 n) 0)) ; mirror of p, then of z
     (define (reduce! kind v)
       (fl! partials (fx+ (fx* kind np) id) v)
       (barrier)
@@ -132,12 +163,14 @@
     (define (outer-iteration)
       (let step ([k 0] [rho (reduce! rho-slot (init-vectors! x z p q r lo hi))])
         (when (fx< k cg-steps)
-          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rowstr colidx a p q lo hi)))]
+          (mirror! pm p n)
+          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rows pm p q lo hi)))]
                  [rho1 (reduce! rho-slot (update-zr! alpha z p r q lo hi))])
             (update-p! (fl/ rho1 rho) p r lo hi)
             (barrier)
             (step (fx+ k 1) rho1))))
-      (residual-and-norms! rowstr colidx a x z partials np id lo hi)
+      (mirror! pm z n)
+      (residual-and-norms! rows pm x z partials np id lo hi)
       (barrier)
       (let ([xz (sum-slots partials xz-slot np)] [zz (sum-slots partials zz-slot np)])
         (scale-into! x z (fl/ 1.0 (flsqrt zz)) lo hi)
