@@ -20,7 +20,7 @@
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
                 make-shared-fxvector shared-fxvector-ref shared-fxvector-set!)
-          (nas common) (nas cg-matrix))
+          (nas common) (nas timed) (nas cg-matrix))
 
   ;; class -> (na nonzer niter shift zeta)
   (define (class-parameters class)
@@ -148,8 +148,9 @@
       (let loop ([m 0] [s 0.0])
         (if (fx= m np) s (loop (fx+ m 1) (fl+ s (fl@ partials (fx+ base m))))))))
 
-  ;; One member's whole run; returns (zeta seconds), the seconds of the
-  ;; timed iterations between two barriers.
+  ;; One member's whole run; returns (zeta seconds bytes): the seconds of
+  ;; the timed iterations between two barriers, and the bytes allocated in
+  ;; them by this member's process.
   (define (cg-member id np barrier n niter shift rowstr colidx a x z p q r partials)
     (define lo (block-start n np id))
     (define hi (block-start n np (fx+ id 1)))
@@ -179,14 +180,14 @@
     (outer-iteration)                   ; untimed: touches every page
     (fill! x 1.0 lo hi)
     (barrier)
-    (let-values ([(zeta seconds)
-                  (nas-seconds
+    (let-values ([(zeta seconds bytes)
+                  (timed
                    (lambda ()
                      (let loop ([it 0] [zeta 0.0])
                        (if (fx= it niter)
                            (begin (barrier) zeta)
                            (loop (fx+ it 1) (outer-iteration))))))])
-      (list zeta seconds)))
+      (list zeta seconds bytes)))
 
   (define (places-run np n niter shift rowstr colidx a x z p q r partials)
     (fork-join np cg ([n n] [niter niter] [shift shift] [rowstr rowstr] [colidx colidx] [a a]
@@ -225,7 +226,7 @@
                                                          a x z p q r partials)))
                            0)]
               [(places) (vector-ref (places-run np n niter shift rowstr colidx a x z p q r partials) 0)])]
-           [zeta (car result)] [seconds (cadr result)]
+           [zeta (car result)] [seconds (cadr result)] [bytes (caddr result)]
            [verified? (within-epsilon? zeta zeta-ref epsilon)])
       (make-nas-result
        'cg class mode np seconds
@@ -236,6 +237,7 @@
            0.0)
        verified?
        (list (format "zeta ~a, reference ~a, relative error ~a (epsilon ~a)"
-                     zeta zeta-ref (relative-error zeta zeta-ref) epsilon)))))
+                     zeta zeta-ref (relative-error zeta zeta-ref) epsilon)
+             (allocation-note bytes mode)))))
 
   (lift-places (nas cg)))

@@ -21,7 +21,7 @@
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
                 shared-flvector-length)
-          (nas common) (nas mg-grid) (nas mg-ops))
+          (nas common) (nas timed) (nas mg-grid) (nas mg-ops))
 
   ;; class -> (lt nit rnm2), the grid side being 2^lt
   (define (class-parameters class)
@@ -36,7 +36,8 @@
 
   ;; One member's run over the grids u[k], r[k] (k = 1 .. lt, vectors of
   ;; shared flvectors indexed by k) and v (level lt); returns (rnm2
-  ;; seconds), the seconds of the timed part between two barriers.
+  ;; seconds bytes): the seconds of the timed part between two barriers,
+  ;; and the bytes allocated in it by this member's process.
   (define (mg-member id np barrier lt nit us rs v partials)
     (define ua (vector-map (lambda (g) (and g (shared-address g))) us))
     (define ra (vector-map (lambda (g) (and g (shared-address g))) rs))
@@ -98,8 +99,8 @@
       (let-values ([(lo hi) (split 0 n np id)])
         (zero-planes! (u lt) n lo hi)))
     (barrier)
-    (let-values ([(rnm2 seconds)
-                  (nas-seconds
+    (let-values ([(rnm2 seconds bytes)
+                  (timed
                    (lambda ()
                      (residual! lt va)
                      (norm2)
@@ -111,7 +112,7 @@
       (vector-for-each (lambda (g) (when g (shared-flvector-length g))) us)
       (vector-for-each (lambda (g) (when g (shared-flvector-length g))) rs)
       (shared-flvector-length v)
-      (list rnm2 seconds)))
+      (list rnm2 seconds bytes)))
 
   (define (places-run np lt nit us rs v partials)
     (fork-join np cg ([lt lt] [nit nit] [us us] [rs rs] [v v] [partials partials])
@@ -142,13 +143,14 @@
                                                 (mg-member id np barrier lt nit us rs v partials)))
                              0)]
                 [(places) (vector-ref (places-run np lt nit us rs v partials) 0)])]
-             [rnm2 (car result)] [seconds (cadr result)])
+             [rnm2 (car result)] [seconds (cadr result)] [bytes (caddr result)])
         (shared-flvector-length v)        ; v is reachable until zran3's writes are done
         (make-nas-result
          'mg class mode np seconds
          (if (> seconds 0) (/ (* 58.0 nit nx nx nx 1e-6) seconds) 0.0)
          (within-epsilon? rnm2 rnm2-ref epsilon)
          (list (format "rnm2 ~a, reference ~a, relative error ~a (epsilon ~a)"
-                       rnm2 rnm2-ref (relative-error rnm2 rnm2-ref) epsilon))))))
+                       rnm2 rnm2-ref (relative-error rnm2 rnm2-ref) epsilon)
+               (allocation-note bytes mode))))))
 
   (lift-places (nas mg)))
