@@ -20,7 +20,7 @@
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
                 make-shared-fxvector shared-fxvector-ref shared-fxvector-set!)
-          (nas common) (nas timed) (nas cg-matrix))
+          (nas common) (nas timed) (nas nursery) (nas cg-matrix))
 
   ;; class -> (na nonzer niter shift zeta)
   (define (class-parameters class)
@@ -192,8 +192,10 @@
   (define (places-run np n niter shift rowstr colidx a x z p q r partials)
     (fork-join np cg ([n n] [niter niter] [shift shift] [rowstr rowstr] [colidx colidx] [a a]
                       [x x] [z z] [p p] [q q] [r r] [partials partials])
-      (cg-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
-                 n niter shift rowstr colidx a x z p q r partials)))
+      (with-nursery                     ; in each place's process
+        (lambda ()
+          (cg-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
+                     n niter shift rowstr colidx a x z p q r partials)))))
 
   (define (shared-copy-fx fxv)
     (let* ([n (fxvector-length fxv)] [v (make-shared-fxvector n)])
@@ -218,14 +220,17 @@
            [r (make-shared-flvector n 0.0)]
            [partials (make-shared-flvector (fx* slot-kinds np) 0.0)]
            [result
-            (case mode
-              [(serial) (cg-member 0 1 void n niter shift rowstr colidx a x z p q r partials)]
-              [(threads)
-               (vector-ref (threads-spmd np (lambda (id barrier)
-                                              (cg-member id np barrier n niter shift rowstr colidx
-                                                         a x z p q r partials)))
-                           0)]
-              [(places) (vector-ref (places-run np n niter shift rowstr colidx a x z p q r partials) 0)])]
+            (with-nursery
+              (lambda ()
+                (case mode
+                  [(serial) (cg-member 0 1 void n niter shift rowstr colidx a x z p q r partials)]
+                  [(threads)
+                   (vector-ref (threads-spmd np (lambda (id barrier)
+                                                  (cg-member id np barrier n niter shift rowstr colidx
+                                                             a x z p q r partials)))
+                               0)]
+                  [(places)
+                   (vector-ref (places-run np n niter shift rowstr colidx a x z p q r partials) 0)])))]
            [zeta (car result)] [seconds (cadr result)] [bytes (caddr result)]
            [verified? (within-epsilon? zeta zeta-ref epsilon)])
       (make-nas-result

@@ -21,7 +21,7 @@
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
                 shared-flvector-length)
-          (nas common) (nas timed) (nas mg-grid) (nas mg-ops))
+          (nas common) (nas timed) (nas nursery) (nas mg-grid) (nas mg-ops))
 
   ;; class -> (lt nit rnm2), the grid side being 2^lt
   (define (class-parameters class)
@@ -116,7 +116,9 @@
 
   (define (places-run np lt nit us rs v partials)
     (fork-join np cg ([lt lt] [nit nit] [us us] [rs rs] [v v] [partials partials])
-      (mg-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) lt nit us rs v partials)))
+      (with-nursery                     ; in each place's process
+        (lambda ()
+          (mg-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) lt nit us rs v partials)))))
 
   ;; level k's grid, k = 1 .. lt, at index k (index 0 unused)
   (define (make-levels lt)
@@ -136,13 +138,15 @@
            [partials (make-shared-flvector np 0.0)])
       (zran3! (shared-address v) nx)
       (let* ([result
-              (case mode
-                [(serial) (mg-member 0 1 void lt nit us rs v partials)]
-                [(threads)
-                 (vector-ref (threads-spmd np (lambda (id barrier)
-                                                (mg-member id np barrier lt nit us rs v partials)))
-                             0)]
-                [(places) (vector-ref (places-run np lt nit us rs v partials) 0)])]
+              (with-nursery
+                (lambda ()
+                  (case mode
+                    [(serial) (mg-member 0 1 void lt nit us rs v partials)]
+                    [(threads)
+                     (vector-ref (threads-spmd np (lambda (id barrier)
+                                                    (mg-member id np barrier lt nit us rs v partials)))
+                                 0)]
+                    [(places) (vector-ref (places-run np lt nit us rs v partials) 0)])))]
              [rnm2 (car result)] [seconds (cadr result)] [bytes (caddr result)])
         (shared-flvector-length v)        ; v is reachable until zran3's writes are done
         (make-nas-result
