@@ -1,35 +1,16 @@
 #!chezscheme
 ;;; MG's grids: cubes of n^3 doubles in shared flvectors, n = 2^k + 2 at
 ;;; level k (the interior 1 .. n-2 and one periodic ghost layer, 0-based
-;;; indices), element (i1, i2, i3) at byte offset ((i3 n + i2) n + i1) 8.
-;;; The stencils read them through the vector's raw address with unchecked
-;;; foreign-ref (inline, where shared-flvector-ref is a checked call); the
-;;; shared vector must stay reachable while its address is in use.
+;;; indices), element (i1, i2, i3) at byte offset ((i3 n + i2) n + i1) 8,
+;;; read and written through the vector's raw address (nas raw).
 ;;;
 ;;; Also: the split of planes and rows among members, the periodic
 ;;; border exchange (comm3) in two halves around a barrier, the
 ;;; initial right-hand side (zran3) and the sum of squares of the norm.
 (library (nas mg-grid)
-  (export shared-address g@ g! f+ f- f* split
+  (export split
           borders! ghost-planes! zero-planes! sum-squares zran3!)
-  (import (chezscheme) (nas random))
-
-  ;; The address field of spindle's shared-vector record, found by name
-  ;; (spindle exports no accessor for it).
-  (define (shared-address v)
-    (let* ([rtd (record-rtd v)] [names (record-type-field-names rtd)])
-      (let loop ([k 0])
-        (cond
-          [(fx= k (vector-length names))
-           (assertion-violation 'shared-address "no address field in" v)]
-          [(eq? (vector-ref names k) 'address) ((record-accessor rtd k) v)]
-          [else (loop (fx+ k 1))]))))
-
-  (define-syntax g@ (syntax-rules () [(_ a off) (#3%foreign-ref 'double-float a off)]))
-  (define-syntax g! (syntax-rules () [(_ a off x) (#3%foreign-set! 'double-float a off x)]))
-  (define-syntax f+ (syntax-rules () [(_ x y) (#3%fl+ x y)]))
-  (define-syntax f- (syntax-rules () [(_ x y) (#3%fl- x y)]))
-  (define-syntax f* (syntax-rules () [(_ x y) (#3%fl* x y)]))
+  (import (chezscheme) (nas random) (nas raw))
 
   ;; Member id's block of first .. end-1: with q = count div np and
   ;; r = count mod np, members below r get q+1.  Returns (values lo hi).

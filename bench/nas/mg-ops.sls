@@ -11,7 +11,7 @@
 ;;; reference's row buffers do; the additions keep the reference's order.
 (library (nas mg-ops)
   (export resid! psinv! rprj3! interp!)
-  (import (chezscheme) (nas mg-grid))
+  (import (chezscheme) (nas raw) (nas mg-grid))
 
   (define a0 (fl/ -8.0 3.0))
   (define a2 (fl/ 1.0 6.0))

@@ -21,7 +21,7 @@
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
                 shared-flvector-length)
-          (nas common) (nas timed) (nas nursery) (nas mg-grid) (nas mg-ops))
+          (nas common) (nas timed) (nas nursery) (nas raw) (nas mg-grid) (nas mg-ops))
 
   ;; class -> (lt nit rnm2), the grid side being 2^lt
   (define (class-parameters class)
