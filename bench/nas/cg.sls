@@ -19,8 +19,9 @@
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
-                make-shared-fxvector shared-fxvector-ref shared-fxvector-set!)
-          (nas common) (nas timed) (nas nursery) (nas cg-matrix))
+                shared-flvector-length make-shared-fxvector shared-fxvector-ref
+                shared-fxvector-set!)
+          (nas common) (nas timed) (nas nursery) (nas raw) (nas cg-matrix))
 
   ;; class -> (na nonzer niter shift zeta)
   (define (class-parameters class)
@@ -35,6 +36,9 @@
   (define-syntax fl@ (identifier-syntax shared-flvector-ref))
   (define-syntax fl! (identifier-syntax shared-flvector-set!))
   (define-syntax fx@ (identifier-syntax shared-fxvector-ref))
+  ;; element j of the vectors x z p q r, by their addresses (nas raw)
+  (define-syntax v@ (syntax-rules () [(_ a j) (g@ a (#3%fx* 8 j))]))
+  (define-syntax v! (syntax-rules () [(_ a j x) (g! a (#3%fx* 8 j) x)]))
 
   ;; Slots of the partial sums: kind k of member id at k*np + id.
   (define rho-slot 0)
@@ -55,8 +59,8 @@
     (let loop ([j lo] [s 0.0])
       (if (fx= j hi)
           s
-          (let ([xj (fl@ x j)])
-            (fl! q j 0.0) (fl! z j 0.0) (fl! r j xj) (fl! p j xj)
+          (let ([xj (v@ x j)])
+            (v! q j 0.0) (v! z j 0.0) (v! r j xj) (v! p j xj)
             (loop (fx+ j 1) (fl+ s (fl* xj xj)))))))
 
   ;; A member's rows of A, copied out of the shared vectors into its own
@@ -82,7 +86,7 @@
   ;; from shared memory instead of nnz in the product.
   (define (mirror! m v n)
     (do ([j 0 (fx+ j 1)]) ((fx= j n))
-      (bytevector-ieee-double-native-set! m (fx* 8 j) (fl@ v j))))
+      (bytevector-ieee-double-native-set! m (fx* 8 j) (v@ v j))))
 
   ;; The sum of local row jl times the mirror m.
   (define-syntax row-product
@@ -104,23 +108,23 @@
       (if (fx= j hi)
           d
           (let ([s (row-product rows pm (fx- j lo))])
-            (fl! q j s)
-            (loop (fx+ j 1) (fl+ d (fl* (fl@ p j) s)))))))
+            (v! q j s)
+            (loop (fx+ j 1) (fl+ d (fl* (v@ p j) s)))))))
 
   ;; z += alpha p, r -= alpha q on [lo, hi); returns the partial r.r.
   (define (update-zr! alpha z p r q lo hi)
     (let loop ([j lo] [s 0.0])
       (if (fx= j hi)
           s
-          (let ([rj (fl- (fl@ r j) (fl* alpha (fl@ q j)))])
-            (fl! z j (fl+ (fl@ z j) (fl* alpha (fl@ p j))))
-            (fl! r j rj)
+          (let ([rj (fl- (v@ r j) (fl* alpha (v@ q j)))])
+            (v! z j (fl+ (v@ z j) (fl* alpha (v@ p j))))
+            (v! r j rj)
             (loop (fx+ j 1) (fl+ s (fl* rj rj)))))))
 
   ;; p = r + beta p on [lo, hi).
   (define (update-p! beta p r lo hi)
     (do ([j lo (fx+ j 1)]) ((fx= j hi))
-      (fl! p j (fl+ (fl@ r j) (fl* beta (fl@ p j))))))
+      (v! p j (fl+ (v@ r j) (fl* beta (v@ p j))))))
 
   ;; On rows [lo, hi): the partials of |x - A z|^2, x.z and z.z, written
   ;; into their slots.
@@ -131,16 +135,16 @@
             (fl! partials (fx+ (fx* residual-slot np) id) res)
             (fl! partials (fx+ (fx* xz-slot np) id) xz)
             (fl! partials (fx+ (fx* zz-slot np) id) zz))
-          (let* ([xj (fl@ x j)] [zj (fl@ z j)]
+          (let* ([xj (v@ x j)] [zj (v@ z j)]
                  [e (fl- xj (row-product rows zm (fx- j lo)))])
             (loop (fx+ j 1) (fl+ res (fl* e e)) (fl+ xz (fl* xj zj)) (fl+ zz (fl* zj zj)))))))
 
   (define (scale-into! x z c lo hi)
     (do ([j lo (fx+ j 1)]) ((fx= j hi))
-      (fl! x j (fl* c (fl@ z j)))))
+      (v! x j (fl* c (v@ z j)))))
 
   (define (fill! v x lo hi)
-    (do ([j lo (fx+ j 1)]) ((fx= j hi)) (fl! v j x)))
+    (do ([j lo (fx+ j 1)]) ((fx= j hi)) (v! v j x)))
 
   ;; The slots of kind summed in id order.
   (define (sum-slots partials kind np)
@@ -156,29 +160,35 @@
     (define hi (block-start n np (fx+ id 1)))
     (define rows (local-rows rowstr colidx a lo hi))
     (define pm (make-bytevector (fx* 8 n) 0)) ; mirror of p, then of z
+    (define vectors (list x z p q r))
+    (define xa (shared-address x))
+    (define za (shared-address z))
+    (define pa (shared-address p))
+    (define qa (shared-address q))
+    (define ra (shared-address r))
     (define (reduce! kind v)
       (fl! partials (fx+ (fx* kind np) id) v)
       (barrier)
       (sum-slots partials kind np))
     ;; 25 CG steps for A z = x, then x = z/|z|; returns zeta.
     (define (outer-iteration)
-      (let step ([k 0] [rho (reduce! rho-slot (init-vectors! x z p q r lo hi))])
+      (let step ([k 0] [rho (reduce! rho-slot (init-vectors! xa za pa qa ra lo hi))])
         (when (fx< k cg-steps)
-          (mirror! pm p n)
-          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rows pm p q lo hi)))]
-                 [rho1 (reduce! rho-slot (update-zr! alpha z p r q lo hi))])
-            (update-p! (fl/ rho1 rho) p r lo hi)
+          (mirror! pm pa n)
+          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rows pm pa qa lo hi)))]
+                 [rho1 (reduce! rho-slot (update-zr! alpha za pa ra qa lo hi))])
+            (update-p! (fl/ rho1 rho) pa ra lo hi)
             (barrier)
             (step (fx+ k 1) rho1))))
-      (mirror! pm z n)
-      (residual-and-norms! rows pm x z partials np id lo hi)
+      (mirror! pm za n)
+      (residual-and-norms! rows pm xa za partials np id lo hi)
       (barrier)
       (let ([xz (sum-slots partials xz-slot np)] [zz (sum-slots partials zz-slot np)])
-        (scale-into! x z (fl/ 1.0 (flsqrt zz)) lo hi)
+        (scale-into! xa za (fl/ 1.0 (flsqrt zz)) lo hi)
         (fl+ shift (fl/ 1.0 xz))))
-    (fill! x 1.0 lo hi)
+    (fill! xa 1.0 lo hi)
     (outer-iteration)                   ; untimed: touches every page
-    (fill! x 1.0 lo hi)
+    (fill! xa 1.0 lo hi)
     (barrier)
     (let-values ([(zeta seconds bytes)
                   (timed
@@ -187,6 +197,8 @@
                        (if (fx= it niter)
                            (begin (barrier) zeta)
                            (loop (fx+ it 1) (outer-iteration))))))])
+      ;; the vectors stay reachable while their addresses are in use
+      (for-each shared-flvector-length vectors)
       (list zeta seconds bytes)))
 
   (define (places-run np n niter shift rowstr colidx a x z p q r partials)
