@@ -36,7 +36,8 @@
   (define-syntax fl@ (identifier-syntax shared-flvector-ref))
   (define-syntax fl! (identifier-syntax shared-flvector-set!))
   (define-syntax fx@ (identifier-syntax shared-fxvector-ref))
-  ;; element j of the vectors x z p q r, by their addresses (nas raw)
+  ;; element j of a vector by its address (nas raw): the vector loops
+  ;; below take the addresses of x z p q r
   (define-syntax v@ (syntax-rules () [(_ a j) (g@ a (#3%fx* 8 j))]))
   (define-syntax v! (syntax-rules () [(_ a j x) (g! a (#3%fx* 8 j) x)]))
 

@@ -148,7 +148,7 @@
                                  0)]
                     [(places) (vector-ref (places-run np lt nit us rs v partials) 0)])))]
              [rnm2 (car result)] [seconds (cadr result)] [bytes (caddr result)])
-        (shared-flvector-length v)        ; v is reachable until zran3's writes are done
+        (shared-flvector-length v)        ; v stays reachable while its address is in use
         (make-nas-result
          'mg class mode np seconds
          (if (> seconds 0) (/ (* 58.0 nit nx nx nx 1e-6) seconds) 0.0)
