@@ -67,9 +67,9 @@
   ;; A member's rows of A, copied out of the shared vectors into its own
   ;; heap: row j (0-based in the block) holds entries start[j] ..
   ;; start[j+1]-1 of cols (fxvector) and vals (bytevector of doubles).  The
-  ;; product's inner loop reads only these and a mirror of its source
-  ;; vector, with unchecked primitives (the indices come from the matrix
-  ;; build), so it runs inline at any optimize level.
+  ;; product's inner loop reads only these and the shared source vector
+  ;; (by its address), with unchecked primitives (the indices come from
+  ;; the matrix build), so it runs inline at any optimize level.
   (define-record-type rows (fields start cols vals) (sealed #t))
 
   (define (local-rows rowstr colidx a lo hi)
@@ -83,16 +83,10 @@
         (bytevector-ieee-double-native-set! vals (fx* 8 k) (fl@ a (fx+ base k))))
       (make-rows start cols vals)))
 
-  ;; A member's copy m (bytevector) of the whole shared vector v: n loads
-  ;; from shared memory instead of nnz in the product.
-  (define (mirror! m v n)
-    (do ([j 0 (fx+ j 1)]) ((fx= j n))
-      (bytevector-ieee-double-native-set! m (fx* 8 j) (v@ v j))))
-
-  ;; The sum of local row jl times the mirror m.
+  ;; The sum of local row jl times the shared vector at address src.
   (define-syntax row-product
     (syntax-rules ()
-      [(_ rows m jl)
+      [(_ rows src jl)
        (let ([start (rows-start rows)] [cols (rows-cols rows)] [vals (rows-vals rows)])
          (let ([end (#3%fxvector-ref start (#3%fx+ jl 1))])
            (let loop ([k (#3%fxvector-ref start jl)] [s 0.0])
@@ -100,15 +94,14 @@
                  s
                  (loop (#3%fx+ k 1)
                        (#3%fl+ s (#3%fl* (#3%bytevector-ieee-double-native-ref vals (#3%fx* 8 k))
-                                         (#3%bytevector-ieee-double-native-ref
-                                          m (#3%fx* 8 (#3%fxvector-ref cols k))))))))))]))
+                                         (g@ src (#3%fx* 8 (#3%fxvector-ref cols k))))))))))]))
 
   ;; q = A p on rows [lo, hi); returns the partial p.q.
-  (define (product-pq! rows pm p q lo hi)
+  (define (product-pq! rows p q lo hi)
     (let loop ([j lo] [d 0.0])
       (if (fx= j hi)
           d
-          (let ([s (row-product rows pm (fx- j lo))])
+          (let ([s (row-product rows p (fx- j lo))])
             (v! q j s)
             (loop (fx+ j 1) (fl+ d (fl* (v@ p j) s)))))))
 
@@ -129,7 +122,7 @@
 
   ;; On rows [lo, hi): the partials of |x - A z|^2, x.z and z.z, written
   ;; into their slots.
-  (define (residual-and-norms! rows zm x z partials np id lo hi)
+  (define (residual-and-norms! rows x z partials np id lo hi)
     (let loop ([j lo] [res 0.0] [xz 0.0] [zz 0.0])
       (if (fx= j hi)
           (begin
@@ -137,7 +130,7 @@
             (fl! partials (fx+ (fx* xz-slot np) id) xz)
             (fl! partials (fx+ (fx* zz-slot np) id) zz))
           (let* ([xj (v@ x j)] [zj (v@ z j)]
-                 [e (fl- xj (row-product rows zm (fx- j lo)))])
+                 [e (fl- xj (row-product rows z (fx- j lo)))])
             (loop (fx+ j 1) (fl+ res (fl* e e)) (fl+ xz (fl* xj zj)) (fl+ zz (fl* zj zj)))))))
 
   (define (scale-into! x z c lo hi)
@@ -160,7 +153,6 @@
     (define lo (block-start n np id))
     (define hi (block-start n np (fx+ id 1)))
     (define rows (local-rows rowstr colidx a lo hi))
-    (define pm (make-bytevector (fx* 8 n) 0)) ; mirror of p, then of z
     (define vectors (list x z p q r))
     (define xa (shared-address x))
     (define za (shared-address z))
@@ -175,14 +167,12 @@
     (define (outer-iteration)
       (let step ([k 0] [rho (reduce! rho-slot (init-vectors! xa za pa qa ra lo hi))])
         (when (fx< k cg-steps)
-          (mirror! pm pa n)
-          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rows pm pa qa lo hi)))]
+          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rows pa qa lo hi)))]
                  [rho1 (reduce! rho-slot (update-zr! alpha za pa ra qa lo hi))])
             (update-p! (fl/ rho1 rho) pa ra lo hi)
             (barrier)
             (step (fx+ k 1) rho1))))
-      (mirror! pm za n)
-      (residual-and-norms! rows pm xa za partials np id lo hi)
+      (residual-and-norms! rows xa za partials np id lo hi)
       (barrier)
       (let ([xz (sum-slots partials xz-slot np)] [zz (sum-slots partials zz-slot np)])
         (scale-into! xa za (fl/ 1.0 (flsqrt zz)) lo hi)
