@@ -146,9 +146,9 @@
       (let loop ([m 0] [s 0.0])
         (if (fx= m np) s (loop (fx+ m 1) (fl+ s (fl@ partials (fx+ base m))))))))
 
-  ;; One member's whole run; returns (zeta seconds bytes): the seconds of
-  ;; the timed iterations between two barriers, and the bytes allocated in
-  ;; them by this member's process.
+  ;; One member's whole run; returns (zeta seconds usage): the seconds of
+  ;; the timed iterations between two barriers, and the allocation and CPU
+  ;; time of (nas timed).
   (define (cg-member id np barrier n niter shift rowstr colidx a x z p q r partials)
     (define lo (block-start n np id))
     (define hi (block-start n np (fx+ id 1)))
@@ -181,7 +181,7 @@
     (outer-iteration)                   ; untimed: touches every page
     (fill! xa 1.0 lo hi)
     (barrier)
-    (let-values ([(zeta seconds bytes)
+    (let-values ([(zeta seconds usage)
                   (timed
                    (lambda ()
                      (let loop ([it 0] [zeta 0.0])
@@ -190,7 +190,7 @@
                            (loop (fx+ it 1) (outer-iteration))))))])
       ;; the vectors stay reachable while their addresses are in use
       (for-each shared-flvector-length vectors)
-      (list zeta seconds bytes)))
+      (list zeta seconds usage)))
 
   (define (places-run np n niter shift rowstr colidx a x z p q r partials)
     (fork-join np cg ([n n] [niter niter] [shift shift] [rowstr rowstr] [colidx colidx] [a a]
@@ -234,7 +234,7 @@
                                0)]
                   [(places)
                    (vector-ref (places-run np n niter shift rowstr colidx a x z p q r partials) 0)])))]
-           [zeta (car result)] [seconds (cadr result)] [bytes (caddr result)]
+           [zeta (car result)] [seconds (cadr result)] [usage (caddr result)]
            [verified? (within-epsilon? zeta zeta-ref epsilon)])
       (make-nas-result
        'cg class mode np seconds
@@ -246,6 +246,6 @@
        verified?
        (list (format "zeta ~a, reference ~a, relative error ~a (epsilon ~a)"
                      zeta zeta-ref (relative-error zeta zeta-ref) epsilon)
-             (allocation-note bytes mode)))))
+             (allocation-note usage mode)))))
 
   (lift-places (nas cg)))

@@ -36,8 +36,8 @@
 
   ;; One member's run over the grids u[k], r[k] (k = 1 .. lt, vectors of
   ;; shared flvectors indexed by k) and v (level lt); returns (rnm2
-  ;; seconds bytes): the seconds of the timed part between two barriers,
-  ;; and the bytes allocated in it by this member's process.
+  ;; seconds usage): the seconds of the timed part between two barriers,
+  ;; and its allocation and CPU time (nas timed).
   (define (mg-member id np barrier lt nit us rs v partials)
     (define ua (vector-map (lambda (g) (and g (shared-address g))) us))
     (define ra (vector-map (lambda (g) (and g (shared-address g))) rs))
@@ -99,7 +99,7 @@
       (let-values ([(lo hi) (split 0 n np id)])
         (zero-planes! (u lt) n lo hi)))
     (barrier)
-    (let-values ([(rnm2 seconds bytes)
+    (let-values ([(rnm2 seconds usage)
                   (timed
                    (lambda ()
                      (residual! lt va)
@@ -112,7 +112,7 @@
       (vector-for-each (lambda (g) (when g (shared-flvector-length g))) us)
       (vector-for-each (lambda (g) (when g (shared-flvector-length g))) rs)
       (shared-flvector-length v)
-      (list rnm2 seconds bytes)))
+      (list rnm2 seconds usage)))
 
   (define (places-run np lt nit us rs v partials)
     (fork-join np cg ([lt lt] [nit nit] [us us] [rs rs] [v v] [partials partials])
@@ -147,7 +147,7 @@
                                                     (mg-member id np barrier lt nit us rs v partials)))
                                  0)]
                     [(places) (vector-ref (places-run np lt nit us rs v partials) 0)])))]
-             [rnm2 (car result)] [seconds (cadr result)] [bytes (caddr result)])
+             [rnm2 (car result)] [seconds (cadr result)] [usage (caddr result)])
         (shared-flvector-length v)        ; v stays reachable while its address is in use
         (make-nas-result
          'mg class mode np seconds
@@ -155,6 +155,6 @@
          (within-epsilon? rnm2 rnm2-ref epsilon)
          (list (format "rnm2 ~a, reference ~a, relative error ~a (epsilon ~a)"
                        rnm2 rnm2-ref (relative-error rnm2 rnm2-ref) epsilon)
-               (allocation-note bytes mode))))))
+               (allocation-note usage mode))))))
 
   (lift-places (nas mg)))
