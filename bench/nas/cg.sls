@@ -1,0 +1,251 @@
+#!chezscheme
+;;; NAS CG (NPB 3.4): the inverse power method on the sparse symmetric
+;;; matrix of (nas cg-matrix), each outer iteration solving A z = x with 25
+;;; unpreconditioned conjugate-gradient steps; zeta = shift + 1/(x.z) of
+;;; the last iteration is checked against the official value (relative
+;;; error 1e-10).  Timed: the niter outer iterations, after one untimed
+;;; iteration, as in the reference.
+;;;
+;;; Parallel decomposition: member id of np owns a block of rows (the
+;;; block rule of CGfor) and the same block of every vector.  A matrix-vector
+;;; product reads all of its source vector, so a barrier separates the
+;;; update of p (or z) from the product.  Dot products: each member writes
+;;; its partial sum into its slot of a shared vector, a barrier, then every
+;;; member sums the slots in id order, so all members hold the same value
+;;; and it does not depend on timing.  serial runs the same member
+;;; procedure as id 0 of 1 with a barrier that does nothing.
+(library (nas cg)
+  (export cg-run)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
+                make-shared-flvector shared-flvector-ref shared-flvector-set!
+                shared-flvector-length make-shared-fxvector shared-fxvector-ref
+                shared-fxvector-set!)
+          (nas common) (nas timed) (nas nursery) (nas raw) (nas cg-matrix))
+
+  ;; class -> (na nonzer niter shift zeta)
+  (define (class-parameters class)
+    (case class
+      [(S) '(1400 7 15 10.0 8.5971775078648)]
+      [(W) '(7000 8 15 12.0 10.362595087124)]
+      [(A) '(14000 11 15 20.0 17.130235054029)]))
+
+  (define cg-steps 25)
+  (define epsilon 1e-10)
+
+  (define-syntax fl@ (identifier-syntax shared-flvector-ref))
+  (define-syntax fl! (identifier-syntax shared-flvector-set!))
+  (define-syntax fx@ (identifier-syntax shared-fxvector-ref))
+  ;; element j of a vector by its address (nas raw): the vector loops
+  ;; below take the addresses of x z p q r
+  (define-syntax v@ (syntax-rules () [(_ a j) (g@ a (#3%fx* 8 j))]))
+  (define-syntax v! (syntax-rules () [(_ a j x) (g! a (#3%fx* 8 j) x)]))
+
+  ;; Slots of the partial sums: kind k of member id at k*np + id.
+  (define rho-slot 0)
+  (define pq-slot 1)
+  (define residual-slot 2)
+  (define xz-slot 3)
+  (define zz-slot 4)
+  (define slot-kinds 5)
+
+  ;; Member id's block of 0 .. n-1: with q = n div np and r = n mod np,
+  ;; members below r get q+1.
+  (define (block-start n np id)
+    (let-values ([(q r) (fxdiv-and-mod n np)])
+      (fx+ (fx* id q) (fxmin id r))))
+
+  ;; q = 0, z = 0, r = p = x on [lo, hi); returns the partial r.r.
+  (define (init-vectors! x z p q r lo hi)
+    (let loop ([j lo] [s 0.0])
+      (if (fx= j hi)
+          s
+          (let ([xj (v@ x j)])
+            (v! q j 0.0) (v! z j 0.0) (v! r j xj) (v! p j xj)
+            (loop (fx+ j 1) (fl+ s (fl* xj xj)))))))
+
+  ;; A member's rows of A, copied out of the shared vectors into its own
+  ;; heap: row j (0-based in the block) holds entries start[j] ..
+  ;; start[j+1]-1 of cols (fxvector) and vals (bytevector of doubles).  The
+  ;; product's inner loop reads only these and the shared source vector
+  ;; (by its address), with unchecked primitives (the indices come from
+  ;; the matrix build), so it runs inline at any optimize level.
+  (define-record-type rows (fields start cols vals) (sealed #t))
+
+  (define (local-rows rowstr colidx a lo hi)
+    (let* ([base (fx@ rowstr lo)] [count (fx- (fx@ rowstr hi) base)]
+           [start (make-fxvector (fx+ (fx- hi lo) 1))]
+           [cols (make-fxvector count)] [vals (make-bytevector (fx* 8 count))])
+      (do ([j lo (fx+ j 1)]) ((fx> j hi))
+        (fxvector-set! start (fx- j lo) (fx- (fx@ rowstr j) base)))
+      (do ([k 0 (fx+ k 1)]) ((fx= k count))
+        (fxvector-set! cols k (fx@ colidx (fx+ base k)))
+        (bytevector-ieee-double-native-set! vals (fx* 8 k) (fl@ a (fx+ base k))))
+      (make-rows start cols vals)))
+
+  ;; The sum of local row jl times the shared vector at address src.
+  (define-syntax row-product
+    (syntax-rules ()
+      [(_ rows src jl)
+       (let ([start (rows-start rows)] [cols (rows-cols rows)] [vals (rows-vals rows)])
+         (let ([end (#3%fxvector-ref start (#3%fx+ jl 1))])
+           (let loop ([k (#3%fxvector-ref start jl)] [s 0.0])
+             (if (#3%fx= k end)
+                 s
+                 (loop (#3%fx+ k 1)
+                       (#3%fl+ s (#3%fl* (#3%bytevector-ieee-double-native-ref vals (#3%fx* 8 k))
+                                         (g@ src (#3%fx* 8 (#3%fxvector-ref cols k))))))))))]))
+
+  ;; q = A p on rows [lo, hi); returns the partial p.q.
+  (define (product-pq! rows p q lo hi)
+    (let loop ([j lo] [d 0.0])
+      (if (fx= j hi)
+          d
+          (let ([s (row-product rows p (fx- j lo))])
+            (v! q j s)
+            (loop (fx+ j 1) (fl+ d (fl* (v@ p j) s)))))))
+
+  ;; z += alpha p, r -= alpha q on [lo, hi); returns the partial r.r.
+  (define (update-zr! alpha z p r q lo hi)
+    (let loop ([j lo] [s 0.0])
+      (if (fx= j hi)
+          s
+          (let ([rj (fl- (v@ r j) (fl* alpha (v@ q j)))])
+            (v! z j (fl+ (v@ z j) (fl* alpha (v@ p j))))
+            (v! r j rj)
+            (loop (fx+ j 1) (fl+ s (fl* rj rj)))))))
+
+  ;; p = r + beta p on [lo, hi).
+  (define (update-p! beta p r lo hi)
+    (do ([j lo (fx+ j 1)]) ((fx= j hi))
+      (v! p j (fl+ (v@ r j) (fl* beta (v@ p j))))))
+
+  ;; On rows [lo, hi): the partials of |x - A z|^2, x.z and z.z, written
+  ;; into their slots.
+  (define (residual-and-norms! rows x z partials np id lo hi)
+    (let loop ([j lo] [res 0.0] [xz 0.0] [zz 0.0])
+      (if (fx= j hi)
+          (begin
+            (fl! partials (fx+ (fx* residual-slot np) id) res)
+            (fl! partials (fx+ (fx* xz-slot np) id) xz)
+            (fl! partials (fx+ (fx* zz-slot np) id) zz))
+          (let* ([xj (v@ x j)] [zj (v@ z j)]
+                 [e (fl- xj (row-product rows z (fx- j lo)))])
+            (loop (fx+ j 1) (fl+ res (fl* e e)) (fl+ xz (fl* xj zj)) (fl+ zz (fl* zj zj)))))))
+
+  (define (scale-into! x z c lo hi)
+    (do ([j lo (fx+ j 1)]) ((fx= j hi))
+      (v! x j (fl* c (v@ z j)))))
+
+  (define (fill! v x lo hi)
+    (do ([j lo (fx+ j 1)]) ((fx= j hi)) (v! v j x)))
+
+  ;; The slots of kind summed in id order.
+  (define (sum-slots partials kind np)
+    (let ([base (fx* kind np)])
+      (let loop ([m 0] [s 0.0])
+        (if (fx= m np) s (loop (fx+ m 1) (fl+ s (fl@ partials (fx+ base m))))))))
+
+  ;; One member's whole run; returns (zeta seconds usage): the seconds of
+  ;; the timed iterations between two barriers, and the allocation and CPU
+  ;; time of (nas timed).
+  (define (cg-member id np barrier n niter shift rowstr colidx a x z p q r partials)
+    (define lo (block-start n np id))
+    (define hi (block-start n np (fx+ id 1)))
+    (define rows (local-rows rowstr colidx a lo hi))
+    (define vectors (list x z p q r))
+    (define xa (shared-address x))
+    (define za (shared-address z))
+    (define pa (shared-address p))
+    (define qa (shared-address q))
+    (define ra (shared-address r))
+    (define (reduce! kind v)
+      (fl! partials (fx+ (fx* kind np) id) v)
+      (barrier)
+      (sum-slots partials kind np))
+    ;; 25 CG steps for A z = x, then x = z/|z|; returns zeta.
+    (define (outer-iteration)
+      (let step ([k 0] [rho (reduce! rho-slot (init-vectors! xa za pa qa ra lo hi))])
+        (when (fx< k cg-steps)
+          (let* ([alpha (fl/ rho (reduce! pq-slot (product-pq! rows pa qa lo hi)))]
+                 [rho1 (reduce! rho-slot (update-zr! alpha za pa ra qa lo hi))])
+            (update-p! (fl/ rho1 rho) pa ra lo hi)
+            (barrier)
+            (step (fx+ k 1) rho1))))
+      (residual-and-norms! rows xa za partials np id lo hi)
+      (barrier)
+      (let ([xz (sum-slots partials xz-slot np)] [zz (sum-slots partials zz-slot np)])
+        (scale-into! xa za (fl/ 1.0 (flsqrt zz)) lo hi)
+        (fl+ shift (fl/ 1.0 xz))))
+    (fill! xa 1.0 lo hi)
+    (outer-iteration)                   ; untimed: touches every page
+    (fill! xa 1.0 lo hi)
+    (barrier)
+    (let-values ([(zeta seconds usage)
+                  (timed
+                   (lambda ()
+                     (let loop ([it 0] [zeta 0.0])
+                       (if (fx= it niter)
+                           (begin (barrier) zeta)
+                           (loop (fx+ it 1) (outer-iteration))))))])
+      ;; the vectors stay reachable while their addresses are in use
+      (for-each shared-flvector-length vectors)
+      (list zeta seconds usage)))
+
+  (define (places-run np n niter shift rowstr colidx a x z p q r partials)
+    (fork-join np cg ([n n] [niter niter] [shift shift] [rowstr rowstr] [colidx colidx] [a a]
+                      [x x] [z z] [p p] [q q] [r r] [partials partials])
+      (with-nursery                     ; in each place's process
+        (lambda ()
+          (cg-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
+                     n niter shift rowstr colidx a x z p q r partials)))))
+
+  (define (shared-copy-fx fxv)
+    (let* ([n (fxvector-length fxv)] [v (make-shared-fxvector n)])
+      (do ([i 0 (fx+ i 1)]) ((fx= i n) v) (shared-fxvector-set! v i (fxvector-ref fxv i)))))
+
+  (define (shared-copy-fl bv)
+    (let* ([n (fxquotient (bytevector-length bv) 8)] [v (make-shared-flvector n)])
+      (do ([i 0 (fx+ i 1)]) ((fx= i n) v)
+        (fl! v i (bytevector-ieee-double-native-ref bv (fx* 8 i))))))
+
+  (define (cg-run class mode np)
+    (check-nas-arguments 'cg-run class '(S W A) mode '(serial places threads) np)
+    (let* ([params (class-parameters class)]
+           [n (list-ref params 0)] [nonzer (list-ref params 1)] [niter (list-ref params 2)]
+           [shift (list-ref params 3)] [zeta-ref (list-ref params 4)]
+           [m (build-cg-matrix n nonzer shift)]
+           [rowstr (shared-copy-fx (cg-matrix-rowstr m))]
+           [colidx (shared-copy-fx (cg-matrix-colidx m))]
+           [a (shared-copy-fl (cg-matrix-values m))]
+           [x (make-shared-flvector n 1.0)] [z (make-shared-flvector n 0.0)]
+           [p (make-shared-flvector n 0.0)] [q (make-shared-flvector n 0.0)]
+           [r (make-shared-flvector n 0.0)]
+           [partials (make-shared-flvector (fx* slot-kinds np) 0.0)]
+           [result
+            (with-nursery
+              (lambda ()
+                (case mode
+                  [(serial) (cg-member 0 1 void n niter shift rowstr colidx a x z p q r partials)]
+                  [(threads)
+                   (vector-ref (threads-spmd np (lambda (id barrier)
+                                                  (cg-member id np barrier n niter shift rowstr colidx
+                                                             a x z p q r partials)))
+                               0)]
+                  [(places)
+                   (vector-ref (places-run np n niter shift rowstr colidx a x z p q r partials) 0)])))]
+           [zeta (car result)] [seconds (cadr result)] [usage (caddr result)]
+           [verified? (within-epsilon? zeta zeta-ref epsilon)])
+      (make-nas-result
+       'cg class mode np seconds
+       (if (> seconds 0)
+           (/ (* 1e-6 2 niter n
+                 (+ 3 (* nonzer (+ nonzer 1)) (* 25 (+ 5 (* nonzer (+ nonzer 1)))) 3))
+              seconds)
+           0.0)
+       verified?
+       (list (format "zeta ~a, reference ~a, relative error ~a (epsilon ~a)"
+                     zeta zeta-ref (relative-error zeta zeta-ref) epsilon)
+             (allocation-note usage mode)))))
+
+  (lift-places (nas cg)))

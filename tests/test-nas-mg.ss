@@ -1,0 +1,41 @@
+#!chezscheme
+;;; NAS MG at class S in every mode it runs (serial; places and threads at
+;;; np 1 and 2): each run must verify the residual norm.  No timing is asserted.
+(import (chezscheme) (harness))
+
+;; bench/ is not on the test runner's library path: add it, then reach
+;; (nas mg) through eval (places inherit the library directories).
+(define bench-dir
+  (let ([here (path-parent (car (command-line)))])
+    (string-append (if (string=? here "") "." here) "/../bench")))
+(library-directories (append (library-directories) (list (cons bench-dir bench-dir))))
+(define env (environment '(nas common) '(nas mg)))
+(define mg-run (eval 'mg-run env))
+(define result-verified? (eval 'nas-result-verified? env))
+(define result-notes (eval 'nas-result-notes env))
+(define result-fields
+  (let ([bench (eval 'nas-result-bench env)] [class (eval 'nas-result-class env)]
+        [mode (eval 'nas-result-mode env)] [np (eval 'nas-result-np env)])
+    (lambda (r) (list (bench r) (class r) (mode r) (np r)))))
+
+(test-limit 60)
+
+(for-each
+  (lambda (run)
+    (let ([mode (car run)] [np (cadr run)])
+      (test (format "mg class S ~a np ~a verifies" mode np)
+        (let ([r (mg-run 'S mode np)])
+          (check-equal "result names the run" (list 'mg 'S mode np) (result-fields r))
+          (check (format "verified: ~a" (result-notes r)) (result-verified? r))))))
+  '((serial 1) (places 1) (places 2) (threads 1) (threads 2)))
+
+(test "mg-run rejects bad arguments"
+  (check-raises "class" (assertion-from? 'mg-run) (lambda () (mg-run 'Q 'serial 1)))
+  (check-raises "class B unsupported" (assertion-from? 'mg-run) (lambda () (mg-run 'B 'serial 1)))
+  (check-raises "mode" (assertion-from? 'mg-run) (lambda () (mg-run 'S 'bogus 1)))
+  (check-raises "futures not run" (assertion-from? 'mg-run) (lambda () (mg-run 'S 'futures 1)))
+  (check-raises "np zero" (assertion-from? 'mg-run) (lambda () (mg-run 'S 'places 0)))
+  (check-raises "np not a fixnum" (assertion-from? 'mg-run) (lambda () (mg-run 'S 'threads 1.5)))
+  (check-raises "serial with 2" (assertion-from? 'mg-run) (lambda () (mg-run 'S 'serial 2))))
+
+(done)
