@@ -15,7 +15,8 @@
           c1 c2 c3 c4 c5 omega dissipation
           fl@ fl@! make-flonums make-field make-scalars
           set-boundary! set-initial! fill-exact! error-norms surface-integral)
-  (import (chezscheme)
+  (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
+          (nas lu-ops)
           (only (spindle) make-shared-flvector shared-flvector-ref shared-flvector-set!))
 
   ;; Problem sizes, iteration counts and time steps of NPB 3.4.
@@ -46,14 +47,14 @@
     (syntax-rules ()
       [(_ v e) (let ([a v] [i e])
                  (if (bytevector? a)
-                     (bytevector-ieee-double-native-ref a (fxsll i 3))
+                     (fl-ref a (fxsll i 3))
                      (shared-flvector-ref a i)))]))
 
   (define-syntax fl@!
     (syntax-rules ()
       [(_ v e x) (let ([a v] [i e])
                    (if (bytevector? a)
-                       (bytevector-ieee-double-native-set! a (fxsll i 3) x)
+                       (fl-set! a (fxsll i 3) x)
                        (shared-flvector-set! a i x)))]))
 
   ;; Zeroed arrays: len flonums, a field of 5-vectors, a field of scalars.

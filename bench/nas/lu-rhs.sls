@@ -8,15 +8,16 @@
 (library (nas lu-rhs)
   (export make-line-scratch compute-forcing!
           rhs-init-planes! rhs-xy-planes! rhs-z-rows!)
-  (import (chezscheme) (nas lu-grid))
+  (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
+          (nas lu-ops) (nas lu-grid))
 
   ;; Scratch for one line: the 5 fluxes at each of n points.
   (define (make-line-scratch n) (make-bytevector (fx* 40 n)))
 
   (define-syntax flux
-    (syntax-rules () [(_ s o m) (bytevector-ieee-double-native-ref s (fxsll (fx+ o m) 3))]))
+    (syntax-rules () [(_ s o m) (fl-ref s (fxsll (fx+ o m) 3))]))
   (define-syntax flux!
-    (syntax-rules () [(_ s o m x) (bytevector-ieee-double-native-set! s (fxsll (fx+ o m) 3) x)]))
+    (syntax-rules () [(_ s o m x) (fl-set! s (fxsll (fx+ o m) 3) x)]))
 
   ;; Adds the operator along one grid line to dst at the line's interior
   ;; points.  The line has n points: point index base + a*stride for

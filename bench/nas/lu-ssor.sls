@@ -14,7 +14,8 @@
 ;;; miss.  Per iteration: two barriers in rhs, one before rhs.
 (library (nas lu-ssor)
   (export lu-member)
-  (import (chezscheme) (nas lu-grid) (nas lu-rhs) (nas lu-sweep)
+  (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
+          (nas lu-ops) (nas lu-grid) (nas lu-rhs) (nas lu-sweep)
           (only (spindle) shared-fxvector-ref shared-fxvector-set!))
 
   ;; The block [lo, hi) of member id in [from, to).

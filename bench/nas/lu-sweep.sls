@@ -21,15 +21,16 @@
 ;;; omega (Ux v(i+1) + Uy v(j+1) + Uz v(k+1)).
 (library (nas lu-sweep)
   (export make-sweep-scratch lower-row! upper-row!)
-  (import (chezscheme) (nas lu-grid))
+  (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
+          (nas lu-ops) (nas lu-grid))
 
   ;; 5 doubles: the accumulated neighbour products of one point.
   (define (make-sweep-scratch) (make-bytevector 40 0))
 
   (define-syntax acc
-    (syntax-rules () [(_ s m) (bytevector-ieee-double-native-ref s (fxsll m 3))]))
+    (syntax-rules () [(_ s m) (fl-ref s (fxsll m 3))]))
   (define-syntax acc!
-    (syntax-rules () [(_ s m x) (bytevector-ieee-double-native-set! s (fxsll m 3) x)]))
+    (syntax-rules () [(_ s m x) (fl-set! s (fxsll m 3) x)]))
 
   (define r43 (fl/ 4.0 3.0))
   (define c34 (fl* c3 c4))
