@@ -12,6 +12,7 @@
   (export lu-class-size lu-class-iterations lu-class-dt
           make-lu-config lu-config? lu-config-n lu-config-itmax lu-config-dt
           lu-config-t1 lu-config-t2 lu-config-t3 lu-config-h
+          lu-config-d11 lu-config-dtm lu-config-dte lu-config-dtme
           c1 c2 c3 c4 c5 omega dissipation
           fl@ fl@! make-flonums make-field make-scalars
           set-boundary! set-initial! fill-exact! error-norms surface-integral)
@@ -31,16 +32,28 @@
   (define dissipation 0.25)
 
   ;; h: the mesh width 1/(n-1); t1 = 1/h^2, t2 = 1/(2h), t3 = 1/h (the same
-  ;; in the three directions on a cube).
+  ;; in the three directions on a cube).  The diagonal blocks of the SSOR
+  ;; sweeps (see lu-sweep.sls) use d11 = 1 + 2 dt td, dtm = 2 dt tm,
+  ;; dte = 2 dt te and dtme = 2 dt (tm - te), where summed over the three
+  ;; directions td is t1 times the direction's dissipation coefficient, tm
+  ;; t1 times a momentum component's viscous coefficient (4/3 c3 c4 along
+  ;; its own direction, c3 c4 across) and te is t1 c1 c3 c4 c5.
   (define-record-type lu-config
-    (fields n itmax dt h t1 t2 t3)
+    (fields n itmax dt h t1 t2 t3 d11 dtm dte dtme)
     (protocol
       (lambda (new)
         (lambda (class)
           (let* ([n (lu-class-size class)]
-                 [h (fl/ 1.0 (fixnum->flonum (fx- n 1)))])
-            (new n (lu-class-iterations class) (lu-class-dt class)
-                 h (fl/ 1.0 (fl* h h)) (fl/ 1.0 (fl* 2.0 h)) (fl/ 1.0 h))))))
+                 [dt (lu-class-dt class)]
+                 [h (fl/ 1.0 (fixnum->flonum (fx- n 1)))]
+                 [t1 (fl/ 1.0 (fl* h h))]
+                 [td (fl+ (fl* t1 0.75) (fl* t1 0.75) (fl* t1 1.0))]
+                 [tm (fl* (fl* c3 c4) (fl+ (fl* t1 (fl/ 4.0 3.0)) t1 t1))]
+                 [te (fl* (fl* (fl* (fl* c1 c3) c4) c5) (fl+ t1 t1 t1))]
+                 [dt2 (fl* 2.0 dt)])
+            (new n (lu-class-iterations class) dt
+                 h t1 (fl/ 1.0 (fl* 2.0 h)) (fl/ 1.0 h)
+                 (fl+ 1.0 (fl* dt2 td)) (fl* dt2 tm) (fl* dt2 te) (fl* dt2 (fl- tm te)))))))
     (sealed #t))
 
   (define-syntax fl@

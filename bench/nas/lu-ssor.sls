@@ -42,7 +42,7 @@
     (let* ([cfg (make-lu-config class)] [n (lu-config-n cfg)] [last (fx- n 1)]
            [planes (fx- n 2)] [itmax (lu-config-itmax cfg)] [dt (lu-config-dt cfg)]
            [relax (fl/ 1.0 (fl* omega (fl- 2.0 omega)))]
-           [s (make-line-scratch n)] [sc (make-sweep-scratch)])
+           [s (make-line-scratch n)])
       (let-values ([(k-lo k-hi) (block id np 0 n)]
                    [(ki-lo ki-hi) (block id np 1 last)]
                    [(j-lo j-hi) (block id np 1 last)])
@@ -64,13 +64,13 @@
             (do ([k 1 (fx+ k 1)]) ((fx= k last))
               (when (fx> id 0) (wait-for flags (fx- id 1) (fx+ done k)))
               (do ([j j-lo (fx+ j 1)]) ((fx= j j-hi))
-                (lower-row! rsd u rho qs cfg j k sc))
+                (lower-row! rsd u rho qs cfg j k))
               (shared-fxvector-set! flags id (fx+ done k)))
             (do ([k (fx- n 2) (fx- k 1)]) ((fx= k 0))
               (let ([count (fx+ done planes (fx- last k))])
                 (when (fx< id (fx- np 1)) (wait-for flags (fx+ id 1) count))
                 (do ([j (fx- j-hi 1) (fx- j 1)]) ((fx< j j-lo))
-                  (upper-row! rsd u rho qs cfg j k sc))
+                  (upper-row! rsd u rho qs cfg j k))
                 (shared-fxvector-set! flags id count)))
             ;; member w-1's last upper rows read u on w's first row
             (when (fx> id 0) (wait-for flags (fx- id 1) (fx+ done (fx* 2 planes))))))

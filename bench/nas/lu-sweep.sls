@@ -20,122 +20,123 @@
 ;;; Ly v(j-1) + Lz v(k-1))).  Upper sweep (descending): v <- v - D^-1
 ;;; omega (Ux v(i+1) + Uy v(j+1) + Uz v(k+1)).
 (library (nas lu-sweep)
-  (export make-sweep-scratch lower-row! upper-row!)
+  (export lower-row! upper-row!)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
           (nas lu-ops) (nas lu-grid))
-
-  ;; 5 doubles: the accumulated neighbour products of one point.
-  (define (make-sweep-scratch) (make-bytevector 40 0))
-
-  (define-syntax acc
-    (syntax-rules () [(_ s m) (fl-ref s (fxsll m 3))]))
-  (define-syntax acc!
-    (syntax-rules () [(_ s m x) (fl-set! s (fxsll m 3) x)]))
 
   (define r43 (fl/ 4.0 3.0))
   (define c34 (fl* c3 c4))
   (define c1345 (fl* (fl* (fl* c1 c3) c4) c5))
+  ;; the energy row's viscous coefficients: of P below, of vn dn
+  (define k-dot (fl- c34 c1345))
+  (define k-normal (fl* c34 (fl- r43 1.0)))
 
-  ;; acc += (s dt t2 F(q) - dt t1 (V(q) + dc I)) v(q), q the neighbour's
-  ;; point index, nd (1, 2, 3) the momentum component along the direction.
-  (define (add-neighbour! sc v u rho qs q nd dc s cfg)
-    (let* ([b (fx* q 5)]
-           [st (fl* s (fl* (lu-config-dt cfg) (lu-config-t2 cfg)))]
-           [a1 (fl* (lu-config-dt cfg) (lu-config-t1 cfg))]
-           [r (fl@ rho q)] [kin (fl@ qs q)]
-           [u1 (fl@ u (fx+ b 1))] [u2 (fl@ u (fx+ b 2))] [u3 (fl@ u (fx+ b 3))]
-           [u4 (fl@ u (fx+ b 4))]
-           [w0 (fl@ v b)] [w4 (fl@ v (fx+ b 4))]
-           [un (case nd [(1) u1] [(2) u2] [else u3])]
-           [wn (fl@ v (fx+ b nd))]
-           [vn (fl* un r)]
-           [r2 (fl* r r)]
-           [dot (fl+ (fl* u1 (fl@ v (fx+ b 1))) (fl* u2 (fl@ v (fx+ b 2)))
-                     (fl* u3 (fl@ v (fx+ b 3))))])
-      (acc! sc 0 (fl+ (acc sc 0) (fl- (fl* st wn) (fl* a1 (fl* dc w0)))))
-      ;; momentum rows; e4 gathers the viscous part of the energy row
-      (let loop ([m 1] [e4 0.0])
-        (if (fx< m 4)
-            (let* ([um (fl@ u (fx+ b m))] [wm (fl@ v (fx+ b m))] [vel (fl* r um)]
-                   [vis (if (fx= m nd) (fl* r43 c34) c34)]
-                   [dw (fl- wm (fl* vel w0))]
-                   [f (if (fx= m nd)
-                          (fl+ (fl* (fl- (fl* (fl* c2 kin) r) (fl* vn vn)) w0)
-                               (fl* (fl* (fl- c2) r) dot)
-                               (fl* (fl* 2.0 vn) wn)
-                               (fl* c2 w4))
-                          (fl+ (fl* (fl- (fl* (fl* um un) r2)) w0)
-                               (fl* vn wm)
-                               (fl* vel wn)))])
-              (acc! sc m (fl+ (acc sc m)
-                              (fl- (fl* st f) (fl* a1 (fl+ (fl* (fl* vis r) dw) (fl* dc wm))))))
-              (loop (fx+ m 1) (fl+ e4 (fl* (fl* (fl- vis c1345) (fl* r vel)) dw))))
-            (let ([f (fl+ (fl* (fl* (fl- (fl* (fl* c2 2.0) kin) (fl* c1 u4)) (fl* un r2)) w0)
-                          (fl* (fl- (fl* (fl* c2 un) r2)) dot)
-                          (fl* (fl* (fl- (fl* c1 u4) (fl* c2 kin)) r) wn)
-                          (fl* (fl* c1 vn) w4))]
-                  [visc (fl+ e4 (fl* (fl* c1345 r) (fl- w4 (fl* (fl* r u4) w0))))])
-              (acc! sc 4 (fl+ (acc sc 4)
-                              (fl- (fl* st f) (fl* a1 (fl+ visc (fl* dc w4)))))))))))
+  ;; Binds r0 rn ra rb r4 to the rows 0, nd, ta, tb, 4 of the product of
+  ;; the block of neighbour q (point index) with v at q; nd is the
+  ;; momentum component along the direction, ta and tb the other two (all
+  ;; literals).  st = s dt t2, a1 = dt t1, a1dc = dt t1 dc.  In terms of
+  ;; the velocities vel = u/rho, e = u5/rho, kr = qs/rho and the
+  ;; differences d = w - vel w1 (d4 = w5 - e w1), P = vel . d:
+  ;;   F w = (wn, c2 (w5 - kr w1 - P) + vn (wn + dn), vn da + va wn,
+  ;;          vn db + vb wn, vn (c1 d4 - c2 P) + (c1 e - c2 kr) wn)
+  ;;   V w = rho (0, r43 c34 dn, c34 da, c34 db,
+  ;;              (c34 - c1345) P + c34 (r43 - 1) vn dn + c1345 d4)
+  (define-syntax let-product
+    (syntax-rules ()
+      [(_ (r0 rn ra rb r4) (v u rho qs q nd ta tb st a1 a1dc) body ...)
+       (let* ([bq (fx* q 5)] [r (fl@ rho q)]
+              [vn (fl* r (fl@ u (fx+ bq nd)))] [va (fl* r (fl@ u (fx+ bq ta)))]
+              [vb (fl* r (fl@ u (fx+ bq tb)))] [e (fl* r (fl@ u (fx+ bq 4)))]
+              [kr (fl* r (fl@ qs q))]
+              [w0 (fl@ v bq)] [wn (fl@ v (fx+ bq nd))] [wa (fl@ v (fx+ bq ta))]
+              [wb (fl@ v (fx+ bq tb))] [w4 (fl@ v (fx+ bq 4))]
+              [dn (fl- wn (fl* vn w0))] [da (fl- wa (fl* va w0))] [db (fl- wb (fl* vb w0))]
+              [d4 (fl- w4 (fl* e w0))]
+              [dot (fl+ (fl* vn dn) (fl* va da) (fl* vb db))]
+              [ar (fl* a1 r)]
+              [r0 (fl- (fl* st wn) (fl* a1dc w0))]
+              [rn (fl- (fl* st (fl+ (fl* c2 (fl- (fl- w4 (fl* kr w0)) dot)) (fl* vn (fl+ wn dn))))
+                       (fl+ (fl* (fl* ar (fl* r43 c34)) dn) (fl* a1dc wn)))]
+              [ra (fl- (fl* st (fl+ (fl* vn da) (fl* va wn)))
+                       (fl+ (fl* (fl* ar c34) da) (fl* a1dc wa)))]
+              [rb (fl- (fl* st (fl+ (fl* vn db) (fl* vb wn)))
+                       (fl+ (fl* (fl* ar c34) db) (fl* a1dc wb)))]
+              [r4 (fl- (fl* st (fl+ (fl* vn (fl- (fl* c1 d4) (fl* c2 dot)))
+                                    (fl* (fl- (fl* c1 e) (fl* c2 kr)) wn)))
+                       (fl+ (fl* ar (fl+ (fl* k-dot dot) (fl* k-normal (fl* vn dn)) (fl* c1345 d4)))
+                            (fl* a1dc w4)))])
+         body ...)]))
 
   ;; Dissipation coefficients of the x, y and z directions.
   (define dx 0.75) (define dy 0.75) (define dz 1.0)
 
-  ;; Solves D x = t at point p (t in sc) and stores x into v at p
-  ;; (lower?) or subtracts it from v at p.
-  (define (solve-diagonal! sc v u rho p lower? cfg)
-    (let* ([b (fx* p 5)] [t1 (lu-config-t1 cfg)] [dt2 (fl* 2.0 (lu-config-dt cfg))]
-           [r (fl@ rho p)]
-           ;; sums over the directions: tm of t1 times the viscous
-           ;; coefficient of a momentum component (r43 c34 along its own
-           ;; direction, c34 across), te of t1 c1345, td of t1 dc
-           [tm (fl* c34 (fl+ (fl* t1 r43) t1 t1))]
-           [te (fl* c1345 (fl+ t1 t1 t1))]
-           [td (fl+ (fl* t1 dx) (fl* t1 dy) (fl* t1 dz))]
-           [x0 (fl/ (acc sc 0) (fl+ 1.0 (fl* dt2 td)))]
-           [dmm (fl+ 1.0 (fl* dt2 (fl+ (fl* tm r) td)))]
-           [e-coef (fl* dt2 (fl* (fl- tm te) r))])
-      (let loop ([m 1] [rest (fl- (acc sc 4)
-                                  (fl* (fl* (fl- dt2) (fl* te (fl* r (fl* r (fl@ u (fx+ b 4))))))
-                                       x0))])
-        (if (fx< m 4)
-            (let* ([vel (fl* r (fl@ u (fx+ b m))) ]
-                   [xm (fl/ (fl+ (acc sc m) (fl* (fl* dt2 (fl* (fl* tm r) vel)) x0)) dmm)])
-              (acc! sc m xm)
-              ;; row 5: d40 x0 gathers -dt2 (tm - te) r vel^2 per component
-              (loop (fx+ m 1)
-                    (fl- (fl+ rest (fl* (fl* e-coef (fl* vel vel)) x0))
-                         (fl* (fl* e-coef vel) xm))))
-            (let ([x4 (fl/ rest (fl+ 1.0 (fl* dt2 (fl+ (fl* te r) td))))])
-              (acc! sc 0 x0)
-              (acc! sc 4 x4)
-              (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-                (fl@! v (fx+ b m)
-                      (if lower? (acc sc m) (fl- (fl@ v (fx+ b m)) (acc sc m))))))))))
+  ;; Solves D x = t at point p, t = (t0 .. t4), and stores x into v at p
+  ;; (lower?) or subtracts it from v at p.  With tm the sum over the
+  ;; directions of t1 times a momentum component's viscous coefficient
+  ;; (r43 c34 along its own direction, c34 across), te that of t1 c1345,
+  ;; td that of t1 dc, and dt2 = 2 dt:
+  ;;   D11 = 1 + dt2 td,  Dmm = 1 + dt2 (tm rho + td),  Dm1 = -dt2 tm rho vel_m,
+  ;;   D5m = dt2 (tm - te) rho vel_m,  D55 = 1 + dt2 (te rho + td),
+  ;;   D51 = -dt2 ((tm - te) rho |vel|^2 + te rho e).
+  (define-syntax solve-diagonal!
+    (syntax-rules ()
+      [(_ v u rho p lower? cfg (t0 t1 t2 t3 t4))
+       (let* ([b (fx* p 5)] [r (fl@ rho p)]
+              [v1 (fl* r (fl@ u (fx+ b 1)))] [v2 (fl* r (fl@ u (fx+ b 2)))]
+              [v3 (fl* r (fl@ u (fx+ b 3)))] [e (fl* r (fl@ u (fx+ b 4)))]
+              [x0 (fl/ t0 (lu-config-d11 cfg))]
+              [dmm (fl+ (lu-config-d11 cfg) (fl* (lu-config-dtm cfg) r))]
+              [g (fl* (fl* (lu-config-dtm cfg) r) x0)]
+              [x1 (fl/ (fl+ t1 (fl* g v1)) dmm)]
+              [x2 (fl/ (fl+ t2 (fl* g v2)) dmm)]
+              [x3 (fl/ (fl+ t3 (fl* g v3)) dmm)]
+              [h (fl* (lu-config-dtme cfg) r)]
+              [x4 (fl/ (fl- (fl+ t4 (fl* (fl+ (fl* h (fl+ (fl* v1 v1) (fl* v2 v2) (fl* v3 v3)))
+                                              (fl* (fl* (lu-config-dte cfg) r) e))
+                                         x0))
+                            (fl* h (fl+ (fl* v1 x1) (fl* v2 x2) (fl* v3 x3))))
+                       (fl+ (lu-config-d11 cfg) (fl* (lu-config-dte cfg) r)))])
+         (if lower?
+             (begin (fl@! v b x0) (fl@! v (fx+ b 1) x1) (fl@! v (fx+ b 2) x2)
+                    (fl@! v (fx+ b 3) x3) (fl@! v (fx+ b 4) x4))
+             (begin (fl@! v b (fl- (fl@ v b) x0))
+                    (fl@! v (fx+ b 1) (fl- (fl@ v (fx+ b 1)) x1))
+                    (fl@! v (fx+ b 2) (fl- (fl@ v (fx+ b 2)) x2))
+                    (fl@! v (fx+ b 3) (fl- (fl@ v (fx+ b 3)) x3))
+                    (fl@! v (fx+ b 4) (fl- (fl@ v (fx+ b 4)) x4)))))]))
 
-  ;; The lower sweep over row j of plane k (ascending i).
-  (define (lower-row! v u rho qs cfg j k sc)
-    (let* ([n (lu-config-n cfg)] [nn (fx* n n)] [om omega])
-      (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
-        (let ([p (fx+ i (fx* n (fx+ j (fx* n k))))])
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5)) (acc! sc m 0.0))
-          (add-neighbour! sc v u rho qs (fx- p nn) 3 dz -1.0 cfg)
-          (add-neighbour! sc v u rho qs (fx- p n) 2 dy -1.0 cfg)
-          (add-neighbour! sc v u rho qs (fx- p 1) 1 dx -1.0 cfg)
-          (let ([b (fx* p 5)])
-            (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-              (acc! sc m (fl- (fl@ v (fx+ b m)) (fl* om (acc sc m))))))
-          (solve-diagonal! sc v u rho p #t cfg)))))
+  ;; One sweep over row j of plane k: s = -1 (lower: ascending i, the
+  ;; neighbours at i-1, j-1, k-1) or +1 (upper: descending i, neighbours
+  ;; at i+1, j+1, k+1).
+  (define-syntax define-row-sweep
+    (syntax-rules ()
+      [(_ name s lower?)
+       (define (name v u rho qs cfg j k)
+         (let* ([n (lu-config-n cfg)] [nn (fx* n n)]
+                [dt (lu-config-dt cfg)] [st (fl* s (fl* dt (lu-config-t2 cfg)))]
+                [a1 (fl* dt (lu-config-t1 cfg))]
+                [a1x (fl* a1 dx)] [a1y (fl* a1 dy)] [a1z (fl* a1 dz)]
+                [row (fx* n (fx+ j (fx* n k)))])
+           (let loop ([i (if lower? 1 (fx- n 2))])
+             (unless (or (fx= i 0) (fx= i (fx- n 1)))
+               (let ([p (fx+ row i)])
+                 (let-product (z0 z3 z1 z2 z4)
+                              (v u rho qs (if lower? (fx- p nn) (fx+ p nn)) 3 1 2 st a1 a1z)
+                   (let-product (y0 y2 y1 y3 y4)
+                                (v u rho qs (if lower? (fx- p n) (fx+ p n)) 2 1 3 st a1 a1y)
+                     (let-product (x0 x1 x2 x3 x4)
+                                  (v u rho qs (if lower? (fx- p 1) (fx+ p 1)) 1 2 3 st a1 a1x)
+                       (let ([b (fx* p 5)])
+                         (define-syntax t
+                           (syntax-rules ()
+                             [(_ m zm ym xm)
+                              (if lower?
+                                  (fl- (fl@ v (fx+ b m)) (fl* omega (fl+ zm ym xm)))
+                                  (fl* omega (fl+ zm ym xm)))]))
+                         (solve-diagonal! v u rho p lower? cfg
+                                          ((t 0 z0 y0 x0) (t 1 z1 y1 x1) (t 2 z2 y2 x2)
+                                           (t 3 z3 y3 x3) (t 4 z4 y4 x4))))))))
+               (loop (if lower? (fx+ i 1) (fx- i 1)))))))]))
 
-  ;; The upper sweep over row j of plane k (descending i).
-  (define (upper-row! v u rho qs cfg j k sc)
-    (let* ([n (lu-config-n cfg)] [nn (fx* n n)] [om omega])
-      (do ([i (fx- n 2) (fx- i 1)]) ((fx= i 0))
-        (let ([p (fx+ i (fx* n (fx+ j (fx* n k))))])
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5)) (acc! sc m 0.0))
-          (add-neighbour! sc v u rho qs (fx+ p nn) 3 dz 1.0 cfg)
-          (add-neighbour! sc v u rho qs (fx+ p n) 2 dy 1.0 cfg)
-          (add-neighbour! sc v u rho qs (fx+ p 1) 1 dx 1.0 cfg)
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-            (acc! sc m (fl* om (acc sc m))))
-          (solve-diagonal! sc v u rho p #f cfg))))))
+  (define-row-sweep lower-row! -1.0 #t)
+  (define-row-sweep upper-row! 1.0 #f))
