@@ -11,8 +11,11 @@
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
           (nas lu-ops) (nas lu-grid))
 
-  ;; Scratch for one line: the 5 fluxes at each of n points.
-  (define (make-line-scratch n) (make-bytevector (fx* 40 n)))
+  ;; Scratch for one line: at each of n points the 5 convective fluxes
+  ;; and the 4 viscous fluxes (slots 5..8, between the point and the one
+  ;; before it).
+  (define slots 9)
+  (define (make-line-scratch n) (make-bytevector (fx* (fx* 8 slots) n)))
 
   (define-syntax flux
     (syntax-rules () [(_ s o m) (fl-ref s (fxsll (fx+ o m) 3))]))
@@ -35,84 +38,61 @@
            [kv (fl* (fl* t3 c3) c4)]
            [kd (fl* dc t1)]
            [last (fx- n 1)])
-      (define (point a) (fx+ base (fx* a stride)))
-      ;; the convective fluxes at every point
-      (do ([a 0 (fx+ a 1)]) ((fx= a n))
-        (let* ([p (point a)] [b (fx* p 5)] [o (fx* a 5)]
-               [r (fl@ rho p)] [q (fl@ qs p)] [un (fl@ src (fx+ b nd))]
-               [vn (fl* un r)] [e (fl@ src (fx+ b 4))])
-          (flux! s o 0 un)
-          (do ([m 1 (fx+ m 1)]) ((fx= m 4))
-            (let ([f (fl* (fl@ src (fx+ b m)) vn)])
-              (flux! s o m (if (fx= m nd) (fl+ f (fl* c2 (fl- e q))) f))))
-          (flux! s o 4 (fl* (fl- (fl* c1 e) (fl* c2 q)) vn))))
-      (do ([a 1 (fx+ a 1)]) ((fx= a last))
-        (let ([b (fx* 5 (point a))] [o (fx* a 5)])
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-            (fl@! dst (fx+ b m)
-                  (fl- (fl@ dst (fx+ b m))
-                       (fl* t2 (fl- (flux s (fx+ o 5) m) (flux s (fx- o 5) m))))))))
-      ;; the viscous fluxes between points a-1 and a, in slots 1..4 of a
-      (do ([a 1 (fx+ a 1)]) ((fx= a n))
-        (let* ([p (point a)] [pm (fx- p stride)] [b (fx* p 5)] [bm (fx* pm 5)]
-               [r (fl@ rho p)] [rm (fl@ rho pm)] [o (fx* a 5)])
-          (let ([v1 (fl* r (fl@ src (fx+ b 1)))] [v2 (fl* r (fl@ src (fx+ b 2)))]
-                [v3 (fl* r (fl@ src (fx+ b 3)))] [v4 (fl* r (fl@ src (fx+ b 4)))]
-                [w1 (fl* rm (fl@ src (fx+ bm 1)))] [w2 (fl* rm (fl@ src (fx+ bm 2)))]
-                [w3 (fl* rm (fl@ src (fx+ bm 3)))] [w4 (fl* rm (fl@ src (fx+ bm 4)))])
-            (flux! s o 1 (fl* (if (fx= nd 1) t3n t3) (fl- v1 w1)))
-            (flux! s o 2 (fl* (if (fx= nd 2) t3n t3) (fl- v2 w2)))
-            (flux! s o 3 (fl* (if (fx= nd 3) t3n t3) (fl- v3 w3)))
-            (let ([vn (case nd [(1) v1] [(2) v2] [else v3])]
-                  [wn (case nd [(1) w1] [(2) w2] [else w3])])
-              (flux! s o 4
-                     (fl+ (fl* k-kin (fl- (fl+ (fl* v1 v1) (fl* v2 v2) (fl* v3 v3))
-                                          (fl+ (fl* w1 w1) (fl* w2 w2) (fl* w3 w3))))
-                          (fl* k-norm (fl- (fl* vn vn) (fl* wn wn)))
-                          (fl* k-energy (fl- v4 w4))))))))
-      ;; viscous terms and second differences at the interior points
-      (do ([a 1 (fx+ a 1)]) ((fx= a last))
-        (let* ([p (point a)] [b (fx* p 5)] [bm (fx* 5 (fx- p stride))]
-               [bp (fx* 5 (fx+ p stride))] [o (fx* a 5)])
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-            (let ([d2 (fl* kd (fl+ (fl- (fl@ src (fx+ bm m)) (fl* 2.0 (fl@ src (fx+ b m))))
-                                   (fl@ src (fx+ bp m))))])
-              (fl@! dst (fx+ b m)
-                    (if (fx= m 0)
-                        (fl+ (fl@ dst b) d2)
-                        (fl+ (fl@ dst (fx+ b m))
-                             (fl* kv (fl- (flux s (fx+ o 5) m) (flux s o m)))
-                             d2)))))))
-      ;; fourth-order dissipation, one-sided next to the ends of the line
-      (do ([a 1 (fx+ a 1)]) ((fx= a last))
-        (let ([b (fx* 5 (point a))]
-              [bm2 (and (fx>= a 2) (fx* 5 (point (fx- a 2))))]
-              [bm1 (fx* 5 (point (fx- a 1)))]
-              [bp1 (fx* 5 (point (fx+ a 1)))]
-              [bp2 (and (fx<= a (fx- n 3)) (fx* 5 (point (fx+ a 2))))])
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-            (let ([x (fl@ src (fx+ b m))]
-                  [xm1 (fl@ src (fx+ bm1 m))]
-                  [xp1 (fl@ src (fx+ bp1 m))])
-              (fl@! dst (fx+ b m)
-                    (fl- (fl@ dst (fx+ b m))
-                         (fl* dissipation
-                              (cond
-                                [(fx= a 1)
-                                 (fl+ (fl- (fl* 5.0 x) (fl* 4.0 xp1)) (fl@ src (fx+ bp2 m)))]
-                                [(fx= a 2)
-                                 (fl+ (fl- (fl+ (fl* -4.0 xm1) (fl* 6.0 x)) (fl* 4.0 xp1))
-                                      (fl@ src (fx+ bp2 m)))]
-                                [(fx= a (fx- n 2))
-                                 (fl+ (fl- (fl@ src (fx+ bm2 m)) (fl* 4.0 xm1)) (fl* 5.0 x))]
-                                [(fx= a (fx- n 3))
-                                 (fl- (fl+ (fl- (fl@ src (fx+ bm2 m)) (fl* 4.0 xm1)) (fl* 6.0 x))
-                                      (fl* 4.0 xp1))]
-                                [else
-                                 (fl+ (fl- (fl+ (fl- (fl@ src (fx+ bm2 m)) (fl* 4.0 xm1))
-                                                (fl* 6.0 x))
-                                           (fl* 4.0 xp1))
-                                      (fl@ src (fx+ bp2 m)))]))))))))))
+      ;; The fluxes at every point; the previous point's velocities,
+      ;; energy, squared speed and squared normal velocity ride along.
+      (let loop ([a 0] [p base] [o 0] [pv1 0.0] [pv2 0.0] [pv3 0.0] [pe 0.0] [pk 0.0] [pn 0.0])
+        (unless (fx= a n)
+          (let* ([b (fx* p 5)] [r (fl@ rho p)] [q (fl@ qs p)]
+                 [u1 (fl@ src (fx+ b 1))] [u2 (fl@ src (fx+ b 2))] [u3 (fl@ src (fx+ b 3))]
+                 [u4 (fl@ src (fx+ b 4))]
+                 [v1 (fl* u1 r)] [v2 (fl* u2 r)] [v3 (fl* u3 r)] [e (fl* r u4)]
+                 [vn (case nd [(1) v1] [(2) v2] [else v3])]
+                 [pressure (fl* c2 (fl- u4 q))]
+                 [k (fl+ (fl* v1 v1) (fl* v2 v2) (fl* v3 v3))]
+                 [kn (fl* vn vn)])
+            (flux! s o 0 (case nd [(1) u1] [(2) u2] [else u3]))
+            (flux! s o 1 (if (fx= nd 1) (fl+ (fl* u1 vn) pressure) (fl* u1 vn)))
+            (flux! s o 2 (if (fx= nd 2) (fl+ (fl* u2 vn) pressure) (fl* u2 vn)))
+            (flux! s o 3 (if (fx= nd 3) (fl+ (fl* u3 vn) pressure) (fl* u3 vn)))
+            (flux! s o 4 (fl* (fl- (fl* c1 u4) (fl* c2 q)) vn))
+            (unless (fx= a 0)
+              (flux! s o 5 (fl* (if (fx= nd 1) t3n t3) (fl- v1 pv1)))
+              (flux! s o 6 (fl* (if (fx= nd 2) t3n t3) (fl- v2 pv2)))
+              (flux! s o 7 (fl* (if (fx= nd 3) t3n t3) (fl- v3 pv3)))
+              (flux! s o 8 (fl+ (fl* k-kin (fl- k pk)) (fl* k-norm (fl- kn pn))
+                                (fl* k-energy (fl- e pe)))))
+            (loop (fx+ a 1) (fx+ p stride) (fx+ o slots) v1 v2 v3 e k kn))))
+      ;; Per component, along the line with a window of five values of
+      ;; the component and three convective and two viscous fluxes:
+      ;; dst -= t2 (F(a+1) - F(a-1)), += kv (G(a+1) - G(a)) (momentum and
+      ;; energy), += kd (second difference), -= dissipation (fourth
+      ;; difference, one-sided next to the ends of the line).
+      (do ([m 0 (fx+ m 1)]) ((fx= m 5))
+        (let ([gm (fx+ m 4)])
+          (define (x a) (fl@ src (fx+ (fx* 5 (fx+ base (fx* a stride))) m)))
+          (let loop ([a 1] [xm2 0.0] [xm1 (x 0)] [x0 (x 1)] [xp1 (x 2)]
+                     [fm (flux s 0 m)] [f0 (flux s slots m)] [g0 (if (fx= m 0) 0.0 (flux s slots gm))])
+            (unless (fx= a last)
+              (let* ([o (fx* (fx+ a 1) slots)]
+                     [xp2 (if (fx< (fx+ a 2) n) (x (fx+ a 2)) 0.0)]
+                     [fp (flux s o m)]
+                     [gp (if (fx= m 0) 0.0 (flux s o gm))]
+                     [i (fx+ (fx* 5 (fx+ base (fx* a stride))) m)]
+                     [d2 (fl* kd (fl+ (fl- xm1 (fl* 2.0 x0)) xp1))]
+                     [d4 (cond
+                           [(fx= a 1) (fl+ (fl- (fl* 5.0 x0) (fl* 4.0 xp1)) xp2)]
+                           [(fx= a 2) (fl+ (fl- (fl+ (fl* -4.0 xm1) (fl* 6.0 x0)) (fl* 4.0 xp1)) xp2)]
+                           [(fx= a (fx- n 2)) (fl+ (fl- xm2 (fl* 4.0 xm1)) (fl* 5.0 x0))]
+                           [(fx= a (fx- n 3))
+                            (fl- (fl+ (fl- xm2 (fl* 4.0 xm1)) (fl* 6.0 x0)) (fl* 4.0 xp1))]
+                           [else (fl+ (fl- (fl+ (fl- xm2 (fl* 4.0 xm1)) (fl* 6.0 x0)) (fl* 4.0 xp1))
+                                      xp2)])]
+                     [convected (fl- (fl@ dst i) (fl* t2 (fl- fp fm)))])
+                (fl@! dst i (fl- (if (fx= m 0)
+                                     (fl+ convected d2)
+                                     (fl+ convected (fl* kv (fl- gp g0)) d2))
+                                 (fl* dissipation d4)))
+                (loop (fx+ a 1) xm1 x0 xp1 xp2 f0 fp gp))))))))
 
   ;; 1/density and kinetic energy density of field f at point p.
   (define (set-derived! f rho qs p)
