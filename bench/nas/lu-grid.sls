@@ -6,19 +6,24 @@
 ;;; The grid is n x n x n points (every NPB class of LU is a cube), indexed
 ;;; 0 .. n-1; point p = (k*n + j)*n + i.  A field of 5-component vectors
 ;;; keeps component m of point p at element 5p + m.  Arrays are bytevectors
-;;; of doubles (serial and threads modes) or shared flvectors (places mode):
-;;; fl@ and fl@! read and write either, so one kernel serves every mode.
+;;; of doubles (serial and threads modes) or shared flvectors (places mode).
+;;; The kernels see an array through its view: the bytevector itself, or
+;;; the address of the shared flvector's memory; fl@ and fl@! read and
+;;; write either, so one kernel serves every mode.  A shared flvector must
+;;; stay reachable while its view is used (its memory is unmapped once it
+;;; is not): keep-until-here marks the last use.
 (library (nas lu-grid)
   (export lu-class-size lu-class-iterations lu-class-dt
           make-lu-config lu-config? lu-config-n lu-config-itmax lu-config-dt
           lu-config-t1 lu-config-t2 lu-config-t3 lu-config-h
           lu-config-d11 lu-config-dtm lu-config-dte lu-config-dtme
           c1 c2 c3 c4 c5 omega dissipation
-          fl@ fl@! make-flonums make-field make-scalars
+          fl@ fl@! array-view keep-until-here make-flonums make-field make-scalars
           set-boundary! set-initial! fill-exact! error-norms surface-integral)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
           (nas lu-ops)
-          (only (spindle) make-shared-flvector shared-flvector-ref shared-flvector-set!))
+          (only (spindle) make-shared-flvector shared-flvector-length)
+          (only (spindle private places shared-vector) shared-vector-address))
 
   ;; Problem sizes, iteration counts and time steps of NPB 3.4.
   (define (lu-class-size class) (case class [(S) 12] [(W) 33] [(A) 64]))
@@ -61,14 +66,19 @@
       [(_ v e) (let ([a v] [i e])
                  (if (bytevector? a)
                      (fl-ref a (fxsll i 3))
-                     (shared-flvector-ref a i)))]))
+                     (memory-ref 'double a (fxsll i 3))))]))
 
   (define-syntax fl@!
     (syntax-rules ()
       [(_ v e x) (let ([a v] [i e])
                    (if (bytevector? a)
                        (fl-set! a (fxsll i 3) x)
-                       (shared-flvector-set! a i x)))]))
+                       (memory-set! 'double a (fxsll i 3) x)))]))
+
+  (define (array-view a) (if (bytevector? a) a (shared-vector-address a)))
+
+  (define (keep-until-here . arrays)
+    (for-each (lambda (a) (unless (bytevector? a) (shared-flvector-length a))) arrays))
 
   ;; Zeroed arrays: len flonums, a field of 5-vectors, a field of scalars.
   (define (make-flonums len shared?)

@@ -7,7 +7,7 @@
 ;;; the CPU time of a run against the checked primitives.
 (library (nas lu-ops)
   (export fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll
-          fl-ref fl-set!)
+          fl-ref fl-set! memory-ref memory-set!)
   (import (only (chezscheme) define-syntax identifier-syntax $primitive))
 
   (define-syntax fl+ (identifier-syntax #3%fl+))
@@ -25,4 +25,6 @@
   (define-syntax fx>= (identifier-syntax #3%fx>=))
   (define-syntax fxsll (identifier-syntax #3%fxsll))
   (define-syntax fl-ref (identifier-syntax #3%bytevector-ieee-double-native-ref))
-  (define-syntax fl-set! (identifier-syntax #3%bytevector-ieee-double-native-set!)))
+  (define-syntax fl-set! (identifier-syntax #3%bytevector-ieee-double-native-set!))
+  (define-syntax memory-ref (identifier-syntax #3%foreign-ref))
+  (define-syntax memory-set! (identifier-syntax #3%foreign-set!)))

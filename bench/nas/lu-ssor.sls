@@ -37,8 +37,17 @@
   ;; Runs the benchmark's timed part: the initial rhs, then itmax SSOR
   ;; iterations and the residual norm.  Member 0 returns a vector of the
   ;; seconds the iterations took and the 5 residual norms; the others 0.
-  ;; partials: 5 np flonums, each member's sums of squares.
-  (define (lu-member id np barrier class u rsd frct rho qs flags partials)
+  ;; partials: 5 np flonums, each member's sums of squares.  The arrays are
+  ;; bytevectors or shared flvectors; the kernel works on their views.
+  (define (lu-member id np barrier class u-array rsd-array frct-array rho-array qs-array flags
+                     partials-array)
+    (let ([result (run-member id np barrier class (array-view u-array) (array-view rsd-array)
+                              (array-view frct-array) (array-view rho-array) (array-view qs-array)
+                              flags (array-view partials-array))])
+      (keep-until-here u-array rsd-array frct-array rho-array qs-array partials-array)
+      result))
+
+  (define (run-member id np barrier class u rsd frct rho qs flags partials)
     (let* ([cfg (make-lu-config class)] [n (lu-config-n cfg)] [last (fx- n 1)]
            [planes (fx- n 2)] [itmax (lu-config-itmax cfg)] [dt (lu-config-dt cfg)]
            [relax (fl/ 1.0 (fl* omega (fl- 2.0 omega)))]

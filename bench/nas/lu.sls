@@ -76,14 +76,15 @@
            [rho (make-scalars n shared?)] [qs (make-scalars n shared?)]
            [flags (make-shared-fxvector np 0)]
            [partials (make-flonums (fx* 5 np) shared?)])
-      (set-boundary! u cfg)
-      (set-initial! u cfg)
-      (compute-forcing! frct rsd rho qs cfg)
+      (set-boundary! (array-view u) cfg)
+      (set-initial! (array-view u) cfg)
+      (compute-forcing! (array-view frct) (array-view rsd) (array-view rho) (array-view qs) cfg)
       (let* ([out (run-members mode np class u rsd frct rho qs flags partials)]
              [seconds (vector-ref out 0)]
              [residuals (vector-map (lambda (m) (vector-ref out (fx+ m 1))) '#(0 1 2 3 4))]
-             [errors (error-norms u cfg)]
-             [integral (surface-integral u cfg)])
+             [errors (error-norms (array-view u) cfg)]
+             [integral (surface-integral (array-view u) cfg)])
+        (keep-until-here u rsd frct rho qs)
         (let-values ([(xcr xce xci) (reference class)])
           (define (note what computed ref)
             (format "~a ~a reference ~a error ~a" what computed ref (relative-error computed ref)))

@@ -4,7 +4,7 @@
 ;;; that has it maps the same pages.  The mapping and the descriptor are
 ;;; released once the record is unreachable.
 (library (spindle private places shared-vector)
-  (export shared-vector? shared-vector-kind shared-vector-fd shared-vector-length
+  (export shared-vector? shared-vector-kind shared-vector-fd shared-vector-length shared-vector-address
           descriptor->shared-vector
           make-shared-bytes shared-bytes shared-bytes? shared-bytes-length
           shared-bytes-ref shared-bytes-set! shared-bytes->bytevector
