@@ -35,11 +35,11 @@
   ;; the block of neighbour q (point index) with v at q; nd is the
   ;; momentum component along the direction, ta and tb the other two (all
   ;; literals).  st = s dt t2, a1 = dt t1, a1dc = dt t1 dc.  In terms of
-  ;; the velocities vel = u/rho, e = u5/rho, kr = qs/rho and the
+  ;; the velocities vel = u/u1, e = u5/u1, kr = qs/u1 (rho holds 1/u1), the
   ;; differences d = w - vel w1 (d4 = w5 - e w1), P = vel . d:
   ;;   F w = (wn, c2 (w5 - kr w1 - P) + vn (wn + dn), vn da + va wn,
   ;;          vn db + vb wn, vn (c1 d4 - c2 P) + (c1 e - c2 kr) wn)
-  ;;   V w = rho (0, r43 c34 dn, c34 da, c34 db,
+  ;;   V w = (1/u1) (0, r43 c34 dn, c34 da, c34 db,
   ;;              (c34 - c1345) P + c34 (r43 - 1) vn dn + c1345 d4)
   (define-syntax let-product
     (syntax-rules ()
