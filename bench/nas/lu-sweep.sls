@@ -26,6 +26,7 @@
 
   (define r43 (fl/ 4.0 3.0))
   (define c34 (fl* c3 c4))
+  (define r43c34 (fl* r43 c34))
   (define c1345 (fl* (fl* (fl* c1 c3) c4) c5))
   ;; the energy row's viscous coefficients: of P below, of vn dn
   (define k-dot (fl- c34 c1345))
@@ -56,7 +57,7 @@
               [ar (fl* a1 r)]
               [r0 (fl- (fl* st wn) (fl* a1dc w0))]
               [rn (fl- (fl* st (fl+ (fl* c2 (fl- (fl- w4 (fl* kr w0)) dot)) (fl* vn (fl+ wn dn))))
-                       (fl+ (fl* (fl* ar (fl* r43 c34)) dn) (fl* a1dc wn)))]
+                       (fl+ (fl* (fl* ar r43c34) dn) (fl* a1dc wn)))]
               [ra (fl- (fl* st (fl+ (fl* vn da) (fl* va wn)))
                        (fl+ (fl* (fl* ar c34) da) (fl* a1dc wa)))]
               [rb (fl- (fl* st (fl+ (fl* vn db) (fl* vb wn)))
