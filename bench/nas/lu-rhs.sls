@@ -78,15 +78,14 @@
                      [fp (flux s o m)]
                      [gp (if (fx= m 0) 0.0 (flux s o gm))]
                      [i (fx+ (fx* 5 (fx+ base (fx* a stride))) m)]
-                     [d2 (fl* kd (fl+ (fl- xm1 (fl* 2.0 x0)) xp1))]
+                     [s1 (fl+ xm1 xp1)]
+                     [d2 (fl* kd (fl- s1 (fl* 2.0 x0)))]
                      [d4 (cond
                            [(fx= a 1) (fl+ (fl- (fl* 5.0 x0) (fl* 4.0 xp1)) xp2)]
-                           [(fx= a 2) (fl+ (fl- (fl+ (fl* -4.0 xm1) (fl* 6.0 x0)) (fl* 4.0 xp1)) xp2)]
+                           [(fx= a 2) (fl+ (fl- (fl* 6.0 x0) (fl* 4.0 s1)) xp2)]
                            [(fx= a (fx- n 2)) (fl+ (fl- xm2 (fl* 4.0 xm1)) (fl* 5.0 x0))]
-                           [(fx= a (fx- n 3))
-                            (fl- (fl+ (fl- xm2 (fl* 4.0 xm1)) (fl* 6.0 x0)) (fl* 4.0 xp1))]
-                           [else (fl+ (fl- (fl+ (fl- xm2 (fl* 4.0 xm1)) (fl* 6.0 x0)) (fl* 4.0 xp1))
-                                      xp2)])]
+                           [(fx= a (fx- n 3)) (fl+ (fl- xm2 (fl* 4.0 s1)) (fl* 6.0 x0))]
+                           [else (fl+ (fl- (fl+ xm2 xp2) (fl* 4.0 s1)) (fl* 6.0 x0))])]
                      [convected (fl- (fl@ dst i) (fl* t2 (fl- fp fm)))])
                 (fl@! dst i (fl- (if (fx= m 0)
                                      (fl+ convected d2)

@@ -54,14 +54,14 @@
               [dn (fl- wn (fl* vn w0))] [da (fl- wa (fl* va w0))] [db (fl- wb (fl* vb w0))]
               [d4 (fl- w4 (fl* e w0))]
               [dot (fl+ (fl* vn dn) (fl* va da) (fl* vb db))]
-              [ar (fl* a1 r)]
+              [ar (fl* a1 r)] [arc (fl* ar c34)]
               [r0 (fl- (fl* st wn) (fl* a1dc w0))]
               [rn (fl- (fl* st (fl+ (fl* c2 (fl- (fl- w4 (fl* kr w0)) dot)) (fl* vn (fl+ wn dn))))
                        (fl+ (fl* (fl* ar r43c34) dn) (fl* a1dc wn)))]
               [ra (fl- (fl* st (fl+ (fl* vn da) (fl* va wn)))
-                       (fl+ (fl* (fl* ar c34) da) (fl* a1dc wa)))]
+                       (fl+ (fl* arc da) (fl* a1dc wa)))]
               [rb (fl- (fl* st (fl+ (fl* vn db) (fl* vb wn)))
-                       (fl+ (fl* (fl* ar c34) db) (fl* a1dc wb)))]
+                       (fl+ (fl* arc db) (fl* a1dc wb)))]
               [r4 (fl- (fl* st (fl+ (fl* vn (fl- (fl* c1 d4) (fl* c2 dot)))
                                     (fl* (fl- (fl* c1 e) (fl* c2 kr)) wn)))
                        (fl+ (fl* ar (fl+ (fl* k-dot dot) (fl* k-normal (fl* vn dn)) (fl* c1345 d4)))
