@@ -114,8 +114,9 @@
       [(_ name s lower?)
        (define (name v u rho qs cfg j k)
          (let* ([n (lu-config-n cfg)] [nn (fx* n n)]
-                [dt (lu-config-dt cfg)] [st (fl* s (fl* dt (lu-config-t2 cfg)))]
-                [a1 (fl* dt (lu-config-t1 cfg))]
+                ;; the blocks come scaled by omega
+                [odt (fl* omega (lu-config-dt cfg))] [st (fl* s (fl* odt (lu-config-t2 cfg)))]
+                [a1 (fl* odt (lu-config-t1 cfg))]
                 [a1x (fl* a1 dx)] [a1y (fl* a1 dy)] [a1z (fl* a1 dz)]
                 [row (fx* n (fx+ j (fx* n k)))])
            (let loop ([i (if lower? 1 (fx- n 2))])
@@ -132,8 +133,8 @@
                            (syntax-rules ()
                              [(_ m zm ym xm)
                               (if lower?
-                                  (fl- (fl@ v (fx+ b m)) (fl* omega (fl+ zm ym xm)))
-                                  (fl* omega (fl+ zm ym xm)))]))
+                                  (fl- (fl@ v (fx+ b m)) (fl+ zm ym xm))
+                                  (fl+ zm ym xm))]))
                          (solve-diagonal! v u rho p lower? cfg
                                           ((t 0 z0 y0 x0) (t 1 z1 y1 x1) (t 2 z2 y2 x2)
                                            (t 3 z3 y3 x3) (t 4 z4 y4 x4))))))))
