@@ -35,7 +35,7 @@
   ;; Binds r0 rn ra rb r4 to the rows 0, nd, ta, tb, 4 of the product of
   ;; the block of neighbour q (point index) with v at q; nd is the
   ;; momentum component along the direction, ta and tb the other two (all
-  ;; literals).  st = s dt t2, a1 = dt t1, a1dc = dt t1 dc.  In terms of
+  ;; literals).  st = s omega dt t2, a1 = omega dt t1, a1dc = a1 dc.  In terms of
   ;; the velocities vel = u/u1, e = u5/u1, kr = qs/u1 (rho holds 1/u1), the
   ;; differences d = w - vel w1 (d4 = w5 - e w1), P = vel . d:
   ;;   F w = (wn, c2 (w5 - kr w1 - P) + vn (wn + dn), vn da + va wn,
