@@ -1,0 +1,127 @@
+#!chezscheme
+;;; LU's SSOR iterations as one SPMD member: member id of np runs its share
+;;; of every phase; barrier is a procedure that returns once all np members
+;;; have called it.  Serial mode is member 0 of 1 with a no-op barrier.
+;;;
+;;; Work is split in blocks: the rhs's first two phases by planes k, its
+;;; third phase, the sweeps, the update of u and the residual norm by rows
+;;; j (the same rows for a member in all of these).  The sweeps are a
+;;; pipeline over the planes: in the lower sweep member w does plane k
+;;; once member w-1 has done plane k (its rows j-1 below w's first row); in
+;;; the upper sweep, the other way round.  flags (a shared fxvector, one
+;;; slot per member) counts the planes each member has finished over the
+;;; whole run, so a member waits for a count, never for an event it could
+;;; miss.  Per iteration: two barriers in rhs, one before rhs.
+(library (nas lu-ssor)
+  (export lu-member)
+  (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
+          (nas lu-ops) (nas lu-grid) (nas lu-rhs) (nas lu-sweep)
+          (only (spindle) shared-fxvector-ref shared-fxvector-set!))
+
+  ;; The block [lo, hi) of member id in [from, to).
+  (define (block id np from to)
+    (let* ([count (fx- to from)] [q (fxquotient count np)] [r (fxremainder count np)]
+           [lo (fx+ from (fx* id q) (fxmin id r))])
+      (values lo (fx+ lo q (if (fx< id r) 1 0)))))
+
+  ;; Waits until member w has finished target planes: spins a little (a
+  ;; neighbour's plane is short), then sleeps between looks.
+  (define pause (make-time 'time-duration 20000 0))
+  (define (wait-for flags w target)
+    (let loop ([spins 0])
+      (unless (fx>= (shared-fxvector-ref flags w) target)
+        (if (fx< spins 2000)
+            (loop (fx+ spins 1))
+            (begin (sleep pause) (loop 0))))))
+
+  ;; Runs the benchmark's timed part: the initial rhs, then itmax SSOR
+  ;; iterations and the residual norm.  Member 0 returns a vector of the
+  ;; seconds the iterations took and the 5 residual norms; the others 0.
+  ;; partials: 5 np flonums, each member's sums of squares.  The arrays are
+  ;; bytevectors or shared flvectors; the kernel works on their views.
+  (define (lu-member id np barrier class u-array rsd-array frct-array rho-array qs-array flags
+                     partials-array)
+    (let ([result (run-member id np barrier class (array-view u-array) (array-view rsd-array)
+                              (array-view frct-array) (array-view rho-array) (array-view qs-array)
+                              flags (array-view partials-array))])
+      (keep-until-here u-array rsd-array frct-array rho-array qs-array partials-array)
+      result))
+
+  (define (run-member id np barrier class u rsd frct rho qs flags partials)
+    (let* ([cfg (make-lu-config class)] [n (lu-config-n cfg)] [last (fx- n 1)]
+           [planes (fx- n 2)] [itmax (lu-config-itmax cfg)] [dt (lu-config-dt cfg)]
+           [relax (fl/ 1.0 (fl* omega (fl- 2.0 omega)))]
+           [s (make-line-scratch n)])
+      (let-values ([(k-lo k-hi) (block id np 0 n)]
+                   [(ki-lo ki-hi) (block id np 1 last)]
+                   [(j-lo j-hi) (block id np 1 last)])
+        (define (rhs!)
+          (rhs-init-planes! rsd frct u rho qs cfg k-lo k-hi)
+          (barrier)
+          (rhs-xy-planes! rsd u rho qs cfg ki-lo ki-hi s)
+          (barrier)
+          (rhs-z-rows! rsd u rho qs cfg j-lo j-hi s))
+        ;; (proc b) for the first element b of every interior point of
+        ;; this member's rows, k outermost, i innermost
+        (define (for-own-points proc)
+          (do ([k 1 (fx+ k 1)]) ((fx= k last))
+            (do ([j j-lo (fx+ j 1)]) ((fx= j j-hi))
+              (do ([i 1 (fx+ i 1)]) ((fx= i last))
+                (proc (fx* 5 (fx+ i (fx* n (fx+ j (fx* n k))))))))))
+        (define (sweeps! it)
+          (let ([done (fx* it (fx* 2 planes))])
+            (do ([k 1 (fx+ k 1)]) ((fx= k last))
+              (when (fx> id 0) (wait-for flags (fx- id 1) (fx+ done k)))
+              (do ([j j-lo (fx+ j 1)]) ((fx= j j-hi))
+                (lower-row! rsd u rho qs cfg j k))
+              (shared-fxvector-set! flags id (fx+ done k)))
+            (do ([k (fx- n 2) (fx- k 1)]) ((fx= k 0))
+              (let ([count (fx+ done planes (fx- last k))])
+                (when (fx< id (fx- np 1)) (wait-for flags (fx+ id 1) count))
+                (do ([j (fx- j-hi 1) (fx- j 1)]) ((fx< j j-lo))
+                  (upper-row! rsd u rho qs cfg j k))
+                (shared-fxvector-set! flags id count)))
+            ;; member w-1's last upper rows read u on w's first row
+            (when (fx> id 0) (wait-for flags (fx- id 1) (fx+ done (fx* 2 planes))))))
+        (rhs!)
+        (barrier)
+        (let ([t0 (current-time 'time-monotonic)])
+          (do ([it 0 (fx+ it 1)]) ((fx= it itmax))
+            (for-own-points
+              (lambda (b)
+                (do ([m 0 (fx+ m 1)]) ((fx= m 5))
+                  (fl@! rsd (fx+ b m) (fl* dt (fl@ rsd (fx+ b m)))))))
+            (sweeps! it)
+            (for-own-points
+              (lambda (b)
+                (do ([m 0 (fx+ m 1)]) ((fx= m 5))
+                  (fl@! u (fx+ b m) (fl+ (fl@ u (fx+ b m)) (fl* relax (fl@ rsd (fx+ b m))))))))
+            (barrier)
+            (rhs!))
+          ;; The reference's norm of the last correction is never reported
+          ;; and is left out; the residual norm is.
+          (let ([sums (make-vector 5 0.0)])
+            (for-own-points
+              (lambda (b)
+                (do ([m 0 (fx+ m 1)]) ((fx= m 5))
+                  (let ([x (fl@ rsd (fx+ b m))])
+                    (vector-set! sums m (fl+ (vector-ref sums m) (fl* x x)))))))
+            (do ([m 0 (fx+ m 1)]) ((fx= m 5))
+              (fl@! partials (fx+ (fx* 5 id) m) (vector-ref sums m))))
+          (barrier)
+          (if (fx= id 0)
+              (let ([d (time-difference (current-time 'time-monotonic) t0)]
+                    [points (fixnum->flonum (fx* planes (fx* planes planes)))])
+                (let ([norms (let loop ([m 4] [acc '()])
+                               (if (fx< m 0)
+                                   acc
+                                   (loop (fx- m 1)
+                                         (cons (let sum ([w 0] [x 0.0])
+                                                 (if (fx= w np)
+                                                     (flsqrt (fl/ x points))
+                                                     (sum (fx+ w 1)
+                                                          (fl+ x (fl@ partials (fx+ (fx* 5 w) m))))))
+                                               acc))))])
+                  (list->vector
+                    (cons (+ (time-second d) (/ (time-nanosecond d) 1e9)) norms))))
+              0))))))

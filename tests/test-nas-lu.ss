@@ -1,0 +1,48 @@
+#!chezscheme
+;;; NAS LU at class S in every mode it runs (serial; places and threads at
+;;; np 1 and 2): each run must verify the residual norms, the error norms
+;;; and the surface integral.  No timing is asserted.
+(import (chezscheme) (harness))
+
+;; bench/ is not on the test runner's library path: add it (absolute, so
+;; places, which inherit the library directories, find it too), then reach
+;; (nas lu) through eval.
+(define bench-dir
+  (let* ([here (path-parent (car (command-line)))]
+         [dir (if (string=? here "") "." here)]
+         [abs (if (path-absolute? dir) dir (string-append (current-directory) "/" dir))])
+    (string-append abs "/../bench")))
+(library-directories (append (library-directories) (list (cons bench-dir bench-dir))))
+(define env (environment '(nas common) '(nas lu)))
+(define lu-run (eval 'lu-run env))
+(define result-verified? (eval 'nas-result-verified? env))
+(define result-notes (eval 'nas-result-notes env))
+(define result-fields
+  (let ([bench (eval 'nas-result-bench env)] [class (eval 'nas-result-class env)]
+        [mode (eval 'nas-result-mode env)] [np (eval 'nas-result-np env)])
+    (lambda (r) (list (bench r) (class r) (mode r) (np r)))))
+
+;; Class S takes about half a second of CPU per run; a loaded 2-core
+;; machine stretches that several times.
+(test-limit 60)
+
+(for-each
+  (lambda (run)
+    (let ([mode (car run)] [np (cadr run)])
+      (test (format "lu class S ~a np ~a verifies" mode np)
+        (let ([r (lu-run 'S mode np)])
+          (check-equal "result names the run" (list 'lu 'S mode np) (result-fields r))
+          (check (format "verified: ~a" (result-notes r)) (result-verified? r))))))
+  '((serial 1) (places 1) (places 2) (threads 1) (threads 2)))
+
+(test "lu-run: a bad class, mode or np raises &assertion naming lu-run"
+  (check-raises "class" (both (assertion-from? 'lu-run) (irritant? 'Z)) (lambda () (lu-run 'Z 'serial 1)))
+  (check-raises "class B" (both (assertion-from? 'lu-run) (irritant? 'B)) (lambda () (lu-run 'B 'serial 1)))
+  (check-raises "mode" (both (assertion-from? 'lu-run) (irritant? 'bogus)) (lambda () (lu-run 'S 'bogus 1)))
+  (check-raises "futures" (both (assertion-from? 'lu-run) (irritant? 'futures))
+                (lambda () (lu-run 'S 'futures 1)))
+  (check-raises "np 0" (both (assertion-from? 'lu-run) (irritant? 0)) (lambda () (lu-run 'S 'places 0)))
+  (check-raises "np not exact" (assertion-from? 'lu-run) (lambda () (lu-run 'S 'threads 2.0)))
+  (check-raises "serial np 2" (both (assertion-from? 'lu-run) (irritant? 2)) (lambda () (lu-run 'S 'serial 2))))
+
+(done)
