@@ -23,7 +23,8 @@
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
           (nas lu-ops)
           (only (spindle) make-shared-flvector shared-flvector-length)
-          (only (spindle private places shared-vector) shared-vector-address))
+          (rename (only (spindle unsafe) unsafe-shared-vector-address)
+                  (unsafe-shared-vector-address shared-vector-address)))
 
   ;; Problem sizes, iteration counts and time steps of NPB 3.4.
   (define (lu-class-size class) (case class [(S) 12] [(W) 33] [(A) 64]))
