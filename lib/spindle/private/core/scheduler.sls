@@ -443,8 +443,10 @@
                   (count-switch! w)
                   (run-thread! w next))))))
       (enable-interrupts)
-      ;; t is still the current thread: a thread resumes as itself
-      (resume-check t)))
+      ;; t is still the current thread: a thread resumes as itself.  The
+      ;; test keeps the call out of the common path (no request pending).
+      (when (or (gthread-kill-requested? t) (gthread-suspended? t) (gthread-break-pending t))
+        (resume-check t))))
 
   (define (on-timer)
     (let ([w (worker-param)])
