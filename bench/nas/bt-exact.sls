@@ -15,7 +15,7 @@
           consts-con5 consts-dssp consts-c1 consts-c2 consts-c3c4 consts-c1345
           consts-con43
           exact-solution initialize! exact-rhs!)
-  (import (chezscheme) (nas bt-grid))
+  (import (chezscheme) (nas ns-exact) (nas bt-grid))
 
   (define-record-type consts
     (fields n dt dnm1 t1 t2 dd dt1 con1 con2 con3 con4 con5 dssp
@@ -40,28 +40,6 @@
                    (fl* (fl* c3c4t3 c1c5) t3)
                    (fl* 0.25 (flmax 0.75 (flmax 0.75 1.0)))
                    c1 c2 c3c4 c1345 con43)))
-
-  ;; ce[m][0..12]: the exact solution of component m is
-  ;; ce0 + sum over x=xi,eta,zeta (index e = 1, 2, 3) of
-  ;; x (ce_e + x (ce_e+3 + x (ce_e+6 + x ce_e+9))).
-  (define ce
-    '#(#(2.0 0.0 0.0 4.0 5.0 3.0 0.5 0.02 0.01 0.03 0.5 0.4 0.3)
-       #(1.0 0.0 0.0 0.0 1.0 2.0 3.0 0.01 0.03 0.02 0.4 0.3 0.5)
-       #(2.0 2.0 0.0 0.0 0.0 2.0 3.0 0.04 0.03 0.05 0.3 0.5 0.4)
-       #(2.0 2.0 0.0 0.0 0.0 2.0 3.0 0.03 0.05 0.04 0.2 0.1 0.3)
-       #(5.0 4.0 3.0 2.0 0.1 0.4 0.3 0.05 0.04 0.03 0.1 0.3 0.2)))
-
-  ;; Writes the five components at (xi, eta, zeta) into the vector out.
-  (define (exact-solution xi eta zeta out)
-    (do ([m 0 (fx+ m 1)]) ((fx= m 5) out)
-      (let ([c (vector-ref ce m)])
-        (define (poly x e)
-          (fl* x (fl+ (vector-ref c e)
-                      (fl* x (fl+ (vector-ref c (fx+ e 3))
-                                  (fl* x (fl+ (vector-ref c (fx+ e 6))
-                                              (fl* x (vector-ref c (fx+ e 9))))))))))
-        (vector-set! out m (fl+ (fl+ (fl+ (vector-ref c 0) (poly xi 1)) (poly eta 2))
-                                (poly zeta 3))))))
 
   (define (coord k dnm1) (fl* (fixnum->flonum k) dnm1))
 

@@ -16,7 +16,7 @@
           c-dtt1 c-dtt2 c-c2dtt1 c-comz1 c-comz4 c-comz5 c-comz6
           aux-rho aux-us aux-vs aux-ws aux-qs aux-square aux-speed aux-e aux-f aux-width
           exact-solution)
-  (import (chezscheme))
+  (import (chezscheme) (nas ns-exact))
 
   (define sp-classes '(S W A))
   (define (sp-class-size class) (case class [(S) 12] [(W) 36] [(A) 64]))
@@ -31,25 +31,6 @@
   (define aux-qs 32) (define aux-square 40) (define aux-speed 48)
   (define aux-e 56) (define aux-f 64)
   (define aux-width 72)
-
-  ;; ce[m][0..12]: the exact solution's coefficients.
-  (define ce
-    '#(#(2.0 0.0 0.0 4.0 5.0 3.0 0.5 0.02 0.01 0.03 0.5 0.4 0.3)
-       #(1.0 0.0 0.0 0.0 1.0 2.0 3.0 0.01 0.03 0.02 0.4 0.3 0.5)
-       #(2.0 2.0 0.0 0.0 0.0 2.0 3.0 0.04 0.03 0.05 0.3 0.5 0.4)
-       #(2.0 2.0 0.0 0.0 0.0 2.0 3.0 0.03 0.05 0.04 0.2 0.1 0.3)
-       #(5.0 4.0 3.0 2.0 0.1 0.4 0.3 0.05 0.04 0.03 0.1 0.3 0.2)))
-
-  ;; Stores the exact solution at (xi, eta, zeta) in out[0..4] (a vector).
-  (define (exact-solution xi eta zeta out)
-    (define (quartic x row c)
-      (* x (+ (vector-ref row c)
-              (* x (+ (vector-ref row (+ c 3))
-                      (* x (+ (vector-ref row (+ c 6)) (* x (vector-ref row (+ c 9))))))))))
-    (do ([m 0 (fx+ m 1)]) ((fx= m 5) out)
-      (let ([row (vector-ref ce m)])
-        (vector-set! out m (+ (vector-ref row 0) (quartic xi row 1) (quartic eta row 2)
-                              (quartic zeta row 3))))))
 
   ;; The grid is a cube, so the three directions share tN and the con
   ;; terms.  The reference's five dissipation coefficients of a direction
