@@ -11,7 +11,7 @@
     thread-receive-evt thread-rewind-receive processor-count memory-order-acquire
     memory-order-release &break break-condition? &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition? break-enabled parameterize-break
-    srfi-18-thread-pool box-cas! vector-cas!
+    srfi-18-thread-pool box-cas! vector-cas! dump-threads thread-state thread-waits
     ;; (spindle parameter)
     make-parameter parameterize make-thread-parameter
     ;; (spindle event)
@@ -71,7 +71,7 @@
     make-synchronized-port synchronized-port? with-port-lock call-with-port-lock)
   (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
                   thread-results thread-data-specific thread-data-specific-set!
-                  thread-add-exit-hook! thread-procedure)
+                  thread-add-exit-hook! thread-procedure register-dump-kind!)
           (only (spindle parameter) make-parameter parameterize make-thread-parameter)
           (except (spindle event) box-cas! vector-cas!)
           (except (spindle future) processor-count)

@@ -98,5 +98,5 @@
 
   (record-prints-as! (record-type-descriptor channel) "channel")
   (record-prints-as! (record-type-descriptor put-evt) "channel-put-evt")
-  (evt-trace-reason! (record-type-descriptor channel) 'channel)
-  (evt-trace-reason! (record-type-descriptor put-evt) 'channel))
+  (evt-trace-reason! (record-type-descriptor channel) 'channel (lambda (ch) (list ch 'get)))
+  (evt-trace-reason! (record-type-descriptor put-evt) 'channel (lambda (e) (list (put-evt-channel e) 'put))))

@@ -23,7 +23,9 @@
           ;; for the modules that make resources (threads, ports, listeners,
           ;; places, subprocesses)
           make-custodian-kind custodian-register! custodian-unregister!
-          custodian-try-register!)
+          custodian-try-register!
+          ;; for dump-threads
+          all-managed-objects)
   (import (except (chezscheme) make-parameter)
           (only (spindle private core scheduler) current-gthread)
           (only (spindle private core atomic) with-spin-lock)
@@ -233,6 +235,22 @@
       (if (null? es)
           acc
           (loop (cdr es) (if (entry-live? (car es)) (cons (caar es) acc) acc)))))
+
+  ;; Every object that some custodian of the process holds and the
+  ;; collector has not taken (closed and dead ones too: their kind's
+  ;; closed? is not asked), custodians left out.  Walks without locks, as
+  ;; custodian-managed-list does.
+  (define (all-managed-objects)
+    (let walk ([c root-custodian] [acc '()])
+      (fold-left
+        (lambda (acc e)
+          (let ([obj (car e)])
+            (cond
+              [(or (not obj) (bwp-object? obj)) acc]
+              [(eq? (cdr e) custodian-kind) (walk obj acc)]
+              [else (cons obj acc)])))
+        acc
+        (spin-lock-custodian c (custodian-entries c)))))
 
   ;; Descriptor ports and listeners (the I/O layer) register through
   ;; these; an owner of #f is the current custodian.

@@ -26,7 +26,10 @@
             done)                  ; latch fired when results are set
     (protocol
       (lambda (new)
-        (lambda (thunk) (new thunk (box 'queued) #f (make-latch (lambda (l) l))))))
+        (lambda (thunk)
+          (let ([f (new thunk (box 'queued) #f (make-owned-latch (lambda (l) l) #f))])
+            (owned-latch-owner-set! (future-record-done f) f)   ; dump-threads names it
+            f))))
     (nongenerative spindle-future-v1))
 
   ;; The future whose thunk the current thread runs (worker or toucher).

@@ -32,7 +32,7 @@
           (only (spindle private os sockets) make-socket-pair) (spindle private places place-channel)
           (spindle private places place-message) (spindle private places shared-vector)
           (spindle private core keywords)
-          (only (spindle private core evt-core) make-latch latch-fire!)
+          (only (spindle private core evt-core) make-latch make-owned-latch owned-latch-owner-set! latch-fire!)
           (only (spindle private core scheduler) set-worker-exit-handler!)
           (only (spindle private core requests) request-break!)
           (only (spindle private core trace) tracing? trace-instant! trace-place-start! trace-write-place!)
@@ -50,7 +50,11 @@
             (immutable launcher place-launcher)) ; the template's control endpoint
     (protocol (lambda (new)
                 (lambda (ep id launcher)
-                  (new ep id #f #f (make-latch (lambda (l) l)) (make-latch (lambda (l) l)) launcher))))
+                  (let ([p (new ep id #f #f (make-owned-latch (lambda (l) l) #f) (make-owned-latch (lambda (l) l) #f) launcher)])
+                    ;; dump-threads names the place a thread waits for
+                    (owned-latch-owner-set! (place-dead p) p)
+                    (owned-latch-owner-set! (place-reaped p) p)
+                    p))))
     (nongenerative spindle-place-v1) (sealed #t))
 
   (define (place-enabled?) #t)

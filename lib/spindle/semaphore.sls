@@ -203,5 +203,5 @@
 
   (record-prints-as! (record-type-descriptor semaphore) "semaphore")
   (record-prints-as! (record-type-descriptor peek) "semaphore-peek-evt")
-  (evt-trace-reason! (record-type-descriptor semaphore) 'semaphore)
-  (evt-trace-reason! (record-type-descriptor peek) 'semaphore))
+  (evt-trace-reason! (record-type-descriptor semaphore) 'semaphore (lambda (s) (list s 'wait)))
+  (evt-trace-reason! (record-type-descriptor peek) 'semaphore (lambda (e) (list (peek-sema e) 'peek))))

@@ -155,7 +155,8 @@
                            (list (cons 0 in-src) (cons 1 out-src) (cons 2 err-src))))])
         (for-each sys-close closers)
         (let* ([pidfd (pidfd-open pid)]
-               [p (make-subprocess pid (make-mutex) (make-latch (lambda (l) l)) (and (fx>= pidfd 0) pidfd) #f)])
+               [p (make-subprocess pid (make-mutex) (make-owned-latch (lambda (l) l) #f) (and (fx>= pidfd 0) pidfd) #f)])
+          (owned-latch-owner-set! (subprocess-done p) p)   ; dump-threads names it
           (if (fx>= pidfd 0)
               (watch-level! pidfd epoll-in (lambda (mask) (try-reap! p)))
               (poll-for-exit p))                ; no pidfd (kernel < 5.3)

@@ -14,6 +14,7 @@
           &break-terminate break-terminate-condition?
           break-enabled parameterize-break srfi-18-thread-pool
           box-cas! vector-cas!
+          dump-threads thread-state thread-waits register-dump-kind!
           ;; for (srfi :18) and other layers
           make-thread* start-thread! thread-name thread-outcome thread-results
           thread-data-specific thread-data-specific-set! thread-add-exit-hook!)
@@ -24,7 +25,9 @@
           (spindle private core keywords) (spindle async-channel)
           (only (spindle private core owner-lock) set-owner-death-evt!)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
-          (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind)
+          (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind
+                all-managed-objects)
+          (only (spindle private os signals) sigquit)
           (only (spindle synchronized-port) with-port-lock)
           ;; invoked with this library (see console-installed below)
           (only (spindle console) stdout-port))
@@ -65,7 +68,7 @@
           (cond
             [(latch? v) v]
             [else
-             (let ([l (make-latch latch-itself)])
+             (let ([l (make-owned-latch latch-itself (tdata-thread d))])
                (when (eq? v 'dead) (latch-fire! l))
                (if (box-cas! b v l) l (loop)))])))))
 
@@ -441,6 +444,122 @@
   (define fence-box (box 0))
   (define (memory-order-acquire) (box-cas! fence-box 0 0) (void))
   (define (memory-order-release) (box-cas! fence-box 0 0) (void))
+
+  ;; ---------------------------------------------------------------- dump-threads
+  ;; Every live thread: those some custodian holds (every thread made by
+  ;; make-thread*, coroutine or parallel, SRFI-18 and future workers too)
+  ;; and the adopted OS threads (the main one among them).  Both are held
+  ;; weakly: listing threads costs a spawn nothing.  Everything is read
+  ;; racily, without locks, and the text is made before it is written:
+  ;; no lock is held while the port may block.
+
+  (define (thread-state t)
+    (check-thread 'thread-state t)
+    (gthread-state t))
+
+  (define (thread-waits t)
+    (check-thread 'thread-waits t)
+    (thread-wait-descriptions t))
+
+  ;; Other kinds of custodian-held objects that the dump lists (places):
+  ;; (pred . describe), describe: object -> a line of text.
+  (define dump-kinds '())
+  (define (register-dump-kind! pred describe)
+    (with-data-lock (set! dump-kinds (cons (cons pred describe) dump-kinds))))
+
+  ;; Objects a dump names get a number, the same in every dump of the
+  ;; process, so that two threads on one channel show it.
+  (define labels (make-weak-eq-hashtable))
+  (define label-lock (make-mutex))
+  (define label-counter 0)
+  (define (label x)
+    (with-os-mutex label-lock
+      (or (hashtable-ref labels x #f)
+          (begin (set! label-counter (+ label-counter 1))
+                 (hashtable-set! labels x label-counter)
+                 label-counter))))
+
+  (define (show x port)
+    (cond
+      [(or (gthread? x) (not (record? x))) (write x port)]
+      [else (write x port) (fprintf port "@~a" (label x))]))
+
+  (define (pool-text p)
+    (if (eq? p main-pool) "main pool" (with-output-to-string (lambda () (show p (current-output-port))))))
+
+  (define (show-wait w port)
+    (display (car w) port)
+    (for-each (lambda (x) (put-char port #\space) (show x port)) (cdr w)))
+
+  (define (thread-line t adopted port)
+    (let* ([state (gthread-state t)] [p (gthread-pool t)]
+           [waits (if (eq? state 'parked) (thread-wait-descriptions t) '())])
+      (fprintf port "  thread ~s (~a, ~a): ~a"
+               (gthread-name t)
+               (cond [(eq? t (main-gthread)) "main"] [(memq t adopted) "adopted OS thread"]
+                     [(eq? p main-pool) "coroutine"] [else "parallel"])
+               (pool-text p) state)
+      (when (memq state '(parked suspended))
+        (fprintf port " for ~a ms" (max 0 (- (real-time) (gthread-parked-at t)))))
+      (cond
+        [(null? waits) (newline port)]
+        [(null? (cdr waits)) (display ", on " port) (show-wait (car waits) port) (newline port)]
+        [else
+         (fprintf port ", on a choice of ~a:~%" (length waits))
+         (for-each (lambda (w) (display "      " port) (show-wait w port) (newline port)) waits)])))
+
+  (define dump-threads
+    (case-lambda
+      [() (dump-threads (current-error-port))]
+      [(port)
+       (unless (and (output-port? port) (textual-port? port))
+         (assertion-violation 'dump-threads "expected a textual output port" port))
+       (let* ([objects (all-managed-objects)]
+              [adopted (adopted-gthreads)]
+              [seen (make-eq-hashtable)]
+              [threads (filter (lambda (x)
+                                 (and (gthread? x) (not (hashtable-ref seen x #f))
+                                      (begin (hashtable-set! seen x #t) #t)))
+                               (append (reverse adopted) objects))]
+              [text
+               (with-output-to-string
+                 (lambda ()
+                   (let ([o (current-output-port)]
+                         [live (filter (lambda (t) (not (gthread-dead? t))) threads)])
+                     (fprintf o "spindle threads (~a live):~%" (length live))
+                     (for-each (lambda (t)
+                                 (guard (c [#t (fprintf o "  thread ~s: changed during the dump~%" (gthread-name t))])
+                                   (thread-line t adopted o)))
+                               live)
+                     (let ([dead (fx- (length threads) (length live))])
+                       (when (fx> dead 0) (fprintf o "  and ~a dead threads not yet collected~%" dead)))
+                     (for-each
+                       (lambda (k)
+                         (for-each (lambda (x)
+                                     (when ((car k) x)
+                                       (guard (c [#t (void)]) (fprintf o "  ~a~%" ((cdr k) x)))))
+                                   objects))
+                       dump-kinds))))])
+         (put-string port text)
+         (flush-output-port port))]))
+
+  ;; SIGQUIT prints the dump to the error port, and the program goes on.
+  ;; Every OS thread spindle starts blocks SIGQUIT (fork-os-thread), so
+  ;; Chez runs this handler on the main OS thread, at its next interrupt
+  ;; check, wherever it is (in a thread's code or a worker's wait): it
+  ;; only starts a thread on a pool of its own, which writes the dump, so
+  ;; a busy or stuck main pool is dumped too.
+  (define (on-sigquit sig)
+    (let ([t (spawn! (make-own-pool) 'dump-threads #f dump-from-signal #f)])
+      (gthread-finisher-set! t (lambda (outcome) (exit-current-thread!)))
+      (start-gthread! t)))
+
+  (define (dump-from-signal t)
+    (enable-interrupts)
+    (guard (c [#t (void)]) (dump-threads (console-error-port)))
+    (exit-current-thread!))
+
+  (define sigquit-installed (begin (register-signal-handler sigquit on-sigquit) #t))
 
   (register-evt-kind! gthread? (lambda (t) (wrap-evt (dead-latch (tdata-of t)) (lambda (l) t))))
   (set-owner-death-evt! (lambda (t) (dead-latch (tdata-of t)))))

@@ -76,4 +76,6 @@
   (define (system-idle-evt) the-system-idle-evt)
 
   (record-prints-as! (record-type-descriptor alarm) "alarm-evt")
-  (evt-trace-reason! (record-type-descriptor alarm) 'sleep))
+  ;; a dump shows when the alarm is due, from now
+  (evt-trace-reason! (record-type-descriptor alarm) 'sleep
+    (lambda (a) (list a 'due-in-ms (let ([r (alarm-remaining a)]) (if (flfinite? r) (exact (round r)) r))))))

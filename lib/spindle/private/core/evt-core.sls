@@ -18,8 +18,8 @@
     claim! unclaim! finish! commit-one! claim-pair! commit-partner!
     make-waiter waiter-syncer waiter-branch waiter-value remove-waiter!
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
-    latch make-latch latch? latch-fire! record-prints-as!
-    evt-trace-reason! evt-trace-reason)
+    latch make-latch latch? latch-fire! make-owned-latch owned-latch-owner-set! record-prints-as!
+    evt-trace-reason! evt-trace-reason evt-wait-description)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) set-interrupt-hook!))
 
@@ -96,14 +96,29 @@
   ;; What a thread parked on an evt of a record type waits on, for the
   ;; trace (channel, semaphore, sleep, io, wait, ...): each library names
   ;; its own evt types' reason, so sync names no other library's types.
-  ;; An alist replaced whole under the lock, read without it.
+  ;; describe (optional), for dump-threads: evt -> a list of what the
+  ;; evt waits on (the channel and 'get, 'fd 7 'read, ...); it runs in the
+  ;; dumping thread while others run, so it reads fields, never locks.
+  ;; An alist (rtd reason . describe) replaced whole under the lock, read
+  ;; without it.
   (define trace-reasons '())
   (define trace-reasons-lock (make-mutex))
-  (define (evt-trace-reason! rtd reason)
-    (with-os-mutex trace-reasons-lock
-      (set! trace-reasons (cons (cons rtd reason) trace-reasons))))
+  (define evt-trace-reason!
+    (case-lambda
+      [(rtd reason) (evt-trace-reason! rtd reason #f)]
+      [(rtd reason describe)
+       (with-os-mutex trace-reasons-lock
+         (set! trace-reasons (cons (cons* rtd reason describe) trace-reasons)))]))
   (define (evt-trace-reason rtd)
-    (let ([r (assq rtd trace-reasons)]) (and r (cdr r))))
+    (let ([r (assq rtd trace-reasons)]) (and r (cadr r))))
+
+  ;; (reason what ...) for a primitive evt a thread waits on: reason is
+  ;; its trace reason ('sync if none), what its describer's list (the
+  ;; evt itself if none).
+  (define (evt-wait-description e)
+    (let ([r (assq (record-rtd e) trace-reasons)])
+      (cons (if r (cadr r) 'sync)
+            (if (and r (cddr r)) ((cddr r) e) (list e)))))
 
   (define-record-type prim-evt
     (fields attempt cancel)
@@ -143,6 +158,14 @@
     (assert-atomic 'latch-cancel)
     (remove-waiter! (latch-lock l) (latch-waiters l) node))
 
+  ;; A latch that says what it stands for (a thread's death, a future's
+  ;; results, a place's end): dump-threads names the owner.
+  (define-record-type owned-latch
+    (parent latch)
+    (fields (mutable owner))
+    (protocol (lambda (pargs->new) (lambda (value owner) ((pargs->new value) owner))))
+    (nongenerative spindle-owned-latch-v1) (sealed #t))
+
   (define (latch-fire! l)
     (with-interrupts-disabled
       (spin-lock! (latch-lock l))
@@ -170,5 +193,7 @@
 
   (record-prints-as! (record-type-descriptor prim-evt) "evt")
   (evt-trace-reason! (record-type-descriptor latch) 'wait)
+  (evt-trace-reason! (record-type-descriptor owned-latch) 'wait
+    (lambda (l) (list (owned-latch-owner l))))
   (record-prints-as! (record-type-descriptor syncer) "syncer")
   (record-prints-as! (record-type-descriptor full-waiter) "waiter"))

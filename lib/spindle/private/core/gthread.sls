@@ -10,7 +10,8 @@
           gthread-break-pending gthread-break-pending-set! gthread-break-enabled?
           gthread-break-enabled?-set! gthread-suspended? gthread-suspended?-set! gthread-finisher
           gthread-finisher-set! gthread-dead? gthread-dead?-set! gthread-cleanup gthread-cleanup-set!
-          gthread-member gthread-member-set! gthread-data gthread-data-set! initial-exception-state
+          gthread-member gthread-member-set! gthread-data gthread-data-set! gthread-waits gthread-waits-set!
+          gthread-parked-at gthread-parked-at-set! initial-exception-state
           &break make-break-condition break-condition? &break-hang-up make-break-hang-up-condition
           break-hang-up-condition? &break-terminate make-break-terminate-condition
           break-terminate-condition?)
@@ -37,14 +38,18 @@
             (mutable dead?)
             (mutable cleanup)        ; thunk a kill must run (sync's NACKs), or #f
             (mutable member)         ; its node in its pool's members, or #f
-            (mutable data))          ; the thread layer's record
+            (mutable data)           ; the thread layer's record
+            ;; for dump-threads: what a sync parks on (its one primitive evt
+            ;; or its branch vector; #f outside a sync), and the worker's
+            ;; clock (real-time, ms) at the last park
+            (mutable waits) (mutable parked-at))
     (protocol
       (lambda (new)
         (lambda (name pool params)
           (new name pool (box 'running) #f #f '() initial-exception-state
                (current-input-port) (current-output-port) (current-error-port)
-               params #f #f #f #t #f #f #f #f #f #f))))
-    (nongenerative spindle-gthread-v2) (sealed #t))
+               params #f #f #f #t #f #f #f #f #f #f #f 0))))
+    (nongenerative spindle-gthread-v3) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state)))

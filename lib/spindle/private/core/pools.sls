@@ -11,7 +11,7 @@
           make-worker worker? worker-pool worker-tid worker-base worker-base-set! worker-base-winders
           worker-base-winders-set! worker-current worker-current-set! worker-switches-left
           worker-switches-left-set! worker-slice-checks worker-slice-checks-set! worker-slice-start
-          worker-slice-start-set! all-pools all-workers register-weakly! other-threads-busy?)
+          worker-slice-start-set! worker-clock worker-clock-set! all-pools all-workers register-weakly! other-threads-busy?)
   (import (chezscheme) (spindle private core queue) (spindle private core timers)
           (only (spindle private os threads) make-os-semaphore))
 
@@ -67,11 +67,16 @@
   ;; without it they could keep ready descriptors waiting for ever.
   ;; slice-checks counts down the timer checks left in the running slice
   ;; (see check-ticks); slice-start is the real-time of its first check.
+  ;; clock is a coarse real-time (ms) for the park times dump-threads
+  ;; shows: set where the worker reads the clock or makes a system call
+  ;; anyway (slice checks, looks at the poller, wake-ups), so a park costs
+  ;; no clock reading; it lags real time by at most a slice or
+  ;; poll-interval switches, unless a thread sat in a long system call.
   (define-record-type worker
     (fields pool tid (mutable base) (mutable base-winders) (mutable current) (mutable switches-left)
-            (mutable slice-checks) (mutable slice-start))
-    (protocol (lambda (new) (lambda (pool) (register-weakly! all-workers (new pool (get-thread-id) #f '() #f poll-interval checks-per-slice 0)))))
-    (nongenerative spindle-worker-v3) (sealed #t))
+            (mutable slice-checks) (mutable slice-start) (mutable clock))
+    (protocol (lambda (new) (lambda (pool) (register-weakly! all-workers (new pool (get-thread-id) #f '() #f poll-interval checks-per-slice 0 (real-time))))))
+    (nongenerative spindle-worker-v4) (sealed #t))
 
   ;; ---- for system-idle-evt: every pool and worker of the process, held
   ;; weakly (a box of weak pairs, pushed with a CAS; rare: pools and workers

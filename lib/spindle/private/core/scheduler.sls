@@ -29,7 +29,10 @@
     gthread-break-enabled? gthread-break-enabled?-set!
     gthread-suspended? gthread-finisher gthread-finisher-set! gthread-dead? gthread-dead?-set!
     gthread-cleanup gthread-cleanup-set!
+    gthread-waits gthread-waits-set! gthread-parked-at
     spawn! start-gthread! current-gthread
+    ;; dump-threads
+    gthread-state adopted-gthreads
     ;; switching
     park! unpark! yield! exit-current-thread! set-worker-exit-handler!
     may-park? raise-park-disabled
@@ -83,6 +86,7 @@
       (worker-param w)
       (worker-current-set! w t)
       (when main? (set! the-main-gthread t))
+      (register-weakly! adopted t)
       (with-spin-lock (pool-lock p)
         (pool-workers-set! p (fx+ (pool-workers p) 1))
         (pool-threads-set! p (fx+ (pool-threads p) 1))
@@ -92,6 +96,24 @@
       (start-slice! w)
       (enable-interrupts)
       w))
+
+  ;; Adopted OS threads (the main one too), held weakly, for dump-threads.
+  (define adopted (box '()))
+  (define (adopted-gthreads)
+    (fold-left (lambda (acc wp) (let ([t (car wp)]) (if (bwp-object? t) acc (cons t acc))))
+               '() (unbox adopted)))
+
+  ;; What t is doing, for dump-threads: dead, suspended, parked, running
+  ;; (on a worker now) or runnable.  Racy reads: t may change meanwhile.
+  (define (gthread-state t)
+    (cond
+      [(gthread-dead? t) 'dead]
+      [(gthread-suspended? t) 'suspended]
+      [(eq? (unbox (gthread-park t)) 'parked) 'parked]
+      [(exists (lambda (wp) (let ([w (car wp)]) (and (not (bwp-object? w)) (eq? (worker-current w) t))))
+               (unbox all-workers))
+       'running]
+      [else 'runnable]))
 
   ;; ---------------------------------------------------------------- pools
   (define (pool-close! p)
@@ -248,6 +270,7 @@
                  (spin-unlock! lock)
                  (poll-dispatch! found)             ; before the role goes (see poll-io-now!)
                  (release-poll-role!)))
+             (worker-clock-set! w (real-time))
              (interrupt-window!)
              (loop 1)]
             [else
@@ -265,13 +288,14 @@
                  (pool-idle-set! p (fx- (pool-idle p) 1))
                  (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))
                  (spin-unlock! lock)))
+             (worker-clock-set! w (real-time))
              (interrupt-window!)
              (loop 1)])))))
 
   (define (count-switch! w)
     (let ([n (fx- (worker-switches-left w) 1)])
       (if (fx= n 0)
-          (begin (worker-switches-left-set! w poll-interval) (poll-io-now!))
+          (begin (worker-switches-left-set! w poll-interval) (worker-clock-set! w (real-time)) (poll-io-now!))
           (worker-switches-left-set! w n))))
 
   ;; Never returns (except through the base, to exit the worker).
@@ -394,6 +418,7 @@
         (call/cc
           (lambda (k)
             (save-context! t k)
+            (gthread-parked-at-set! t (worker-clock w))
             (if (box-cas! b 'running 'parked)
                 (begin (when tracing? (trace-park! t)) (schedule-next w))
                 ;; notified while saving: keep running
@@ -462,6 +487,7 @@
   (define (slice-over? w)
     (let ([left (fx- (worker-slice-checks w) 1)] [now (real-time)])
       (worker-slice-checks-set! w left)
+      (worker-clock-set! w now)
       (cond
         [(fx= left (fx- checks-per-slice 1)) (worker-slice-start-set! w now) #f]
         [(fx<= left 0) #t]

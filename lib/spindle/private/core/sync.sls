@@ -12,7 +12,7 @@
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! register-evt-kind!
-    sync-prim)
+    sync-prim thread-wait-descriptions)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) check-requests!)
           (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
@@ -194,6 +194,7 @@
                    (park-until-done! t s bv)
                    (when tm (cancel-timer! tm)))
                  (gthread-syncer-set! t #f)
+                 (gthread-waits-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
                    (cancel! (branch-prim (vector-ref bv i)) (vector-ref tokens i)))
                  s)])]
@@ -217,12 +218,25 @@
     (syntax-rules ()
       [(_ t s what)
        (let wait ()
+         (gthread-waits-set! t what)
          (unless (syncer-done? s)
            (when (requests-pending? t) (commit-one! s 'interrupted '()))
            (unless (syncer-done? s)
              (when tracing? (trace-park-reason! (park-reason what)))
              (park!)
              (wait))))]))
+
+  ;; For dump-threads: what t, parked in a sync, waits on, one
+  ;; (reason what ...) per branch (see evt-wait-description); '() if it
+  ;; is in no sync.  Read racily: t's waits is one evt or a branch vector,
+  ;; never changed once set.
+  (define (thread-wait-descriptions t)
+    (let ([w (gthread-waits t)])
+      (cond
+        [(prim-evt? w) (list (evt-wait-description w))]
+        [(vector? w)
+         (map (lambda (b) (evt-wait-description (branch-prim b))) (vector->list w))]
+        [else '()])))
 
   ;; What a thread parked in sync waits on, for the trace.
   (define (park-reason what)
@@ -249,6 +263,7 @@
           (let ([tok ((prim-evt-attempt p) p s 0 #t)])
             (park-until-done! t s p)
             (gthread-syncer-set! t #f)
+            (gthread-waits-set! t #f)
             (cancel! p tok)))
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)

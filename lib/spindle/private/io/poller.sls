@@ -291,5 +291,7 @@
   ;; Parks the current thread until the direction may be ready.
   (define (fd-wait! rec dir) (sync (make-fd-ready rec dir #t)) (void))
 
-  (evt-trace-reason! (record-type-descriptor fd-ready) 'io)
-  (evt-trace-reason! (record-type-descriptor operation) 'io))
+  (evt-trace-reason! (record-type-descriptor fd-ready) 'io
+    (lambda (e) (list 'fd (fd-record-fd (fd-ready-rec e)) (fd-ready-dir e))))
+  (evt-trace-reason! (record-type-descriptor operation) 'io
+    (lambda (op) (list 'fd (fd-record-fd (operation-rec op)) (operation-dir op)))))

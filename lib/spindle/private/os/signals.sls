@@ -3,7 +3,7 @@
 ;;; (and the threads and processes it starts), and reading blocked ones
 ;;; from a signalfd.
 (library (spindle private os signals)
-  (export sigint sigkill signal-set-size fill-signal-set!
+  (export sigint sigquit sigkill signal-set-size fill-signal-set!
           fork-os-thread place-signals block-place-signals!
           signals->descriptor read-signal signal-number signal-break-kind)
   (import (chezscheme) (spindle private os libc))
@@ -12,6 +12,7 @@
 
   (define sighup 1)
   (define sigint 2)
+  (define sigquit 3)
   (define sigkill 9)
   (define sigterm 15)
 
@@ -38,15 +39,16 @@
 
   (define sig-setmask 2)              ; SIG_SETMASK
 
-  ;; (fork-os-thread thunk): fork-thread with SIGINT blocked in the new OS
+  ;; (fork-os-thread thunk): fork-thread with SIGINT and SIGQUIT blocked in the new OS
   ;; thread from its first instruction (the mask is inherited; the
   ;; caller's own mask is put back at once).  Every OS thread spindle
   ;; starts is made so, and the kernel then delivers Ctrl-C to the
   ;; program's main OS thread, whose handler breaks the main green thread
+  ;; (SIGQUIT: prints dump-threads)
   ;; (see the scheduler): taken by a worker, it was marked pending in that
   ;; worker alone, and one just forked could take it before blocking it.
   (define (fork-os-thread thunk)
-    (let ([set (signal-set (list sigint))] [old (foreign-alloc signal-set-size)])
+    (let ([set (signal-set (list sigint sigquit))] [old (foreign-alloc signal-set-size)])
       (c-pthread-sigmask sig-block set old)
       (let ([t (fork-thread thunk)])
         (c-pthread-sigmask sig-setmask old 0)

@@ -70,4 +70,4 @@
               (begin (spin-unlock! (inbox-lock ib)) (reverse acc)))))))
 
   (record-prints-as! (record-type-descriptor inbox) "place-channel-inbox")
-  (evt-trace-reason! (record-type-descriptor inbox) 'channel))
+  (evt-trace-reason! (record-type-descriptor inbox) 'channel (lambda (ib) (list ib 'get))))
