@@ -1,7 +1,8 @@
 #!chezscheme
 ;;; dump-threads, thread-state and thread-waits: what each thread waits on,
 ;;; for every kind of wait; a dump of many threads; SIGQUIT.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+        (only (places kinds) echo-place))
 
 (test-limit 30)
 
@@ -163,6 +164,26 @@
 
 (test "the main thread is listed"
   (check "main" (string-contains? (dump-text) "  thread main (main, main pool): running")))
+
+;; ---------------------------------------------------------------- places
+(test "places are listed with their pids; a place-channel-get names the inbox"
+  (let* ([p (echo-place)] [t (thread (lambda () (place-channel-get p)))])
+    (check "parked" (parked t))
+    (let ([w (car (thread-waits t))])
+      (check-equal "reason" 'channel (car w))
+      (check "the inbox" (string-contains? (format "~a" (cadr w)) "place-channel-inbox")))
+    (check "the place and its pid"
+      (wait-until (lambda ()
+                    (let ([text (dump-text)])
+                      (exists (lambda (l) (and (string-contains? l "  place ") (string-contains? l " pid ")
+                                               (not (string-contains? l "(starting)"))
+                                               (string-contains? l " running")))
+                              (split-lines text))))
+                  5))
+    (place-channel-put p 'stop)
+    (check "ends" (sync/timeout 10 (place-dead-evt p)))
+    (check-equal "exit 0" 0 (place-wait p))
+    (kill-thread t)))
 
 ;; ---------------------------------------------------------------- many threads
 (test "a dump of 10,000 parked threads is bounded"

@@ -37,7 +37,7 @@
           (only (spindle private core requests) request-break!)
           (only (spindle private core trace) tracing? trace-instant! trace-place-start! trace-write-place!)
           (only (spindle private core sync) sync register-evt-record-type! wrap-evt)
-          (only (spindle thread) processor-count current-thread sleep)
+          (only (spindle thread) processor-count current-thread sleep register-dump-kind!)
           (only (spindle custodian) custodian-register! make-custodian-kind))
 
   ;; ---------------------------------------------------------------- places
@@ -56,6 +56,16 @@
                     (owned-latch-owner-set! (place-reaped p) p)
                     p))))
     (nongenerative spindle-place-v1) (sealed #t))
+
+  ;; dump-threads lists the places of this process with their pids.
+  (define place-dump-registered
+    (begin
+      (register-dump-kind! place?
+        (lambda (p)
+          (let ([code (place-code p)])
+            (format "place ~a pid ~a ~a" (place-id p) (or (place-pid p) "(starting)")
+                    (if code (format "exited ~a" code) "running")))))
+      #t))
 
   (define (place-enabled?) #t)
 
