@@ -28,6 +28,7 @@
           (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind
                 all-managed-objects)
           (only (spindle private os signals) sigquit)
+          (only (spindle private core thread-dump) dump-text)
           (only (spindle synchronized-port) with-port-lock)
           ;; invoked with this library (see console-installed below)
           (only (spindle console) stdout-port))
@@ -467,81 +468,14 @@
   (define (register-dump-kind! pred describe)
     (with-data-lock (set! dump-kinds (cons (cons pred describe) dump-kinds))))
 
-  ;; Objects a dump names get a number, the same in every dump of the
-  ;; process, so that two threads on one channel show it.
-  (define labels (make-weak-eq-hashtable))
-  (define label-lock (make-mutex))
-  (define label-counter 0)
-  (define (label x)
-    (with-os-mutex label-lock
-      (or (hashtable-ref labels x #f)
-          (begin (set! label-counter (+ label-counter 1))
-                 (hashtable-set! labels x label-counter)
-                 label-counter))))
-
-  (define (show x port)
-    (cond
-      [(or (gthread? x) (not (record? x))) (write x port)]
-      [else (write x port) (fprintf port "@~a" (label x))]))
-
-  (define (pool-text p)
-    (if (eq? p main-pool) "main pool" (with-output-to-string (lambda () (show p (current-output-port))))))
-
-  (define (show-wait w port)
-    (display (car w) port)
-    (for-each (lambda (x) (put-char port #\space) (show x port)) (cdr w)))
-
-  (define (thread-line t adopted port)
-    (let* ([state (gthread-state t)] [p (gthread-pool t)]
-           [waits (if (eq? state 'parked) (thread-wait-descriptions t) '())])
-      (fprintf port "  thread ~s (~a, ~a): ~a"
-               (gthread-name t)
-               (cond [(eq? t (main-gthread)) "main"] [(memq t adopted) "adopted OS thread"]
-                     [(eq? p main-pool) "coroutine"] [else "parallel"])
-               (pool-text p) state)
-      (when (memq state '(parked suspended))
-        (fprintf port " for ~a ms" (max 0 (- (real-time) (gthread-parked-at t)))))
-      (cond
-        [(null? waits) (newline port)]
-        [(null? (cdr waits)) (display ", on " port) (show-wait (car waits) port) (newline port)]
-        [else
-         (fprintf port ", on a choice of ~a:~%" (length waits))
-         (for-each (lambda (w) (display "      " port) (show-wait w port) (newline port)) waits)])))
-
   (define dump-threads
     (case-lambda
       [() (dump-threads (current-error-port))]
       [(port)
        (unless (and (output-port? port) (textual-port? port))
          (assertion-violation 'dump-threads "expected a textual output port" port))
-       (let* ([objects (all-managed-objects)]
-              [adopted (adopted-gthreads)]
-              [seen (make-eq-hashtable)]
-              [threads (filter (lambda (x)
-                                 (and (gthread? x) (not (hashtable-ref seen x #f))
-                                      (begin (hashtable-set! seen x #t) #t)))
-                               (append (reverse adopted) objects))]
-              [text
-               (with-output-to-string
-                 (lambda ()
-                   (let ([o (current-output-port)]
-                         [live (filter (lambda (t) (not (gthread-dead? t))) threads)])
-                     (fprintf o "spindle threads (~a live):~%" (length live))
-                     (for-each (lambda (t)
-                                 (guard (c [#t (fprintf o "  thread ~s: changed during the dump~%" (gthread-name t))])
-                                   (thread-line t adopted o)))
-                               live)
-                     (let ([dead (fx- (length threads) (length live))])
-                       (when (fx> dead 0) (fprintf o "  and ~a dead threads not yet collected~%" dead)))
-                     (for-each
-                       (lambda (k)
-                         (for-each (lambda (x)
-                                     (when ((car k) x)
-                                       (guard (c [#t (void)]) (fprintf o "  ~a~%" ((cdr k) x)))))
-                                   objects))
-                       dump-kinds))))])
-         (put-string port text)
-         (flush-output-port port))]))
+       (put-string port (dump-text (adopted-gthreads) (all-managed-objects) dump-kinds))
+       (flush-output-port port)]))
 
   ;; SIGQUIT prints the dump to the error port, and the program goes on.
   ;; Every OS thread spindle starts blocks SIGQUIT (fork-os-thread), so
