@@ -14,7 +14,7 @@
           gthread-parked-at gthread-parked-at-set! initial-exception-state
           &break make-break-condition break-condition? &break-hang-up make-break-hang-up-condition
           break-hang-up-condition? &break-terminate make-break-terminate-condition
-          break-terminate-condition?)
+          break-terminate-condition? raise-park-disabled)
   (import (chezscheme))
 
   (define-condition-type &break &serious make-break-condition break-condition?)
@@ -52,4 +52,19 @@
     (nongenerative spindle-gthread-v3) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
-  (define initial-exception-state (current-exception-state)))
+  (define initial-exception-state (current-exception-state))
+
+  ;; Raises the error of a park refused by may-park? (call it after
+  ;; undoing the parker's own disable); what: what the thread would have
+  ;; waited for (a symbol), irritants: the events.
+  (define (raise-park-disabled who what irritants)
+    (raise
+      (condition
+        (make-assertion-violation) (make-who-condition who)
+        (make-message-condition
+          (format "cannot block (~a) while interrupts are disabled (inside with-interrupts-disabled or after disable-interrupts)" what))
+        (make-irritants-condition irritants))))
+
+  ;; A thread prints briefly (its record graph is cyclic).
+  (record-writer (record-type-descriptor gthread)
+    (lambda (t port wr) (display "#<thread " port) (display (gthread-name t) port) (display ">" port))))

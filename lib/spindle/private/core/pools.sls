@@ -112,4 +112,9 @@
   ;; (epoll_wait with no wait), the cost of dozens of switches, so it is
   ;; made every few dozen; a prime, so that it does not fall in step with
   ;; a program's cycle of threads.
-  (define poll-interval 61))
+  (define poll-interval 61)
+
+  (record-writer (record-type-descriptor pool)
+    (lambda (p port wr)
+      (display (if (pool-main? p) "#<main-pool>" "#<parallel-thread-pool ") port)
+      (unless (pool-main? p) (display (pool-size p) port) (display ">" port)))))

@@ -179,24 +179,6 @@
     (#%$current-winders (worker-base-winders w))
     ((worker-base w) msg))
 
-  ;; ---------------------------------------------------------------- timers
-  ;; (see (spindle private core timers))
-  (define (add-timer! p deadline action)
-    (with-atomic
-      (with-spin-lock (pool-lock p)
-        (let ([tm (timer-heap-add! (pool-timers p) deadline action)])
-          ;; an idle worker may be sleeping past this deadline
-          (wake-one! p)
-          tm))))
-
-  (define (next-deadline p) (timer-heap-next-deadline (pool-timers p)))
-
-  ;; Called with interrupts disabled and no lock held.
-  (define (fire-due-timers! p)
-    (unless (timer-heap-empty? (pool-timers p))
-      (let ([actions (with-spin-lock (pool-lock p) (timer-heap-take-due! (pool-timers p) (monotonic-ms)))])
-        (for-each (lambda (a) (a)) actions))))
-
   ;; ---------------------------------------------------------------- running
   (define (save-context! t k)
     (gthread-cont-set! t k)
@@ -397,17 +379,6 @@
   ;; may-park?: called with interrupts disabled once by the caller.
   (define (may-park?) (fx= (interrupt-depth) 1))
 
-  ;; Raises the error of a park refused by may-park? (call it after
-  ;; undoing the parker's own disable); what: what the thread would have
-  ;; waited for (a symbol), irritants: the events.
-  (define (raise-park-disabled who what irritants)
-    (raise
-      (condition
-        (make-assertion-violation) (make-who-condition who)
-        (make-message-condition
-          (format "cannot block (~a) while interrupts are disabled (inside with-interrupts-disabled or after disable-interrupts)" what))
-        (make-irritants-condition irritants))))
-
   ;; Switches away until unpark!.  Returns at once if an unpark came first.
   ;; Must be called with interrupts disabled once (see may-park?); returns
   ;; with them disabled.
@@ -509,12 +480,4 @@
   ;; #t if t is the thread running on this OS thread.
   (define (running-here? t)
     (let ([w (worker-param)])
-      (and w (fx= (worker-tid w) (get-thread-id)) (eq? (worker-current w) t))))
-
-  ;; Threads and pools print briefly (a thread's record graph is cyclic).
-  (record-writer (record-type-descriptor gthread)
-    (lambda (t port wr) (display "#<thread " port) (display (gthread-name t) port) (display ">" port)))
-  (record-writer (record-type-descriptor pool)
-    (lambda (p port wr)
-      (display (if (pool-main? p) "#<main-pool>" "#<parallel-thread-pool ") port)
-      (unless (pool-main? p) (display (pool-size p) port) (display ">" port)))))
+      (and w (fx= (worker-tid w) (get-thread-id)) (eq? (worker-current w) t)))))

@@ -1,13 +1,15 @@
 #!chezscheme
 ;;; How idle workers sleep and are woken: a pool's semaphore sleepers, and
 ;;; the one worker of the process that may sleep in the I/O poller (the
-;;; poll role).  The scheduler's next-runnable is the only sleeper; wakers
-;;; are enqueue!, timers and pool shutdown.
+;;; poll role), and a pool's timers, which bound a sleeper's wait.  The
+;;; scheduler's next-runnable is the only sleeper; wakers are enqueue!, a
+;;; new timer and pool shutdown.
 (library (spindle private core wakeup)
   (export set-io-hooks! poller-installed? take-poll-role! release-poll-role!
           poll-wait poll-dispatch! poll-io-now! hand-off-poll-role!
-          wake-one! wake-all!)
+          wake-one! wake-all! add-timer! next-deadline fire-due-timers!)
   (import (chezscheme) (spindle private core atomic) (spindle private core pools)
+          (spindle private core timers) (only (spindle private core clock) monotonic-ms)
           (only (spindle private os threads) os-semaphore-post!))
 
   ;; (spindle private io poller) installs its hooks when the first descriptor
@@ -94,4 +96,21 @@
 
   (define (wake-all! p)
     (let loop () (when (fx> (pool-idle p) (pool-posted p)) (wake-one! p) (loop)))
-    (wake-one! p)))
+    (wake-one! p))
+
+  ;; A pool's timers (the heap: (spindle private core timers)).
+  (define (add-timer! p deadline action)
+    (with-atomic
+      (with-spin-lock (pool-lock p)
+        (let ([tm (timer-heap-add! (pool-timers p) deadline action)])
+          ;; an idle worker may be sleeping past this deadline
+          (wake-one! p)
+          tm))))
+
+  (define (next-deadline p) (timer-heap-next-deadline (pool-timers p)))
+
+  ;; Called with interrupts disabled and no lock held.
+  (define (fire-due-timers! p)
+    (unless (timer-heap-empty? (pool-timers p))
+      (let ([actions (with-spin-lock (pool-lock p) (timer-heap-take-due! (pool-timers p) (monotonic-ms)))])
+        (for-each (lambda (a) (a)) actions)))))
