@@ -228,6 +228,10 @@
                 (case mode
                   [(serial) (cg-member 0 1 void n niter shift rowstr colidx a x z p q r partials)]
                   [(threads)
+                   ;; the np threads share one allocation count: np times the
+                   ;; nursery keeps each core's share of it as in serial,
+                   ;; with 1/np of the stop-the-world collections
+                   (collect-trip-bytes (fx* np (collect-trip-bytes)))
                    (vector-ref (threads-spmd np (lambda (id barrier)
                                                   (cg-member id np barrier n niter shift rowstr colidx
                                                              a x z p q r partials)))
