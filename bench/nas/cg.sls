@@ -62,7 +62,7 @@
   ;; (the vector updates cost about as much as 4 nonzeros a row), and
   ;; block id starts at the first chunk whose weight before it reaches
   ;; id/np of the total.  Class A, the largest block's nonzeros over the
-  ;; mean: 1.0001 at np 2 either way; 1.001 at np 16 (by row count: 1.022).
+  ;; mean: 1.0001 at np 2 either way; 1.007 at np 16 (by row count: 1.022).
   (define row-weight 4)
 
   (define (row-split rowstr n np id)
