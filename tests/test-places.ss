@@ -1329,6 +1329,11 @@
     (check-equal "inherited size once 16 MB are live" (collect-trip-bytes) (cdr r))
     (check-equal "code" 0 (wait/timeout p 10))))
 
+(test "a place's own collect-trip-bytes stays once its live data grows"
+  (let ([p (track (dynamic-place '(places worker) 'start-own-trip))])
+    (check-equal "the place's 1 MB" (* 1024 1024) (place-channel-get p))
+    (check-equal "code" 0 (wait/timeout p 10))))
+
 (test "dynamic-place keyword and procedure forms"
   (let ([ps (map track (list (dynamic-place '(places worker) 'start #:at #f #:named #f)
                   (dynamic-place #:named #f '(places worker) 'start)

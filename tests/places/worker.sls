@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; Start procedures for dynamic-place with a library name (tests/test-places.ss).
 (library (places worker)
-  (export start start-exit-7 start-crash not-a-procedure start-young-generation)
+  (export start start-exit-7 start-crash not-a-procedure start-young-generation start-own-trip)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
   ;; echoes (worker . m) until 'stop
   (define (start ch)
@@ -22,5 +22,14 @@
           (let churn () (unless (fx>= (fx- (collections) c0) 3) (make-vector 100) (churn))))
         (place-channel-put ch (cons at-start (collect-trip-bytes)))
         (when (null? live) (place-channel-put ch 'never)))))
+  ;; sets collect-trip-bytes to 1 MB, keeps ~16 MB live through
+  ;; collections, replies collect-trip-bytes
+  (define (start-own-trip ch)
+    (collect-trip-bytes (* 1024 1024))
+    (let ([live (let loop ([i 0] [acc '()]) (if (fx= i 16384) acc (loop (fx+ i 1) (cons (make-bytevector 1000 (fxand i 255)) acc))))])
+      (let ([c0 (collections)])
+        (let churn () (unless (fx>= (fx- (collections) c0) 3) (make-vector 100) (churn))))
+      (place-channel-put ch (collect-trip-bytes))
+      (when (null? live) (place-channel-put ch 'never))))
   ;; never exported: dynamic-place with this start-name must end the place with 1
   (define (hidden ch) (place-channel-put ch 'hidden)))
