@@ -38,89 +38,131 @@
       [(_ a o w x y z)
        (f+ (f+ (f+ (g@ a (#3%fx+ w o)) (g@ a (#3%fx+ x o))) (g@ a (#3%fx+ y o))) (g@ a (#3%fx+ z o)))]))
 
-;; Binds the byte offsets of the twelve rows that two neighbouring lines
-  ;; (i2, i3) and (i2+1, i3) of a grid of side n read: bj, cj, tj are row
-  ;; i2-1+j of planes i3-1, i3, i3+1 (j = 0 .. 3); c1 and c2 are the lines.
+;; Every flonum is a 16-byte box on 9.5.8, loads included: resid and
+  ;; psinv sweep L = 4 neighbouring lines (i2 .. i2+L-1, i3) of a plane at
+  ;; once (2 when the n-2 interior lines are not a multiple of 4), so that
+  ;; the 3 (L+2) rows they read are loaded once and the vertical pairs
+  ;; (i3-1) + (i3+1) are shared: 18 loads and 18 additions for 4 lines
+  ;; against 36 and 24 line by line.
+
+  ;; with-rowsL binds the byte offsets bj, kj, tj of row i2-1+j
+  ;; (j = 0 .. L+1) of planes i3-1, i3, i3+1 of a grid of side n.
   (define-syntax with-rows2
     (syntax-rules ()
-      [(_ n i2 i3 (b0 b1 b2 b3 c0 c1 c2 c3 t0 t1 t2 t3) body ...)
+      [(_ n i2 i3 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) body ...)
        (let* ([row (#3%fx* 8 n)] [plane (#3%fx* row n)]
-              [c1 (#3%fx* (#3%fx+ (#3%fx* i3 n) i2) row)]
-              [c0 (#3%fx- c1 row)] [c2 (#3%fx+ c1 row)] [c3 (#3%fx+ c2 row)]
-              [b0 (#3%fx- c0 plane)] [b1 (#3%fx- c1 plane)] [b2 (#3%fx- c2 plane)] [b3 (#3%fx- c3 plane)]
-              [t0 (#3%fx+ c0 plane)] [t1 (#3%fx+ c1 plane)] [t2 (#3%fx+ c2 plane)] [t3 (#3%fx+ c3 plane)])
+              [k1 (#3%fx* (#3%fx+ (#3%fx* i3 n) i2) row)] [k0 (#3%fx- k1 row)]
+              [k2 (#3%fx+ k1 row)] [k3 (#3%fx+ k2 row)]
+              [b0 (#3%fx- k0 plane)] [b1 (#3%fx- k1 plane)] [b2 (#3%fx- k2 plane)] [b3 (#3%fx- k3 plane)]
+              [t0 (#3%fx+ k0 plane)] [t1 (#3%fx+ k1 plane)] [t2 (#3%fx+ k2 plane)] [t3 (#3%fx+ k3 plane)])
          body ...)]))
 
-  ;; At offset o of the rows of with-rows2, binds for line A (row c1) and
-  ;; line B (row c2): x, the line's own value; s1, the sum of its four face
-  ;; neighbours in the (i2, i3) plane; s2, the sum of its four diagonal
-  ;; ones.  The twelve values are loaded once and the vertical pairs
-  ;; bj + tj shared: 12 loads and 10 additions for both lines, against
-  ;; 16 and 12 line by line (every flonum is a 16-byte box on 9.5.8).
+  (define-syntax with-rows4
+    (syntax-rules ()
+      [(_ n i2 i3 (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5) body ...)
+       (let* ([row (#3%fx* 8 n)] [plane (#3%fx* row n)]
+              [k1 (#3%fx* (#3%fx+ (#3%fx* i3 n) i2) row)] [k0 (#3%fx- k1 row)]
+              [k2 (#3%fx+ k1 row)] [k3 (#3%fx+ k2 row)] [k4 (#3%fx+ k3 row)] [k5 (#3%fx+ k4 row)]
+              [b0 (#3%fx- k0 plane)] [b1 (#3%fx- k1 plane)] [b2 (#3%fx- k2 plane)] [b3 (#3%fx- k3 plane)] [b4 (#3%fx- k4 plane)] [b5 (#3%fx- k5 plane)]
+              [t0 (#3%fx+ k0 plane)] [t1 (#3%fx+ k1 plane)] [t2 (#3%fx+ k2 plane)] [t3 (#3%fx+ k3 plane)] [t4 (#3%fx+ k4 plane)] [t5 (#3%fx+ k5 plane)])
+         body ...)]))
+
+  ;; columnL binds, at offset o of with-rowsL's rows, for each line j
+  ;; (row kj, j = 1 .. L): xj, the line's own value; s1j, the sum of its
+  ;; four face neighbours in the (i2, i3) plane, (kj-1 + kj+1) + (bj + tj);
+  ;; s2j, the sum of its four diagonal ones, (bj-1 + tj-1) + (bj+1 + tj+1).
+  ;; Each point's sums are the same expression whatever L.
   (define-syntax column2
     (syntax-rules ()
-      [(_ a o (b0 b1 b2 b3 c0 c1 c2 c3 t0 t1 t2 t3) (xa s1a s2a xb s1b s2b) body ...)
+      [(_ a o (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) ((x1 s11 s21) (x2 s12 s22)) body ...)
        (let* ([p0 (f+ (g@ a (#3%fx+ b0 o)) (g@ a (#3%fx+ t0 o)))]
               [p1 (f+ (g@ a (#3%fx+ b1 o)) (g@ a (#3%fx+ t1 o)))]
               [p2 (f+ (g@ a (#3%fx+ b2 o)) (g@ a (#3%fx+ t2 o)))]
               [p3 (f+ (g@ a (#3%fx+ b3 o)) (g@ a (#3%fx+ t3 o)))]
-              [xa (g@ a (#3%fx+ c1 o))] [xb (g@ a (#3%fx+ c2 o))]
-              [s1a (f+ (f+ (g@ a (#3%fx+ c0 o)) xb) p1)] [s2a (f+ p0 p2)]
-              [s1b (f+ (f+ xa (g@ a (#3%fx+ c3 o))) p2)] [s2b (f+ p1 p3)])
+              [x1 (g@ a (#3%fx+ k1 o))] [x2 (g@ a (#3%fx+ k2 o))]
+              [s11 (f+ (f+ (g@ a (#3%fx+ k0 o)) x2) p1)] [s21 (f+ p0 p2)]
+              [s12 (f+ (f+ x1 (g@ a (#3%fx+ k3 o))) p2)] [s22 (f+ p1 p3)])
          body ...)]))
 
-  ;; r = v - A u on the interior of planes lo .. hi-1 (v and r may be the
-  ;; same grid: each point reads only its own v), two lines at a time (the
-  ;; n-2 interior lines of a plane are even in number).  With a3 = a2/2 and
-  ;; a0 = -16 a2, A u = a2 (s2 + g(i1-1) + g(i1+1) - 16 u) where
-  ;; g = s1 + s2/2: 8 operations a point instead of 9.
-  (define (resid! u v r n lo hi)
-    (define-syntax g (syntax-rules () [(_ s1 s2) (f+ s1 (f* 0.5 s2))]))
-    (define-syntax point!
-      (syntax-rules ()
-        [(_ co x s2 gm gp)
-         (g! r co (f- (g@ v co) (f* a2 (f+ (f+ s2 (f+ gm gp)) (f* -16.0 x)))))]))
-    (do ([i3 lo (#3%fx+ i3 1)]) ((#3%fx= i3 hi))
-      (do ([i2 1 (#3%fx+ i2 2)]) ((#3%fx= i2 (#3%fx- n 1)))
-        (with-rows2 n i2 i3 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
-          (let ([end (#3%fx* 8 (#3%fx- n 1))] [ca k1] [cb k2])
-            (column2 u 0 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) (xa0 s1a0 s2a0 xb0 s1b0 s2b0)
-              (column2 u 8 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) (xa1 s1a1 s2a1 xb1 s1b1 s2b1)
-                (let loop ([o 8]
-                           [gam (g s1a0 s2a0)] [gac (g s1a1 s2a1)] [s2ac s2a1] [xac xa1]
-                           [gbm (g s1b0 s2b0)] [gbc (g s1b1 s2b1)] [s2bc s2b1] [xbc xb1])
-                  (unless (#3%fx= o end)
-                    (let ([op (#3%fx+ o 8)])
-                      (column2 u op (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) (xap s1ap s2ap xbp s1bp s2bp)
-                        (let ([gap (g s1ap s2ap)] [gbp (g s1bp s2bp)])
-                          (point! (#3%fx+ ca o) xac s2ac gam gap)
-                          (point! (#3%fx+ cb o) xbc s2bc gbm gbp)
-                          (loop op gac gap s2ap xap gbc gbp s2bp xbp)))))))))))))
+  (define-syntax column4
+    (syntax-rules ()
+      [(_ a o (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5) ((x1 s11 s21) (x2 s12 s22) (x3 s13 s23) (x4 s14 s24)) body ...)
+       (let* ([p0 (f+ (g@ a (#3%fx+ b0 o)) (g@ a (#3%fx+ t0 o)))]
+              [p1 (f+ (g@ a (#3%fx+ b1 o)) (g@ a (#3%fx+ t1 o)))]
+              [p2 (f+ (g@ a (#3%fx+ b2 o)) (g@ a (#3%fx+ t2 o)))]
+              [p3 (f+ (g@ a (#3%fx+ b3 o)) (g@ a (#3%fx+ t3 o)))]
+              [p4 (f+ (g@ a (#3%fx+ b4 o)) (g@ a (#3%fx+ t4 o)))]
+              [p5 (f+ (g@ a (#3%fx+ b5 o)) (g@ a (#3%fx+ t5 o)))]
+              [x1 (g@ a (#3%fx+ k1 o))] [x2 (g@ a (#3%fx+ k2 o))] [x3 (g@ a (#3%fx+ k3 o))] [x4 (g@ a (#3%fx+ k4 o))]
+              [s11 (f+ (f+ (g@ a (#3%fx+ k0 o)) x2) p1)] [s21 (f+ p0 p2)]
+              [s12 (f+ (f+ x1 x3) p2)] [s22 (f+ p1 p3)]
+              [s13 (f+ (f+ x2 x4) p3)] [s23 (f+ p2 p4)]
+              [s14 (f+ (f+ x3 (g@ a (#3%fx+ k5 o))) p4)] [s24 (f+ p3 p5)])
+         body ...)]))
 
-  ;; u = u + C r on the interior of planes lo .. hi-1, two lines at a time;
-  ;; r's own values along a line are carried, not reloaded.
+  ;; r = v - A u.  With a3 = a2/2 and a0 = -16 a2,
+  ;; A u = a2 (s2 + g(i1-1) + g(i1+1) - 16 u) where g = s1 + s2/2:
+  ;; 8 operations a point instead of 9.
+  (define-syntax resid-g (syntax-rules () [(_ s1 s2) (f+ s1 (f* 0.5 s2))]))
+  (define-syntax resid-sweep
+    (syntax-rules ()
+      [(_ u v r n lo hi step with-rows column rows
+          ((kc x0 s10 s20 x1 s11 s21 xp s1p s2p gm gc s2c xc gp) ...))
+       (do ([i3 lo (#3%fx+ i3 1)]) ((#3%fx= i3 hi))
+         (do ([i2 1 (#3%fx+ i2 step)]) ((#3%fx= i2 (#3%fx- n 1)))
+           (with-rows n i2 i3 rows
+             (let ([end (#3%fx* 8 (#3%fx- n 1))])
+               (column u 0 rows ((x0 s10 s20) ...)
+                 (column u 8 rows ((x1 s11 s21) ...)
+                   (let loop ([o 8] [gm (resid-g s10 s20)] ... [gc (resid-g s11 s21)] ...
+                              [s2c s21] ... [xc x1] ...)
+                     (unless (#3%fx= o end)
+                       (let ([op (#3%fx+ o 8)])
+                         (column u op rows ((xp s1p s2p) ...)
+                           (let ([gp (resid-g s1p s2p)] ...)
+                             (let ([co (#3%fx+ kc o)])
+                               (g! r co (f- (g@ v co) (f* a2 (f+ (f+ s2c (f+ gm gp)) (f* -16.0 xc))))))
+                             ...
+                             (loop op gc ... gp ... s2p ... xp ...))))))))))))]))
+
+  ;; r = v - A u on the interior of planes lo .. hi-1 (v and r may be the
+  ;; same grid: each point reads only its own v).
+  (define (resid! u v r n lo hi)
+    (if (#3%fx= 0 (#3%fxand (#3%fx- n 2) 3))
+        (resid-sweep u v r n lo hi 4 with-rows4 column4 (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5)
+                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 gm1 gc1 s2c1 xc1 gp1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 gm2 gc2 s2c2 xc2 gp2) (k3 x0_3 s10_3 s20_3 x1_3 s11_3 s21_3 xp3 s1p3 s2p3 gm3 gc3 s2c3 xc3 gp3) (k4 x0_4 s10_4 s20_4 x1_4 s11_4 s21_4 xp4 s1p4 s2p4 gm4 gc4 s2c4 xc4 gp4)))
+        (resid-sweep u v r n lo hi 2 with-rows2 column2 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
+                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 gm1 gc1 s2c1 xc1 gp1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 gm2 gc2 s2c2 xc2 gp2)))))
+
+  ;; u = u + C r; r's own values along a line are carried, not reloaded.
+  (define-syntax psinv-sweep
+    (syntax-rules ()
+      [(_ r u n lo hi step with-rows column rows
+          ((kc x0 s10 s20 x1 s11 s21 xp s1p s2p xm xc s1m s1c s2c) ...))
+       (do ([i3 lo (#3%fx+ i3 1)]) ((#3%fx= i3 hi))
+         (do ([i2 1 (#3%fx+ i2 step)]) ((#3%fx= i2 (#3%fx- n 1)))
+           (with-rows n i2 i3 rows
+             (let ([end (#3%fx* 8 (#3%fx- n 1))])
+               (column r 0 rows ((x0 s10 s20) ...)
+                 (column r 8 rows ((x1 s11 s21) ...)
+                   (let loop ([o 8] [xm x0] ... [xc x1] ... [s1m s10] ... [s1c s11] ... [s2c s21] ...)
+                     (unless (#3%fx= o end)
+                       (let ([op (#3%fx+ o 8)])
+                         (column r op rows ((xp s1p s2p) ...)
+                           (let ([co (#3%fx+ kc o)])
+                             (g! u co (f+ (f+ (f+ (g@ u co) (f* c0 xc))
+                                              (f* c1 (f+ (f+ xm xp) s1c)))
+                                          (f* c2 (f+ (f+ s2c s1m) s1p)))))
+                           ...
+                           (loop op xc ... xp ... s1c ... s1p ... s2p ...)))))))))))]))
+
+  ;; u = u + C r on the interior of planes lo .. hi-1.
   (define (psinv! r u n lo hi)
-    (define-syntax point!
-      (syntax-rules ()
-        [(_ co rm rc rp s1m s1c s1p s2c)
-         (g! u co (f+ (f+ (f+ (g@ u co) (f* c0 rc))
-                          (f* c1 (f+ (f+ rm rp) s1c)))
-                      (f* c2 (f+ (f+ s2c s1m) s1p))))]))
-    (do ([i3 lo (#3%fx+ i3 1)]) ((#3%fx= i3 hi))
-      (do ([i2 1 (#3%fx+ i2 2)]) ((#3%fx= i2 (#3%fx- n 1)))
-        (with-rows2 n i2 i3 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
-          (let ([end (#3%fx* 8 (#3%fx- n 1))] [ca k1] [cb k2])
-            (column2 r 0 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) (xa0 s1a0 s2a0 xb0 s1b0 s2b0)
-              (column2 r 8 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) (xa1 s1a1 s2a1 xb1 s1b1 s2b1)
-                (let loop ([o 8]
-                           [xam xa0] [xac xa1] [s1am s1a0] [s1ac s1a1] [s2ac s2a1]
-                           [xbm xb0] [xbc xb1] [s1bm s1b0] [s1bc s1b1] [s2bc s2b1])
-                  (unless (#3%fx= o end)
-                    (let ([op (#3%fx+ o 8)])
-                      (column2 r op (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) (xap s1ap s2ap xbp s1bp s2bp)
-                        (point! (#3%fx+ ca o) xam xac xap s1am s1ac s1ap s2ac)
-                        (point! (#3%fx+ cb o) xbm xbc xbp s1bm s1bc s1bp s2bc)
-                        (loop op xac xap s1ac s1ap s2ap xbc xbp s1bc s1bp s2bp))))))))))))
+    (if (#3%fx= 0 (#3%fxand (#3%fx- n 2) 3))
+        (psinv-sweep r u n lo hi 4 with-rows4 column4 (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5)
+                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 xm1 xc1 s1m1 s1c1 s2c1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 xm2 xc2 s1m2 s1c2 s2c2) (k3 x0_3 s10_3 s20_3 x1_3 s11_3 s21_3 xp3 s1p3 s2p3 xm3 xc3 s1m3 s1c3 s2c3) (k4 x0_4 s10_4 s20_4 x1_4 s11_4 s21_4 xp4 s1p4 s2p4 xm4 xc4 s1m4 s1c4 s2c4)))
+        (psinv-sweep r u n lo hi 2 with-rows2 column2 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
+                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 xm1 xc1 s1m1 s1c1 s2c1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 xm2 xc2 s1m2 s1c2 s2c2)))))
 
   ;; dst = P r: coarse planes j3 in lo .. hi-1 of dst (side nc) from the
   ;; fine grid r (side nf = 2 nc - 2); coarse point j is fine point 2j.
