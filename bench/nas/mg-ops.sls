@@ -172,19 +172,19 @@
         (with-rows nf (#3%fx* 2 j2) (#3%fx* 2 j3) (c s nn b t sb nb st nt)
           (let ([out (#3%fx* 8 (#3%fx* (#3%fx+ (#3%fx* j3 nc) j2) nc))]
                 [end (#3%fx* 8 (#3%fx- nc 1))])
-            ;; x1, y1 at fine i1 = 2 j1 - 1, carried to the next j1
-            (let loop ([j 8] [x1m (sum4 r 8 s nn b t)] [y1m (sum4 r 8 sb st nb nt)])
+            ;; x1, y1 and r itself at fine i1 = 2 j1 - 1, carried to the next j1
+            (let loop ([j 8] [x1m (sum4 r 8 s nn b t)] [y1m (sum4 r 8 sb st nb nt)] [rm (g@ r (#3%fx+ c 8))])
               (unless (#3%fx= j end)
                 (let* ([o (#3%fx* 2 j)] [op (#3%fx+ o 8)]
                        [x1p (sum4 r op s nn b t)] [y1p (sum4 r op sb st nb nt)]
                        [x2 (sum4 r o s nn b t)] [y2 (sum4 r o sb st nb nt)]
-                       [co (#3%fx+ c o)])
+                       [co (#3%fx+ c o)] [rp (g@ r (#3%fx+ co 8))])
                   (g! dst (#3%fx+ out j)
                       (f+ (f+ (f+ (f* 0.5 (g@ r co))
-                                  (f* 0.25 (f+ (f+ (g@ r (#3%fx- co 8)) (g@ r (#3%fx+ co 8))) x2)))
+                                  (f* 0.25 (f+ (f+ rm rp) x2)))
                               (f* 0.125 (f+ (f+ x1m x1p) y2)))
                           (f* 0.0625 (f+ y1m y1p))))
-                  (loop (#3%fx+ j 8) x1p y1p)))))))))
+                  (loop (#3%fx+ j 8) x1p y1p rp)))))))))
 
   ;; u = u + Q z: coarse planes i3 in lo .. hi-1 (of 0 .. mm-2) of z (side
   ;; mm) add into fine planes 2 i3 and 2 i3 + 1 of u (side 2 mm - 2), the
@@ -201,20 +201,22 @@
             (define-syntax z@ (syntax-rules () [(_ base o) (g@ z (#3%fx+ base o))]))
             (define-syntax add!
               (syntax-rules () [(_ base o x) (let ([k (#3%fx+ base o)]) (g! u k (f+ (g@ u k) x)))]))
-            (let loop ([o 0] [z1 (f+ (z@ zn 0) (z@ zc 0))] [z2 (f+ (z@ zt 0) (z@ zc 0))]
+            ;; z's four values at o are carried to the next point
+            (let loop ([o 0] [c (z@ zc 0)] [z1 (f+ (z@ zn 0) (z@ zc 0))] [z2 (f+ (z@ zt 0) (z@ zc 0))]
                        [z3 (f+ (f+ (z@ znt 0) (z@ zt 0)) (f+ (z@ zn 0) (z@ zc 0)))])
               (unless (#3%fx= o end)
                 (let* ([op (#3%fx+ o 8)]
-                       [z1p (f+ (z@ zn op) (z@ zc op))]
-                       [z2p (f+ (z@ zt op) (z@ zc op))]
-                       [z3p (f+ (f+ (z@ znt op) (z@ zt op)) z1p)]
+                       [cp (z@ zc op)] [tp (z@ zt op)]
+                       [z1p (f+ (z@ zn op) cp)]
+                       [z2p (f+ tp cp)]
+                       [z3p (f+ (f+ (z@ znt op) tp) z1p)]
                        [fo (#3%fx* 2 o)] [fp (#3%fx+ fo 8)])
-                  (add! f00 fo (z@ zc o))
-                  (add! f00 fp (f* 0.5 (f+ (z@ zc op) (z@ zc o))))
+                  (add! f00 fo c)
+                  (add! f00 fp (f* 0.5 (f+ cp c)))
                   (add! f10 fo (f* 0.5 z1))
                   (add! f10 fp (f* 0.25 (f+ z1 z1p)))
                   (add! f01 fo (f* 0.5 z2))
                   (add! f01 fp (f* 0.25 (f+ z2 z2p)))
                   (add! f11 fo (f* 0.25 z3))
                   (add! f11 fp (f* 0.125 (f+ z3 z3p)))
-                  (loop op z1p z2p z3p))))))))))
+                  (loop op cp z1p z2p z3p))))))))))
