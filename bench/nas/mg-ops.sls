@@ -6,19 +6,22 @@
 ;;;   psinv   u = u + C r               (the smoother, c3 = 0)
 ;;;   rprj3   s = P r                   (restriction to the coarser grid)
 ;;;   interp  u = u + Q z               (trilinear prolongation)
-;;; The sums of four neighbours along a row are carried in loop variables
-;;; (the value at i1-1, i1 and i1+1), so each is formed once, as the
-;;; reference's row buffers do; the additions keep the reference's order.
+;;; Chez 9.5.8 boxes every flonum, each load included, so the cost of an
+;;; operator is the number of loads and operations a point: values and
+;;; sums needed at i1-1, i1 and i1+1 are carried in loop variables (as the
+;;; reference's row buffers do), and resid and psinv share loads and sums
+;;; among neighbouring lines and use the stencils' coefficient relations.
+;;; Sums are reassociated from the reference's order (rnm2 moves in the
+;;; 14th digit), but each point's expression does not depend on np.
 (library (nas mg-ops)
   (export resid! psinv! rprj3! interp!)
   (import (chezscheme) (nas raw) (nas mg-grid))
 
-  (define a0 (fl/ -8.0 3.0))
+  ;; A's a2 (a0 = -8/3 = -16 a2, a1 = 0, a3 = 1/12 = a2/2) and C's c1
+  ;; (c0 = -3/8 = -12 c1, c2 = -1/64 = -c1/2, c3 = 0): the others are
+  ;; written through these relations below.
   (define a2 (fl/ 1.0 6.0))
-  (define a3 (fl/ 1.0 12.0))
-  (define c0 (fl/ -3.0 8.0))
   (define c1 (fl/ 1.0 32.0))
-  (define c2 (fl/ -1.0 64.0))
 
   ;; Binds the byte offsets of row (i2, i3) of a grid of side n and of its
   ;; eight neighbour rows in the (i2, i3) plane: c is the row itself; s, nn
