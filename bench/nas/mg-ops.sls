@@ -12,7 +12,7 @@
 ;;; reference's row buffers do), and resid and psinv share loads and sums
 ;;; among neighbouring lines and use the stencils' coefficient relations.
 ;;; Sums are reassociated from the reference's order (rnm2 moves in the
-;;; 14th digit), but each point's expression does not depend on np.
+;;; 13th digit), but each point's expression does not depend on np.
 (library (nas mg-ops)
   (export resid! psinv! rprj3! interp!)
   (import (chezscheme) (nas raw) (nas mg-grid))
