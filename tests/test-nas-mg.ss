@@ -20,14 +20,23 @@
 
 (test-limit 60)
 
+;; the first note of each run, "rnm2 VALUE, reference ...": the same in all
+(define rnm2-notes '())
+
 (for-each
   (lambda (run)
     (let ([mode (car run)] [np (cadr run)])
       (test (format "mg class S ~a np ~a verifies" mode np)
         (let ([r (mg-run 'S mode np)])
+          (set! rnm2-notes (cons (car (result-notes r)) rnm2-notes))
           (check-equal "result names the run" (list 'mg 'S mode np) (result-fields r))
           (check (format "verified: ~a" (result-notes r)) (result-verified? r))))))
   '((serial 1) (places 1) (places 2) (threads 1) (threads 2)))
+
+(test "mg's residual norm does not depend on the mode or np"
+  (check-equal "five runs" 5 (length rnm2-notes))
+  (check (format "one rnm2: ~s" rnm2-notes)
+         (for-all (lambda (note) (string=? note (car rnm2-notes))) rnm2-notes)))
 
 (test "mg-run rejects bad arguments"
   (check-raises "class" (assertion-from? 'mg-run) (lambda () (mg-run 'Q 'serial 1)))

@@ -13,7 +13,9 @@
 ;;; the members copy the ghost planes 0 and n-1 (split by rows), and a
 ;;; second barrier makes them visible: that is the reference's comm3.  The
 ;;; prolongation writes fine planes in pairs, split by coarse plane.  The
-;;; norm's partial sums are reduced in id order through a shared vector.
+;;; norm's partial sums, one per plane, are reduced in plane order through
+;;; a shared vector.  Every point's value is the same expression whatever
+;;; np, and so is the norm: results do not depend on np.
 ;;; serial runs the same member procedure as id 0 of 1.
 (library (nas mg)
   (export mg-run)
@@ -82,15 +84,18 @@
       (prolong! lt #f)
       (residual! lt va)
       (smooth! lt))
+    ;; the sums of squares of r's interior planes, each member's own, then
+    ;; their sum in plane order: the same floating-point sum whatever np
     (define (norm2)
       (let ([n (side lt)])
         (let-values ([(lo hi) (interior n)])
-          (shared-flvector-set! partials id (sum-squares (r lt) n lo hi)))
+          (do ([i3 lo (fx+ i3 1)]) ((fx= i3 hi))
+            (shared-flvector-set! partials i3 (sum-squares (r lt) n i3 (fx+ i3 1)))))
         (barrier)
-        (let loop ([m 0] [s 0.0])
-          (if (fx= m np)
+        (let loop ([i3 1] [s 0.0])
+          (if (fx= i3 (fx- n 1))
               (flsqrt (fl/ s (fixnum->flonum (fx* (fx- n 2) (fx* (fx- n 2) (fx- n 2))))))
-              (loop (fx+ m 1) (fl+ s (shared-flvector-ref partials m)))))))
+              (loop (fx+ i3 1) (fl+ s (shared-flvector-ref partials i3)))))))
     ;; untimed: one iteration touches every grid; then u = 0 again
     (residual! lt va)
     (v-cycle!)
@@ -135,7 +140,7 @@
            [us (make-levels lt)] [rs (make-levels lt)]
            [n (side lt)]
            [v (make-shared-flvector (fx* n (fx* n n)) 0.0)]
-           [partials (make-shared-flvector np 0.0)])
+           [partials (make-shared-flvector n 0.0)])   ; one per plane of the top grid
       (zran3! (shared-address v) nx)
       (let* ([result
               (with-nursery
