@@ -47,14 +47,10 @@
 
   (define epsilon 1e-12)
 
-  ;; The timed part runs with a young generation of 1 MB per member
-  ;; (Chez's default: 8 MB): the transforms allocate a flonum per
-  ;; operation, and a young generation that stays in the cache took a
-  ;; quarter less time (class W, serial and threads at np 2).  Where the
-  ;; members share one heap (threads, futures), the trip is np MB, so that
-  ;; each member allocates its 1 MB between collections, as a place does,
-  ;; instead of one collection, which stops them all, per 1/np MB each.
-  ;; ft-run restores the caller's setting.
+  ;; The timed part runs with a young generation of 1 MB (Chez's default:
+  ;; 8 MB): the transforms allocate a flonum per operation, and a young
+  ;; generation that stays in the cache took a quarter less time (class W,
+  ;; serial and threads at np 2).  ft-run restores the caller's setting.
   (define young-generation-bytes (expt 2 20))
 
   (define (size-niter size) (vector-ref size 3))
@@ -78,12 +74,12 @@
   ;; the reference, then the timed run.  partials: a global array, (step,
   ;; member) -> sums.  Returns (cons seconds checksums) in member 0, #f
   ;; elsewhere.
-  (define (ft-member id np barrier trip size u0 u1 partials)
+  (define (ft-member id np barrier size u0 u1 partials)
     (let ([me (make-ft-member id np size u0 u1)])
       (define (forward! tables)
         (forward-planes! me tables) (barrier) (forward-slabs! me tables))
       (forward! (make-ft-tables size))
-      (collect-trip-bytes trip)
+      (collect-trip-bytes young-generation-bytes)
       (barrier)
       (let-values ([(v seconds)
                     (nas-seconds
@@ -118,22 +114,19 @@
       (lambda (u0 u1 partials)
         (vector-ref
           (fork-join np cg ([size size] [u0 u0] [u1 u1] [partials partials])
-            (ft-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) young-generation-bytes
-                       size u0 u1 partials))
+            (ft-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) size u0 u1 partials))
           0))))
 
   (define (run-threads np size)
     (with-arrays size np
       (lambda (u0 u1 partials)
-        (vector-ref
-          (threads-spmd np (lambda (id barrier)
-                             (ft-member id np barrier (fx* np young-generation-bytes) size u0 u1 partials)))
-          0))))
+        (vector-ref (threads-spmd np (lambda (id barrier) (ft-member id np barrier size u0 u1 partials)))
+                    0))))
 
   (define (run-serial size)
     (with-arrays size 1
       (lambda (u0 u1 partials)
-        (ft-member 0 1 void young-generation-bytes size u0 u1 partials))))
+        (ft-member 0 1 void size u0 u1 partials))))
 
   ;; A pass: one future per member, all touched; their values in member
   ;; order.
@@ -154,7 +147,7 @@
         (lambda () (current-future-pool pool))
         (lambda ()
           (forward! (make-ft-tables size))
-          (collect-trip-bytes (fx* np young-generation-bytes))
+          (collect-trip-bytes young-generation-bytes)
           (let-values ([(sums seconds)
                         (nas-seconds
                           (lambda ()
