@@ -121,19 +121,27 @@
       (do ([k 0 (fx+ k 1)]) ((fx= k (ft-member-nz me)))
         (global-store! u (fx* nx (fx+ j (fx* k ny))) (ft-member-slab me) (fx* 16 (fx* k nx)) nx))))
 
-  ;; The slab times ex[sqx[i] + sqy[j] + sqz[k]].
-  (define (evolve-slab! me tables j)
-    (let ([nx (ft-member-nx me)] [slab (ft-member-slab me)] [ex (ft-tables-ex tables)]
-          [sqx (ft-tables-sqx tables)] [sqz (ft-tables-sqz tables)]
+  ;; Slab j of u times ex[sqx[i] + sqy[j] + sqz[k]], written back to u
+  ;; and into the slab buffer in one pass (no copy of the slab in and out).
+  ;; The unchecked accesses stay inside u: element (i, j, k), i < nx,
+  ;; k < nz, with j < ny.
+  (define (evolve-slab! me u tables j)
+    (let ([nx (ft-member-nx me)] [ny (ft-member-ny me)] [slab (ft-member-slab me)]
+          [ex (ft-tables-ex tables)] [sqx (ft-tables-sqx tables)] [sqz (ft-tables-sqz tables)]
           [fj (fxvector-ref (ft-tables-sqy tables) j)])
       (do ([k 0 (fx+ k 1)]) ((fx= k (ft-member-nz me)))
         (let ([fjk (fx+ fj (fxvector-ref sqz k))])
-          (do ([i 0 (fx+ i 1)] [o (fx* 16 (fx* k nx)) (fx+ o 16)]) ((fx= i nx))
-            (let ([f (bytevector-ieee-double-native-ref ex (fx* 8 (fx+ fjk (fxvector-ref sqx i))))])
-              (bytevector-ieee-double-native-set!
-                slab o (fl* f (bytevector-ieee-double-native-ref slab o)))
-              (bytevector-ieee-double-native-set!
-                slab (fx+ o 8) (fl* f (bytevector-ieee-double-native-ref slab (fx+ o 8))))))))))
+          (do ([i 0 (fx+ i 1)]
+               [g (fx* 2 (fx* nx (fx+ j (fx* k ny)))) (fx+ g 2)]
+               [o (fx* 16 (fx* k nx)) (fx+ o 16)])
+              ((fx= i nx))
+            (let* ([f (bytevector-ieee-double-native-ref ex (fx* 8 (fx+ fjk (fxvector-ref sqx i))))]
+                   [re (fl* f (unsafe-shared-flvector-ref u g))]
+                   [im (fl* f (unsafe-shared-flvector-ref u (fx+ g 1)))])
+              (unsafe-shared-flvector-set! u g re)
+              (unsafe-shared-flvector-set! u (fx+ g 1) im)
+              (bytevector-ieee-double-native-set! slab o re)
+              (bytevector-ieee-double-native-set! slab (fx+ o 8) im)))))))
 
   ;; The checksum elements (p mod nx, 3p mod ny, 5p mod nz), p = 1 .. 1024,
   ;; of plane k (in the plane buffer) added to re, im.
@@ -170,9 +178,7 @@
   ;; A step: u0 evolves one step; its inverse z transform goes to u1.
   (define (step-slabs! me tables)
     (do ([j (ft-member-j0 me) (fx+ j 1)]) ((fx= j (ft-member-j1 me)))
-      (load-slab! me (ft-member-u0 me) j)
-      (evolve-slab! me tables j)
-      (store-slab! me (ft-member-u0 me) j)
+      (evolve-slab! me (ft-member-u0 me) tables j)
       (slab-fft! me (ft-tables-iz tables))
       (store-slab! me (ft-member-u1 me) j)))
 
