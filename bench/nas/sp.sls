@@ -23,7 +23,7 @@
   (export sp-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
-          (nas common) (nas member-usage) (only (nas sp-memory) shared-flvector-address) (nas sp-constants)
+          (nas common) (nas member-usage) (nas nursery) (only (nas sp-memory) shared-flvector-address) (nas sp-constants)
           (nas sp-setup) (nas sp-rhs) (nas sp-solve) (nas sp-norms))
 
   (define sp-modes '(serial places threads))
@@ -64,8 +64,10 @@
     (vector->list
       (fork-join np cg ([u u] [rhs rhs] [forcing forcing] [aux aux] [n (c-n c)] [dt (c-dt c)]
                         [niter niter])
-        (sp-kernel (make-sp-constants n dt) (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
-                   u rhs forcing aux niter))))
+        (with-nursery                   ; in each place's process
+          (lambda ()
+            (sp-kernel (make-sp-constants n dt) (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
+                       u rhs forcing aux niter))))))
 
   (define (sp-run class mode np)
     (check-nas-arguments 'sp-run class sp-classes mode sp-modes np)
@@ -80,13 +82,15 @@
       (let ([ua (shared-flvector-address u)] [aa (shared-flvector-address aux)])
         (sp-aux-all! c ua aa))
       (let* ([members
-              (case mode
-                [(serial) (list (sp-kernel c 0 1 void u rhs forcing aux niter))]
-                [(places) (run-places np c u rhs forcing aux niter)]
-                [(threads) (vector->list
-                             (threads-spmd np (lambda (id barrier)
-                                                (sp-kernel c id np barrier u rhs forcing aux
-                                                           niter))))])]
+              (with-nursery
+                (lambda ()
+                  (case mode
+                    [(serial) (list (sp-kernel c 0 1 void u rhs forcing aux niter))]
+                    [(places) (run-places np c u rhs forcing aux niter)]
+                    [(threads) (vector->list
+                                 (threads-spmd np (lambda (id barrier)
+                                                    (sp-kernel c id np barrier u rhs forcing aux
+                                                               niter))))])))]
              [seconds (car (car members))])
         ;; verification: the residual of the final u (without txinvr)
         (let ([ua (shared-flvector-address u)] [ra (shared-flvector-address rhs)]
