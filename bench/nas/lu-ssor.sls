@@ -15,7 +15,7 @@
 (library (nas lu-ssor)
   (export lu-member)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
-          (nas lu-ops) (nas lu-grid) (nas lu-rhs) (nas lu-sweep)
+          (nas member-usage) (nas lu-ops) (nas lu-grid) (nas lu-rhs) (nas lu-sweep)
           (only (spindle) shared-fxvector-ref shared-fxvector-set!))
 
   ;; The block [lo, hi) of member id in [from, to).
@@ -35,8 +35,9 @@
             (begin (sleep pause) (loop 0))))))
 
   ;; Runs the benchmark's timed part: the initial rhs, then itmax SSOR
-  ;; iterations and the residual norm.  Member 0 returns a vector of the
-  ;; seconds the iterations took and the 5 residual norms; the others 0.
+  ;; iterations and the residual norm.  Returns a pair: for member 0 a
+  ;; vector of the seconds the iterations took and the 5 residual norms,
+  ;; 0 for the others; and the member's usage (nas member-usage).
   ;; partials: 5 np flonums, each member's sums of squares.  The arrays are
   ;; bytevectors or shared flvectors; the kernel works on their views.
   (define (lu-member id np barrier class u-array rsd-array frct-array rho-array qs-array flags
@@ -85,7 +86,7 @@
             (when (fx> id 0) (wait-for flags (fx- id 1) (fx+ done (fx* 2 planes))))))
         (rhs!)
         (barrier)
-        (let ([t0 (current-time 'time-monotonic)])
+        (let ([t0 (current-time 'time-monotonic)] [s0 (statistics)])
           (do ([it 0 (fx+ it 1)]) ((fx= it itmax))
             (for-own-points
               (lambda (b)
@@ -109,7 +110,8 @@
             (do ([m 0 (fx+ m 1)]) ((fx= m 5))
               (fl@! partials (fx+ (fx* 5 id) m) (vector-ref sums m))))
           (barrier)
-          (if (fx= id 0)
+          (cons
+           (if (fx= id 0)
               (let ([d (time-difference (current-time 'time-monotonic) t0)]
                     [points (fixnum->flonum (fx* planes (fx* planes planes)))])
                 (let ([norms (let loop ([m 4] [acc '()])
@@ -124,4 +126,5 @@
                                                acc))))])
                   (list->vector
                     (cons (+ (time-second d) (/ (time-nanosecond d) 1e9)) norms))))
-              0))))))
+              0)
+           (usage-since s0)))))))

@@ -8,7 +8,7 @@
 ;;; member shows whether one member collects more than its share.  In
 ;;; threads mode the bytes are the whole process's (one heap).
 (library (nas member-usage)
-  (export member-timed member-usage-notes)
+  (export member-timed usage-since member-usage-notes)
   (import (chezscheme) (only (nas common) nas-seconds))
 
   (define (seconds t) (+ (time-second t) (/ (time-nanosecond t) 1e9)))
@@ -18,10 +18,13 @@
   (define (member-timed thunk)
     (let ([s0 (statistics)])
       (let-values ([(v wall) (nas-seconds thunk)])
-        (let ([d (sstats-difference (statistics) s0)])
-          (values v wall
-                  (vector (seconds (sstats-cpu d)) (seconds (sstats-gc-cpu d))
-                          (sstats-gc-count d) (sstats-bytes d)))))))
+        (values v wall (usage-since s0)))))
+
+  ;; The usage since s0, a (statistics) of the same thread.
+  (define (usage-since s0)
+    (let ([d (sstats-difference (statistics) s0)])
+      (vector (seconds (sstats-cpu d)) (seconds (sstats-gc-cpu d)) (sstats-gc-count d)
+              (sstats-bytes d))))
 
   ;; One note per member from the usages in member order.
   (define (member-usage-notes usages)
