@@ -12,10 +12,22 @@
   (define nursery-bytes (expt 2 20))
 
   ;; Calls thunk with collect-trip-bytes at nursery-bytes (a process-wide
-  ;; setting), restoring it on the way out.
+  ;; setting), restoring it and the collect-request handler on the way
+  ;; out.  Meanwhile the handler sets nursery-bytes again after each
+  ;; collection: a fresh place's handler raises the setting once the place
+  ;; has grown (spindle place, start-small-young-generation!), which
+  ;; would otherwise give member 0 and the places different nurseries.
   (define (with-nursery thunk)
-    (let ([saved #f])
+    (let ([saved-bytes #f] [saved-handler #f])
       (dynamic-wind
-        (lambda () (set! saved (collect-trip-bytes)) (collect-trip-bytes nursery-bytes))
+        (lambda ()
+          (set! saved-bytes (collect-trip-bytes))
+          (set! saved-handler (collect-request-handler))
+          (let ([handler saved-handler])
+            (collect-request-handler
+              (lambda () (handler) (collect-trip-bytes nursery-bytes))))
+          (collect-trip-bytes nursery-bytes))
         thunk
-        (lambda () (collect-trip-bytes saved))))))
+        (lambda ()
+          (collect-request-handler saved-handler)
+          (collect-trip-bytes saved-bytes))))))
