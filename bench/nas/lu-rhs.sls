@@ -111,10 +111,10 @@
       (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
         (line-operator! dst src rho qs (fx+ plane i) n 2 dy cfg s))))
 
-  ;; The operator along the z lines of row j.
-  (define (z-row! dst src rho qs cfg j s)
+  ;; The operator along the z lines of the points i-lo .. i-hi - 1 of row j.
+  (define (z-row! dst src rho qs cfg j i-lo i-hi s)
     (let ([n (lu-config-n cfg)])
-      (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
+      (do ([i i-lo (fx+ i 1)]) ((fx= i i-hi))
         (line-operator! dst src rho qs (fx+ (fx* j n) i) (fx* n n) 3 dz cfg s))))
 
   ;; frct = Op(exact solution), computed once before the iterations; the
@@ -125,12 +125,13 @@
       (do ([p 0 (fx+ p 1)]) ((fx= p (fx* 5 points))) (fl@! frct p 0.0))
       (do ([p 0 (fx+ p 1)]) ((fx= p points)) (set-derived! work rho qs p))
       (do ([k 1 (fx+ k 1)]) ((fx= k (fx- n 1))) (xy-plane! frct work rho qs cfg k s))
-      (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1))) (z-row! frct work rho qs cfg j s))))
+      (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1))) (z-row! frct work rho qs cfg j 1 (fx- n 1) s))))
 
   ;; rhs in three phases, each over a range [from, to) of planes or rows
   ;; and separated by barriers: (1) rsd = -frct and rho, qs of u on planes
   ;; k; (2) the x and y lines of interior planes k; (3) the z lines of
-  ;; interior rows j.
+  ;; a list of rows (j i-lo . i-hi), each the points i-lo .. i-hi - 1 of
+  ;; row j.
   (define (rhs-init-planes! rsd frct u rho qs cfg from to)
     (let ([nn (fx* (lu-config-n cfg) (lu-config-n cfg))])
       (do ([p (fx* from nn) (fx+ p 1)]) ((fx= p (fx* to nn)))
@@ -142,5 +143,5 @@
   (define (rhs-xy-planes! rsd u rho qs cfg from to s)
     (do ([k from (fx+ k 1)]) ((fx= k to)) (xy-plane! rsd u rho qs cfg k s)))
 
-  (define (rhs-z-rows! rsd u rho qs cfg from to s)
-    (do ([j from (fx+ j 1)]) ((fx= j to)) (z-row! rsd u rho qs cfg j s))))
+  (define (rhs-z-rows! rsd u rho qs cfg rows s)
+    (for-each (lambda (row) (z-row! rsd u rho qs cfg (car row) (cadr row) (cddr row) s)) rows)))

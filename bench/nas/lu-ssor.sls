@@ -3,12 +3,18 @@
 ;;; of every phase; barrier is a procedure that returns once all np members
 ;;; have called it.  Serial mode is member 0 of 1 with a no-op barrier.
 ;;;
-;;; Work is split in blocks: the rhs's first two phases by planes k, its
-;;; third phase, the sweeps, the update of u and the residual norm by rows
-;;; j (the same rows for a member in all of these).  The sweeps are a
+;;; Work is split in blocks: the rhs's first two phases by planes k; its
+;;; third phase, the sweeps, the update of u and the residual norm by
+;;; points of a plane (the same points for a member in all of these: no
+;;; barrier separates the third phase from the next iteration's scaling): the m^2 interior points of every plane (m = n - 2), ordered by
+;;; j then i, in np contiguous blocks, so that an odd row count does not
+;;; give one member a whole row more (class W: 481 and 480 points, not 16
+;;; and 15 rows).  A block is at least a row long (or, for np > m, whole
+;;; rows): a point's neighbours i-1 and j-1 then belong to the member
+;;; itself or to member w-1, i+1 and j+1 to w or w+1.  The sweeps are a
 ;;; pipeline over the planes: in the lower sweep member w does plane k
-;;; once member w-1 has done plane k (its rows j-1 below w's first row); in
-;;; the upper sweep, the other way round.  flags (a shared fxvector, one
+;;; once member w-1 has done plane k; in the upper sweep, the other way
+;;; round.  flags (a shared fxvector, one
 ;;; slot per member) counts the planes each member has finished over the
 ;;; whole run, so a member waits for a count, never for an event it could
 ;;; miss.  Per iteration: two barriers in rhs, one before rhs.
@@ -23,6 +29,22 @@
     (let* ([count (fx- to from)] [q (fxquotient count np)] [r (fxremainder count np)]
            [lo (fx+ from (fx* id q) (fxmin id r))])
       (values lo (fx+ lo q (if (fx< id r) 1 0)))))
+
+  ;; Member id's points of a plane as a list of rows (j i-lo . i-hi), j
+  ;; ascending, i-lo .. i-hi - 1 its points of row j (interior indices
+  ;; 1 .. m).
+  (define (own-rows id np m)
+    (let-values ([(q-lo q-hi) (if (fx<= np m)
+                                  (block id np 0 (fx* m m))
+                                  (let-values ([(lo hi) (block id np 0 m)])
+                                    (values (fx* lo m) (fx* hi m))))])
+      (let loop ([q q-lo] [acc '()])
+        (if (fx>= q q-hi)
+            (reverse acc)
+            (let* ([j (fxquotient q m)] [end (fxmin q-hi (fx* (fx+ j 1) m))])
+              (loop end (cons (cons (fx+ j 1) (cons (fx+ 1 (fx- q (fx* j m)))
+                                                    (fx+ 1 (fx- end (fx* j m)))))
+                              acc)))))))
 
   ;; Waits until member w has finished target planes: spins a little (a
   ;; neighbour's plane is short), then sleeps between looks.
@@ -52,37 +74,39 @@
     (let* ([cfg (make-lu-config class)] [n (lu-config-n cfg)] [last (fx- n 1)]
            [planes (fx- n 2)] [itmax (lu-config-itmax cfg)] [dt (lu-config-dt cfg)]
            [relax (fl/ 1.0 (fl* omega (fl- 2.0 omega)))]
-           [s (make-line-scratch n)])
+           [s (make-line-scratch n)] [rows (own-rows id np planes)]
+           [rows-down (reverse rows)])
       (let-values ([(k-lo k-hi) (block id np 0 n)]
-                   [(ki-lo ki-hi) (block id np 1 last)]
-                   [(j-lo j-hi) (block id np 1 last)])
+                   [(ki-lo ki-hi) (block id np 1 last)])
         (define (rhs!)
           (rhs-init-planes! rsd frct u rho qs cfg k-lo k-hi)
           (barrier)
           (rhs-xy-planes! rsd u rho qs cfg ki-lo ki-hi s)
           (barrier)
-          (rhs-z-rows! rsd u rho qs cfg j-lo j-hi s))
-        ;; (proc b) for the first element b of every interior point of
-        ;; this member's rows, k outermost, i innermost
+          (rhs-z-rows! rsd u rho qs cfg rows s))
+        ;; (proc b) for the first element b of every one of this member's
+        ;; points, k outermost, i innermost
         (define (for-own-points proc)
           (do ([k 1 (fx+ k 1)]) ((fx= k last))
-            (do ([j j-lo (fx+ j 1)]) ((fx= j j-hi))
-              (do ([i 1 (fx+ i 1)]) ((fx= i last))
-                (proc (fx* 5 (fx+ i (fx* n (fx+ j (fx* n k))))))))))
+            (for-each (lambda (row)
+                        (let ([j (car row)])
+                          (do ([i (cadr row) (fx+ i 1)]) ((fx= i (cddr row)))
+                            (proc (fx* 5 (fx+ i (fx* n (fx+ j (fx* n k)))))))))
+                      rows)))
         (define (sweeps! it)
           (let ([done (fx* it (fx* 2 planes))])
             (do ([k 1 (fx+ k 1)]) ((fx= k last))
               (when (fx> id 0) (wait-for flags (fx- id 1) (fx+ done k)))
-              (do ([j j-lo (fx+ j 1)]) ((fx= j j-hi))
-                (lower-row! rsd u rho qs cfg j k))
+              (for-each (lambda (row) (lower-row! rsd u rho qs cfg (car row) k (cadr row) (cddr row)))
+                        rows)
               (shared-fxvector-set! flags id (fx+ done k)))
             (do ([k (fx- n 2) (fx- k 1)]) ((fx= k 0))
               (let ([count (fx+ done planes (fx- last k))])
                 (when (fx< id (fx- np 1)) (wait-for flags (fx+ id 1) count))
-                (do ([j (fx- j-hi 1) (fx- j 1)]) ((fx< j j-lo))
-                  (upper-row! rsd u rho qs cfg j k))
+                (for-each (lambda (row) (upper-row! rsd u rho qs cfg (car row) k (cadr row) (cddr row)))
+                          rows-down)
                 (shared-fxvector-set! flags id count)))
-            ;; member w-1's last upper rows read u on w's first row
+            ;; member w-1's last upper points read u on w's first points
             (when (fx> id 0) (wait-for flags (fx- id 1) (fx+ done (fx* 2 planes))))))
         (rhs!)
         (barrier)
