@@ -7,7 +7,7 @@
 ;;; term frct), rhs to the current solution u (rsd = Op(u) - frct).
 (library (nas lu-rhs)
   (export make-line-scratch compute-forcing!
-          rhs-init-planes! rhs-xy-planes! rhs-z-rows!)
+          rhs-init-planes! rhs-init-point! rhs-xy-planes! rhs-z-rows!)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
           (nas lu-ops) (nas lu-grid))
 
@@ -135,10 +135,14 @@
   (define (rhs-init-planes! rsd frct u rho qs cfg from to)
     (let ([nn (fx* (lu-config-n cfg) (lu-config-n cfg))])
       (do ([p (fx* from nn) (fx+ p 1)]) ((fx= p (fx* to nn)))
-        (let ([b (fx* p 5)])
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-            (fl@! rsd (fx+ b m) (fl- (fl@ frct (fx+ b m)))))
-          (set-derived! u rho qs p)))))
+        (rhs-init-point! rsd frct u rho qs p))))
+
+  ;; Phase (1) at point p alone.
+  (define (rhs-init-point! rsd frct u rho qs p)
+    (let ([b (fx* p 5)])
+      (do ([m 0 (fx+ m 1)]) ((fx= m 5))
+        (fl@! rsd (fx+ b m) (fl- (fl@ frct (fx+ b m)))))
+      (set-derived! u rho qs p)))
 
   (define (rhs-xy-planes! rsd u rho qs cfg from to s)
     (do ([k from (fx+ k 1)]) ((fx= k to)) (xy-plane! rsd u rho qs cfg k s)))
