@@ -7,7 +7,8 @@
 ;;; term frct), rhs to the current solution u (rsd = Op(u) - frct).
 (library (nas lu-rhs)
   (export make-line-scratch compute-forcing!
-          rhs-init-planes! rhs-init-point! rhs-xy-planes! rhs-z-rows!)
+          rhs-init-planes! rhs-init-point! rhs-xy-planes! rhs-x-lines! rhs-y-lines!
+          rhs-z-rows!)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
           (nas lu-ops) (nas lu-grid))
 
@@ -103,11 +104,20 @@
   ;; Dissipation coefficients of the x, y and z directions.
   (define dx 0.75) (define dy 0.75) (define dz 1.0)
 
-  ;; The operator along the x and y lines of plane k.
+  ;; The operator along the x lines, then along the y lines, of plane k.
   (define (xy-plane! dst src rho qs cfg k s)
+    (rhs-x-lines! dst src rho qs cfg k s)
+    (rhs-y-lines! dst src rho qs cfg k s))
+
+  ;; Phase (2) of plane k's x lines or y lines alone (rhs-xy-planes! does
+  ;; both, x first).
+  (define (rhs-x-lines! dst src rho qs cfg k s)
     (let* ([n (lu-config-n cfg)] [plane (fx* k (fx* n n))])
       (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1)))
-        (line-operator! dst src rho qs (fx+ plane (fx* j n)) 1 1 dx cfg s))
+        (line-operator! dst src rho qs (fx+ plane (fx* j n)) 1 1 dx cfg s))))
+
+  (define (rhs-y-lines! dst src rho qs cfg k s)
+    (let* ([n (lu-config-n cfg)] [plane (fx* k (fx* n n))])
       (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
         (line-operator! dst src rho qs (fx+ plane i) n 2 dy cfg s))))
 

@@ -14,9 +14,10 @@
 ;;; itself or to member w-1, i+1 and j+1 to w or w+1.  The sweeps are a
 ;;; pipeline over the planes: in the lower sweep member w does plane k
 ;;; once member w-1 has done plane k; in the upper sweep, the other way
-;;; round.  flags (a shared fxvector, one
-;;; slot per member) counts the planes each member has finished over the
-;;; whole run, so a member waits for a count, never for an event it could
+;;; round.  rhs's x and y lines are split by half planes (xy-halves).
+;;; flags, a shared fxvector of 2 np slots: slot w counts the planes
+;;; member w has finished over the whole run, slot np + w its shared x
+;;; halves, so a member waits for a count, never for an event it could
 ;;; miss.  rhs's first phase is pointwise: in the iterations each member
 ;;; does it at its own interior points right after their update of u (the
 ;;; boundary's never changes), which saves its barrier.  Per iteration: a
@@ -49,6 +50,25 @@
                                                     (fx+ 1 (fx- end (fx* j m)))))
                               acc)))))))
 
+  ;; Member id's share of rhs's x and y lines: the 2 (n-2) halves of the
+  ;; interior planes (plane k's x lines, then its y lines) in np blocks,
+  ;; so that an odd plane count does not give one member a whole plane
+  ;; more.  Returns (values x-first k-lo k-hi y-last): x-first, or #f, a
+  ;; plane whose x lines are the member's and whose y lines are member
+  ;; id+1's (done first, then counted in flags slot np + id); the whole
+  ;; planes k-lo .. k-hi - 1; y-last, or #f, a plane whose x lines are
+  ;; member id-1's (the member waits for that count, then does the y
+  ;; lines: each point gets its x terms before its y terms, as serially).
+  ;; For np > 2 (n-2), whole planes.
+  (define (xy-halves id np planes)
+    (if (fx> np (fx* 2 planes))
+        (let-values ([(lo hi) (block id np 1 (fx+ planes 1))]) (values #f lo hi #f))
+        (let-values ([(a b) (block id np 0 (fx* 2 planes))])
+          ;; unit u is half (u mod 2) of plane u/2 + 1
+          (values (and (fxodd? b) (fx+ (fxquotient b 2) 1))
+                  (fx+ (fxquotient (fx+ a 1) 2) 1) (fx+ (fxquotient b 2) 1)
+                  (and (fxodd? a) (fx+ (fxquotient a 2) 1))))))
+
   ;; Waits until member w has finished target planes: spins a little (a
   ;; neighbour's plane is short), then sleeps between looks.
   (define pause (make-time 'time-duration 20000 0))
@@ -80,10 +100,20 @@
            [s (make-line-scratch n)] [rows (own-rows id np planes)]
            [rows-down (reverse rows)])
       (let-values ([(k-lo k-hi) (block id np 0 n)]
-                   [(ki-lo ki-hi) (block id np 1 last)])
-        ;; rhs's phases (2) and (3), phase (1) being done
+                   )
+        ;; rhs's phases (2) and (3), phase (1) being done; calls counts
+        ;; them (see xy-halves)
+        (define calls 0)
         (define (rhs-lines!)
-          (rhs-xy-planes! rsd u rho qs cfg ki-lo ki-hi s)
+          (set! calls (fx+ calls 1))
+          (let-values ([(x-first k-lo k-hi y-last) (xy-halves id np planes)])
+            (when x-first
+              (rhs-x-lines! rsd u rho qs cfg x-first s)
+              (shared-fxvector-set! flags (fx+ np id) calls))
+            (rhs-xy-planes! rsd u rho qs cfg k-lo k-hi s)
+            (when y-last
+              (wait-for flags (fx+ np (fx- id 1)) calls)
+              (rhs-y-lines! rsd u rho qs cfg y-last s)))
           (barrier)
           (rhs-z-rows! rsd u rho qs cfg rows s))
         ;; (proc b) for the first element b of every one of this member's

@@ -78,7 +78,7 @@
            [shared? (eq? mode 'places)]
            [u (make-field n shared?)] [rsd (make-field n shared?)] [frct (make-field n shared?)]
            [rho (make-scalars n shared?)] [qs (make-scalars n shared?)]
-           [flags (make-shared-fxvector np 0)]
+           [flags (make-shared-fxvector (fx* 2 np) 0)]
            [partials (make-flonums (fx* 5 np) shared?)])
       (set-boundary! (array-view u) cfg)
       (set-initial! (array-view u) cfg)
