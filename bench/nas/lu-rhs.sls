@@ -7,7 +7,8 @@
 ;;; term frct), rhs to the current solution u (rsd = Op(u) - frct).
 (library (nas lu-rhs)
   (export make-line-scratch compute-forcing!
-          rhs-init-planes! rhs-xy-planes! rhs-z-rows!)
+          rhs-init-planes! rhs-init-point! rhs-xy-planes! rhs-x-lines! rhs-y-lines!
+          rhs-z-rows!)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fx+ fx- fx* fx= fx< fx> fx<= fx>= fxsll)
           (nas lu-ops) (nas lu-grid))
 
@@ -103,18 +104,27 @@
   ;; Dissipation coefficients of the x, y and z directions.
   (define dx 0.75) (define dy 0.75) (define dz 1.0)
 
-  ;; The operator along the x and y lines of plane k.
+  ;; The operator along the x lines, then along the y lines, of plane k.
   (define (xy-plane! dst src rho qs cfg k s)
+    (rhs-x-lines! dst src rho qs cfg k s)
+    (rhs-y-lines! dst src rho qs cfg k s))
+
+  ;; Phase (2) of plane k's x lines or y lines alone (rhs-xy-planes! does
+  ;; both, x first).
+  (define (rhs-x-lines! dst src rho qs cfg k s)
     (let* ([n (lu-config-n cfg)] [plane (fx* k (fx* n n))])
       (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1)))
-        (line-operator! dst src rho qs (fx+ plane (fx* j n)) 1 1 dx cfg s))
+        (line-operator! dst src rho qs (fx+ plane (fx* j n)) 1 1 dx cfg s))))
+
+  (define (rhs-y-lines! dst src rho qs cfg k s)
+    (let* ([n (lu-config-n cfg)] [plane (fx* k (fx* n n))])
       (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
         (line-operator! dst src rho qs (fx+ plane i) n 2 dy cfg s))))
 
-  ;; The operator along the z lines of row j.
-  (define (z-row! dst src rho qs cfg j s)
+  ;; The operator along the z lines of the points i-lo .. i-hi - 1 of row j.
+  (define (z-row! dst src rho qs cfg j i-lo i-hi s)
     (let ([n (lu-config-n cfg)])
-      (do ([i 1 (fx+ i 1)]) ((fx= i (fx- n 1)))
+      (do ([i i-lo (fx+ i 1)]) ((fx= i i-hi))
         (line-operator! dst src rho qs (fx+ (fx* j n) i) (fx* n n) 3 dz cfg s))))
 
   ;; frct = Op(exact solution), computed once before the iterations; the
@@ -125,22 +135,27 @@
       (do ([p 0 (fx+ p 1)]) ((fx= p (fx* 5 points))) (fl@! frct p 0.0))
       (do ([p 0 (fx+ p 1)]) ((fx= p points)) (set-derived! work rho qs p))
       (do ([k 1 (fx+ k 1)]) ((fx= k (fx- n 1))) (xy-plane! frct work rho qs cfg k s))
-      (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1))) (z-row! frct work rho qs cfg j s))))
+      (do ([j 1 (fx+ j 1)]) ((fx= j (fx- n 1))) (z-row! frct work rho qs cfg j 1 (fx- n 1) s))))
 
   ;; rhs in three phases, each over a range [from, to) of planes or rows
   ;; and separated by barriers: (1) rsd = -frct and rho, qs of u on planes
   ;; k; (2) the x and y lines of interior planes k; (3) the z lines of
-  ;; interior rows j.
+  ;; a list of rows (j i-lo . i-hi), each the points i-lo .. i-hi - 1 of
+  ;; row j.
   (define (rhs-init-planes! rsd frct u rho qs cfg from to)
     (let ([nn (fx* (lu-config-n cfg) (lu-config-n cfg))])
       (do ([p (fx* from nn) (fx+ p 1)]) ((fx= p (fx* to nn)))
-        (let ([b (fx* p 5)])
-          (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-            (fl@! rsd (fx+ b m) (fl- (fl@ frct (fx+ b m)))))
-          (set-derived! u rho qs p)))))
+        (rhs-init-point! rsd frct u rho qs p))))
+
+  ;; Phase (1) at point p alone.
+  (define (rhs-init-point! rsd frct u rho qs p)
+    (let ([b (fx* p 5)])
+      (do ([m 0 (fx+ m 1)]) ((fx= m 5))
+        (fl@! rsd (fx+ b m) (fl- (fl@ frct (fx+ b m)))))
+      (set-derived! u rho qs p)))
 
   (define (rhs-xy-planes! rsd u rho qs cfg from to s)
     (do ([k from (fx+ k 1)]) ((fx= k to)) (xy-plane! rsd u rho qs cfg k s)))
 
-  (define (rhs-z-rows! rsd u rho qs cfg from to s)
-    (do ([j from (fx+ j 1)]) ((fx= j to)) (z-row! rsd u rho qs cfg j s))))
+  (define (rhs-z-rows! rsd u rho qs cfg rows s)
+    (for-each (lambda (row) (z-row! rsd u rho qs cfg (car row) (cadr row) (cddr row) s)) rows)))

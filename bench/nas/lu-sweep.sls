@@ -106,21 +106,21 @@
                     (fl@! v (fx+ b 3) (fl- (fl@ v (fx+ b 3)) x3))
                     (fl@! v (fx+ b 4) (fl- (fl@ v (fx+ b 4)) x4)))))]))
 
-  ;; One sweep over row j of plane k: s = -1 (lower: ascending i, the
-  ;; neighbours at i-1, j-1, k-1) or +1 (upper: descending i, neighbours
-  ;; at i+1, j+1, k+1).
+  ;; One sweep over the points i-lo .. i-hi - 1 of row j of plane k: s = -1
+  ;; (lower: ascending i, the neighbours at i-1, j-1, k-1) or +1 (upper:
+  ;; descending i, neighbours at i+1, j+1, k+1).
   (define-syntax define-row-sweep
     (syntax-rules ()
       [(_ name s lower?)
-       (define (name v u rho qs cfg j k)
+       (define (name v u rho qs cfg j k i-lo i-hi)
          (let* ([n (lu-config-n cfg)] [nn (fx* n n)]
                 ;; the blocks come scaled by omega
                 [odt (fl* omega (lu-config-dt cfg))] [st (fl* s (fl* odt (lu-config-t2 cfg)))]
                 [a1 (fl* odt (lu-config-t1 cfg))]
                 [a1x (fl* a1 dx)] [a1y (fl* a1 dy)] [a1z (fl* a1 dz)]
                 [row (fx* n (fx+ j (fx* n k)))])
-           (let loop ([i (if lower? 1 (fx- n 2))])
-             (unless (or (fx= i 0) (fx= i (fx- n 1)))
+           (let loop ([i (if lower? i-lo (fx- i-hi 1))])
+             (unless (or (fx< i i-lo) (fx>= i i-hi))
                (let ([p (fx+ row i)])
                  (let-product (z0 z3 z1 z2 z4)
                               (v u rho qs (if lower? (fx- p nn) (fx+ p nn)) 3 1 2 st a1 a1z)

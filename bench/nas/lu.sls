@@ -19,7 +19,7 @@
 (library (nas lu)
   (export lu-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
-          (nas common) (nas lu-grid) (nas lu-rhs) (nas lu-ssor)
+          (nas common) (nas member-usage) (nas nursery) (nas lu-grid) (nas lu-rhs) (nas lu-ssor)
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-fxvector))
 
@@ -48,21 +48,23 @@
 
   (define epsilon 1e-8)
 
-  ;; Runs the members in the mode; returns member 0's value.
+  ;; Runs the members in the mode; returns the list of their values.
   (define (run-members mode np class u rsd frct rho qs flags partials)
-    (case mode
-      [(serial) (lu-member 0 1 void class u rsd frct rho qs flags partials)]
-      [(threads)
-       (vector-ref (threads-spmd np (lambda (id barrier)
-                                      (lu-member id np barrier class u rsd frct rho qs
-                                                 flags partials)))
-                   0)]
-      [(places)
-       (vector-ref (fork-join np cg ([class class] [u u] [rsd rsd] [frct frct] [rho rho]
-                                     [qs qs] [flags flags] [partials partials])
-                     (lu-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
-                                class u rsd frct rho qs flags partials))
-                   0)]))
+    (with-nursery
+      (lambda ()
+        (case mode
+          [(serial) (list (lu-member 0 1 void class u rsd frct rho qs flags partials))]
+          [(threads)
+           (vector->list (threads-spmd np (lambda (id barrier)
+                                            (lu-member id np barrier class u rsd frct rho qs
+                                                       flags partials))))]
+          [(places)
+           (vector->list (fork-join np cg ([class class] [u u] [rsd rsd] [frct frct] [rho rho]
+                                           [qs qs] [flags flags] [partials partials])
+                           (with-nursery        ; in each place's process
+                             (lambda ()
+                               (lu-member (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
+                                          class u rsd frct rho qs flags partials)))))]))))
 
   ;; NPB's operation count of LU for an n^3 grid and itmax iterations.
   (define (mops n itmax seconds)
@@ -76,12 +78,13 @@
            [shared? (eq? mode 'places)]
            [u (make-field n shared?)] [rsd (make-field n shared?)] [frct (make-field n shared?)]
            [rho (make-scalars n shared?)] [qs (make-scalars n shared?)]
-           [flags (make-shared-fxvector np 0)]
+           [flags (make-shared-fxvector (fx* 2 np) 0)]
            [partials (make-flonums (fx* 5 np) shared?)])
       (set-boundary! (array-view u) cfg)
       (set-initial! (array-view u) cfg)
       (compute-forcing! (array-view frct) (array-view rsd) (array-view rho) (array-view qs) cfg)
-      (let* ([out (run-members mode np class u rsd frct rho qs flags partials)]
+      (let* ([members (run-members mode np class u rsd frct rho qs flags partials)]
+             [out (car (car members))]
              [seconds (vector-ref out 0)]
              [residuals (vector-map (lambda (m) (vector-ref out (fx+ m 1))) '#(0 1 2 3 4))]
              [errors (error-norms (array-view u) cfg)]
@@ -100,7 +103,8 @@
                                 (note (format "error norm ~a" (+ m 1))
                                       (vector-ref errors m) (vector-ref xce m)))
                               '(0 1 2 3 4))
-                         (list (note "surface integral" integral xci)))]
+                         (list (note "surface integral" integral xci))
+                         (member-usage-notes (map cdr members)))]
                 [verified? (and (for-all check (vector->list residuals) (vector->list xcr))
                                 (for-all check (vector->list errors) (vector->list xce))
                                 (check integral xci))])

@@ -23,7 +23,7 @@
   (export sp-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
-          (nas common) (only (nas sp-memory) shared-flvector-address) (nas sp-constants)
+          (nas common) (nas member-usage) (nas nursery) (only (nas sp-memory) shared-flvector-address) (nas sp-constants)
           (nas sp-setup) (nas sp-rhs) (nas sp-solve) (nas sp-norms))
 
   (define sp-modes '(serial places threads))
@@ -34,8 +34,9 @@
            [start (+ lo (* id q) (min id r))])
       (values start (+ start q (if (< id r) 1 0)))))
 
-  ;; Runs the niter steps as member id of np; returns the seconds they took
-  ;; (from a barrier that all members reach before the first step).
+  ;; Runs the niter steps as member id of np; returns a pair of the seconds
+  ;; they took (from a barrier that all members reach before the first
+  ;; step) and the member's usage (nas member-usage).
   (define (sp-kernel c id np barrier u rhs forcing aux niter)
     (let ([ua (shared-flvector-address u)] [ra (shared-flvector-address rhs)]
           [fa (shared-flvector-address forcing)] [aa (shared-flvector-address aux)]
@@ -43,8 +44,8 @@
       (let-values ([(k0 k1) (block id np 1 (- n 1))]
                    [(j0 j1) (block id np 1 (- n 1))])
         (barrier)
-        (let-values ([(ignored seconds)
-                      (nas-seconds
+        (let-values ([(ignored seconds usage)
+                      (member-timed
                         (lambda ()
                           (do ([step 0 (+ step 1)]) ((= step niter))
                             (do ([k k0 (+ k 1)]) ((= k k1))
@@ -57,15 +58,16 @@
                             (barrier))))])
           ;; the mappings stay in use until here
           (for-each shared-flvector-length (list u rhs forcing aux))
-          seconds))))
+          (cons seconds usage)))))
 
   (define (run-places np c u rhs forcing aux niter)
-    (vector-ref
+    (vector->list
       (fork-join np cg ([u u] [rhs rhs] [forcing forcing] [aux aux] [n (c-n c)] [dt (c-dt c)]
                         [niter niter])
-        (sp-kernel (make-sp-constants n dt) (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
-                   u rhs forcing aux niter))
-      0))
+        (with-nursery                   ; in each place's process
+          (lambda ()
+            (sp-kernel (make-sp-constants n dt) (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg))
+                       u rhs forcing aux niter))))))
 
   (define (sp-run class mode np)
     (check-nas-arguments 'sp-run class sp-classes mode sp-modes np)
@@ -79,14 +81,17 @@
       (sp-initialize! c u)
       (let ([ua (shared-flvector-address u)] [aa (shared-flvector-address aux)])
         (sp-aux-all! c ua aa))
-      (let ([seconds
-             (case mode
-               [(serial) (sp-kernel c 0 1 void u rhs forcing aux niter)]
-               [(places) (run-places np c u rhs forcing aux niter)]
-               [(threads) (vector-ref (threads-spmd np (lambda (id barrier)
-                                                         (sp-kernel c id np barrier u rhs forcing
-                                                                    aux niter)))
-                                      0)])])
+      (let* ([members
+              (with-nursery
+                (lambda ()
+                  (case mode
+                    [(serial) (list (sp-kernel c 0 1 void u rhs forcing aux niter))]
+                    [(places) (run-places np c u rhs forcing aux niter)]
+                    [(threads) (vector->list
+                                 (threads-spmd np (lambda (id barrier)
+                                                    (sp-kernel c id np barrier u rhs forcing aux
+                                                               niter))))])))]
+             [seconds (car (car members))])
         ;; verification: the residual of the final u (without txinvr)
         (let ([ua (shared-flvector-address u)] [ra (shared-flvector-address rhs)]
               [fa (shared-flvector-address forcing)] [aa (shared-flvector-address aux)])
@@ -114,6 +119,7 @@
                                      niter)
                                   (* seconds 1e6))
                                (and ok-r ok-e)
-                               (append notes-r notes-e))))))))
+                               (append notes-r notes-e
+                                       (member-usage-notes (map cdr members))))))))))
 
   (lift-places (nas sp)))
