@@ -10,9 +10,9 @@
 ;;; keep running.  What completes them is the progress thread, a green
 ;;; thread started on the first wait: while requests or receivers are
 ;;; outstanding it probes and tests them, yielding between rounds for the
-;;; first 100 us and then sleeping on an alarm from 50 us doubling to 10 ms
-;;; (so an idle rank makes one probe per 10 ms and never spins a core); when
-;;; nothing is outstanding it waits on a semaphore.  A receive evt looks
+;;; first millisecond and then sleeping on an alarm from 50 us doubling to
+;;; 2 ms (so a rank idle in a receive makes one probe per 2 ms and never
+;;; spins a core); when nothing is outstanding it waits on a semaphore.  A receive evt looks
 ;;; first in its own attempt (a message that has already arrived commits at
 ;;; once, with no progress-thread hop), so a ping-pong whose peer answers
 ;;; quickly never sleeps.
@@ -50,7 +50,7 @@
           (only (spindle private places place-message) encode-message decode-message place-message-allowed?)
           (only (spindle thread) thread sleep yield)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
-          (only (spindle private core sync) sync wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
+          (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
 
   ;; ------------------------------------------------------------ communicators
   (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
@@ -143,7 +143,8 @@
   (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
   (define-record-type pending (fields req status buffers latch (mutable result)) (sealed #t))
 
-  ;; Called under engine-lock: makes sure the progress thread will look.
+  ;; Called under engine-lock: makes sure the progress thread will look
+  ;; soon (it may be asleep on the semaphore or in its backoff).
   (define (poke!)
     (cond
       [(not progress-started?) (set! progress-started? #t) (thread progress-loop)]
@@ -207,12 +208,20 @@
           requests))
       (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting])))
 
+  ;; The backoff: yield for spin-ms after the last completion, then sleep
+  ;; from 0.05 ms doubling to max-sleep-ms.  A short cap matters more than
+  ;; it seems: in a ping-pong, a rank that sleeps long answers late, so its
+  ;; peer sleeps long too, and the pair settles at about twice the cap per
+  ;; round trip.  A new receiver or request wakes the thread at once.
+  (define spin-ms 1.0)
+  (define max-sleep-ms 2.0)
+
   (define (progress-loop)
     (let loop ([spin-since #f] [pause 0.05])
       (let ([state (with-atomic
                      (with-os-mutex engine-lock
                        (let ([s (progress-step!)])
-                         (when (eq? s 'idle) (set! progress-sleeping? #t))
+                         (set! progress-sleeping? (not (eq? s 'moved)))
                          s)))])
         (case state
           [(idle) (semaphore-wait wake) (loop #f 0.05)]
@@ -221,9 +230,11 @@
            (let ([now (current-inexact-monotonic-milliseconds)])
              (cond
                [(not spin-since) (yield) (loop now pause)]
-               [(< (- now spin-since) 0.1) (yield) (loop spin-since pause)]
-               [else (sync (alarm-evt (+ now pause) #t))
-                     (loop spin-since (min 10.0 (* pause 2)))]))]))))
+               [(< (- now spin-since) spin-ms) (yield) (loop spin-since pause)]
+               [(sync (choice-evt (wrap-evt wake (lambda (_) #t))
+                                  (wrap-evt (alarm-evt (+ now pause) #t) (lambda (_) #f))))
+                (loop #f 0.05)]
+               [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
 
   ;; Under engine-lock: #t (and the latch fired, buffers freed) once p completed.
   (define (test! p)
