@@ -70,6 +70,12 @@
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "choice")))
 
+      (test "places inside a rank: they start and answer; a place that calls rmpi-world is refused"
+        (let-values ([(rc text secs) (mpirun 2 90 "places")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "places")))
+
       (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, after rmpi-finish"
         (let-values ([(rc text secs) (mpirun 2 60 "errors")])
           (check-equal "exit code" 0 rc)

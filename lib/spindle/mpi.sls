@@ -68,6 +68,14 @@
 
   (define (rmpi-available?) (mpi-available?))
 
+  ;; A place of a rank inherits the rank's environment, OMPI_* included, and
+  ;; would join MPI as that rank.  So the rank marks the environment with its
+  ;; pid when it loads this library (before it can start a place's
+  ;; template), and rmpi-world refuses in any other process.
+  (define rank-marked
+    (when (and (getenv "OMPI_COMM_WORLD_RANK") (not (getenv "SPINDLE_MPI_RANK_PID")))
+      (putenv "SPINDLE_MPI_RANK_PID" (number->string (own-pid)))))
+
   (define (rmpi-world)
     (or world
         (with-atomic
@@ -82,7 +90,6 @@
     (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
       (when (and owner (not (string=? owner (number->string (own-pid)))))
         (error 'rmpi-world "a place is not an MPI rank: only the rank process started by mpirun may use MPI")))
-    (putenv "SPINDLE_MPI_RANK_PID" (number->string (own-pid)))
     (let ([level (mpi-init!)])
       (unless (= level 3)
         (error 'rmpi-world (format "MPI provides thread level ~a; spindle needs MPI_THREAD_MULTIPLE (3)" level))))

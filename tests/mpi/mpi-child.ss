@@ -2,7 +2,7 @@
 ;;; One rank of a tests/test-mpi.ss job: `spindle mpirun -np N
 ;;; tests/mpi/mpi-child.ss SCENARIO [ARG]`.  Each scenario prints lines
 ;;; "rank R: ..." that the test reads; "rank R: ok SCENARIO" means it passed.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle mpi))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle mpi) (rank-places))
 
 (define w (rmpi-world))
 (define me (rmpi-id w))
@@ -130,4 +130,16 @@
    (rmpi-finish w)
    (expect "after finish" 'rmpi-barrier (raises? (lambda () (rmpi-barrier w))))
    (say "ok errors")]
+  [("places")
+   ;; a rank starts places (from their template: the rank never forks); a
+   ;; place is no rank
+   (let ([p (echo-place)])
+     (expect "a place's answer" (list 'echo me) (place-channel-put/get p me))
+     (place-kill p))
+   (let ([p (mpi-place)])
+     (expect "rmpi-world in a place" "a place is not an MPI rank: only the rank process started by mpirun may use MPI"
+       (sync/timeout 30 p))
+     (place-wait p))
+   (expect "messages still flow" (- n 1) (rmpi-allreduce w max me))
+   (say "ok places")]
   [else (fail "unknown scenario ~a" scenario)])
