@@ -21,11 +21,14 @@
 
 ;; Runs `spindle mpirun -np np tests/mpi/mpi-child.ss args` (bounded by
 ;; limit seconds); returns (values exit-code output seconds).
-(define (mpirun np limit . args)
+(define (mpirun np limit . args) (apply mpirun/env "" np limit args))
+
+;; The same with environment settings env ("NAME=value ...") for mpirun.
+(define (mpirun/env env np limit . args)
   (let ([out (format "~a/out" work)] [t0 (current-inexact-monotonic-milliseconds)])
     (let ([rc (shell-command
-                (format "timeout -k 5 ~a bin/spindle mpirun -np ~a tests/mpi/mpi-child.ss ~a >~a 2>&1"
-                        limit np (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
+                (format "~a timeout -k 5 ~a bin/spindle mpirun -np ~a tests/mpi/mpi-child.ss ~a >~a 2>&1"
+                        env limit np (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
       (values rc (read-file out) (/ (- (current-inexact-monotonic-milliseconds) t0) 1000.)))))
 
 (define (check-ok np text scenario)
@@ -55,6 +58,16 @@
       (test "10^4 messages between two ranks, in order and exactly once (and a second tag's stream)"
         (let-values ([(rc text secs) (mpirun 2 90 "stream" 10000)])
           (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "stream")))
+
+      (test "over the TCP transport only (btl tcp,self): collectives at 3 ranks, 10^4 ordered messages"
+        (let-values ([(rc text secs) (mpirun/env "OMPI_MCA_btl=tcp,self" 3 60 "collectives" 3)])
+          (check-equal "collectives: exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 3 text "collectives"))
+        (let-values ([(rc text secs) (mpirun/env "OMPI_MCA_btl=tcp,self" 2 90 "stream" 10000)])
+          (check-equal "stream: exit code" 0 rc)
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "stream")))
 
