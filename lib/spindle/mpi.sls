@@ -174,8 +174,13 @@
 
   ;; Under engine-lock: receives the next MPI message for (comm src tag)
   ;; as (comm src tag . value), or #f if none has arrived.
+  (define scratch #f)      ; foreign memory for probe! and test!, used under engine-lock
+  (define (scratch-at i)
+    (unless scratch (set! scratch (malloc (+ 24 mpi-status-size))))
+    (+ scratch i))
+
   (define (probe! who comm src tag)
-    (let ([flag (malloc 8)] [msg (malloc 8)] [st (malloc mpi-status-size)] [cnt (malloc 8)])
+    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [cnt (scratch-at 16)] [st (scratch-at 24)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-improbe (or src -1) tag (rmpi-comm-handle comm) flag msg st)])
         (let ([r (and (eqv? rc 0) (not (eqv? 0 (foreign-ref 'int flag 0)))
@@ -188,7 +193,6 @@
                               (free buf)
                               (check-rc who rc)
                               (cons* comm (mpi-status-source st) tag (unpack bv)))))))])
-          (free flag) (free msg) (free st) (free cnt)
           (check-rc who rc)
           r))))
 
@@ -245,11 +249,10 @@
 
   ;; Under engine-lock: #t (and the latch fired, buffers freed) once p completed.
   (define (test! p)
-    (let ([flag (malloc 8)])
+    (let ([flag (scratch-at 0)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-test (pending-req p) flag (pending-status p))])
         (let ([done (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))])
-          (free flag)
           (when done
             (pending-result-set! p rc)
             (latch-fire! (pending-latch p)))
@@ -357,7 +360,19 @@
        (check-comm 'rmpi-recv comm)
        (when src (check-rank 'rmpi-recv comm src))
        (check-tag 'rmpi-recv tag)
-       (sync (make-recv-evt comm src tag))]))
+       (let ([m (spin-for-message comm src tag)])
+         (if m (cdddr m) (sync (make-recv-evt comm src tag))))]))
+
+  ;; A ping-pong's answer usually comes within microseconds: rmpi-recv looks
+  ;; for up to spin-recv-us before it parks (parking and the progress
+  ;; thread's wake-up cost more than that), yielding between looks so
+  ;; the worker's other threads run.  (cons* comm src tag value) or #f.
+  (define spin-recv-us 30.)
+  (define (spin-for-message comm src tag)
+    (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
+      (let loop ()
+        (or (with-atomic (with-os-mutex engine-lock (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag))))
+            (and (< (current-inexact-monotonic-milliseconds) end) (begin (yield) (loop)))))))
 
   ;; ------------------------------------------------------------ collectives
   (define (rmpi-barrier comm)

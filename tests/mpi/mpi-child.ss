@@ -116,9 +116,13 @@
    (let ([count (string->number (cadr args))] [bv (make-bytevector 8 1)])
      (rmpi-barrier w)
      (case me
-       [(0) (let ([t0 (current-inexact-monotonic-milliseconds)])
-              (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 bv) (rmpi-recv w 1))
-              (say "pingpong 8 B round trip ~,1f us" (/ (* 1000 (- (current-inexact-monotonic-milliseconds) t0)) count)))]
+       [(0) (let ([ts (make-vector count 0.)] [now current-inexact-monotonic-milliseconds])
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (let ([t0 (now)]) (rmpi-send w 1 bv) (rmpi-recv w 1) (vector-set! ts i (- (now) t0))))
+              (let ([sorted (list-sort < (vector->list ts))])
+                (say "pingpong 8 B round trip: median ~,1f us, mean ~,1f us, p99 ~,1f us"
+                  (* 1000 (list-ref sorted (quotient count 2))) (/ (* 1000 (apply + sorted)) count)
+                  (* 1000 (list-ref sorted (quotient (* 99 count) 100))))))]
        [(1) (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 0 (rmpi-recv w 0)))])
      (say "ok pingpong"))]
   [("errors")

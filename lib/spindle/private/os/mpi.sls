@@ -43,18 +43,23 @@
 
   (define (mpi-available?) (eq? (mpi-load!) #t))
 
+  ;; A binding made on its first call (libmpi is loaded at run time, by
+  ;; mpi-load!); conv is __collect_safe or absent.
   (define-syntax define-mpi
-    (syntax-rules ()
-      [(_ name conv c-name args ret)
-       (define name (let ([p #f])
-                      (lambda xs
-                        (unless p (set! p (foreign-procedure conv c-name args ret)))
-                        (apply p xs))))]
-      [(_ name c-name args ret)
-       (define name (let ([p #f])
-                      (lambda xs
-                        (unless p (set! p (foreign-procedure c-name args ret)))
-                        (apply p xs))))]))
+    (lambda (x)
+      (syntax-case x ()
+        [(_ name c-name (t ...) ret)
+         #'(define-mpi name #f c-name (t ...) ret)]
+        [(_ name conv c-name (t ...) ret)
+         (with-syntax ([(a ...) (generate-temporaries #'(t ...))]
+                       [make (if (syntax->datum #'conv)
+                                 #'(foreign-procedure conv c-name (t ...) ret)
+                                 #'(foreign-procedure c-name (t ...) ret))])
+           #'(define name
+               (let ([p #f])
+                 (lambda (a ...)
+                   (unless p (set! p make))
+                   (p a ...)))))])))
 
   (define (handle name) (foreign-entry name))
   (define (mpi-comm-world) (handle "ompi_mpi_comm_world"))
