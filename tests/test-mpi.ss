@@ -107,6 +107,40 @@
           (check-equal "no process left" 0
             (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss raise ~a')\"" work)))))
 
+      (test "a killed rank ends the job within 10 s, naming the rank; no process is left"
+        (let ([out (format "~a/killed.out" work)] [rc-file (format "~a/killed.rc" work)])
+          (shell-command
+            (format "{ timeout -k 5 60 bin/spindle mpirun -np 3 tests/mpi/mpi-child.ss idle ~a >~a 2>&1; echo $? >~a; } &"
+                    work out rc-file))
+          ;; rank 2's pid, once every rank is ready
+          (let ([pid (let loop ([k 0])
+                       (let ([text (if (file-exists? out) (read-file out) "")])
+                         (cond
+                           [(and (contains? text "rank 0: ready") (contains? text "rank 1: ready")
+                                 (contains? text "rank 2: ready pid "))
+                            (let ([p (open-string-input-port text)])
+                              (let find ()
+                                (let ([l (get-line p)])
+                                  (cond
+                                    [(eof-object? l) #f]
+                                    [(contains? l "rank 2: ready pid ") (string->number (substring l 18 (string-length l)))]
+                                    [else (find)]))))]
+                           [(> k 600) #f]
+                           [else (sleep 0.1) (loop (+ k 1))])))])
+            (check "every rank got ready" pid)
+            (when pid
+              (let ([t0 (current-inexact-monotonic-milliseconds)])
+                (shell-command (format "kill -9 ~a" pid))
+                (let loop ()
+                  (unless (or (file-exists? rc-file) (> (- (current-inexact-monotonic-milliseconds) t0) 15000))
+                    (sleep 0.1) (loop)))
+                (check "the job ended within 10 s" (< (- (current-inexact-monotonic-milliseconds) t0) 10000))
+                (check "the job failed" (and (file-exists? rc-file) (not (string=? (read-file rc-file) "0\n"))))
+                (check "the killed rank is named" (contains? (read-file out) "rank 2"))
+                (sleep 0.5)
+                (check-equal "no process left" 0
+                  (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss idle ~a')\"" work))))))))
+
       (test "pingpong of 8-byte messages (printed, not asserted)"
         (let-values ([(rc text secs) (mpirun 2 60 "pingpong" 2000)])
           (check-equal "exit code" 0 rc)

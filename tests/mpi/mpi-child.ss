@@ -112,6 +112,11 @@
    (if (= me (- n 1))
        (error 'mpi-child "deliberate failure")
        (rmpi-recv w (- n 1)))]
+  [("idle")
+   ;; every rank waits for a message that never comes; the test kills one
+   (rmpi-barrier w)
+   (say "ready pid ~a" (get-process-id))
+   (rmpi-recv w (modulo (+ me 1) n))]
   [("pingpong")
    (let ([count (string->number (cadr args))] [bv (make-bytevector 8 1)])
      (rmpi-barrier w)
