@@ -48,6 +48,8 @@
                 record-prints-as! evt-trace-reason!)
           (only (spindle private core exit-hooks) add-exit-hook!)
           (only (spindle private places place-message) encode-message decode-message place-message-allowed?)
+          (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length
+                shared-flvector? shared-fxvector? shared-bytes?)
           (only (spindle thread) thread sleep yield)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
           (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
@@ -387,6 +389,20 @@
       [(comm root) (rmpi-broadcast comm root #f)]
       [(comm root v)
        (check-comm 'rmpi-broadcast comm) (check-rank 'rmpi-broadcast comm root)
+       (if (shared-vector? v)
+           (broadcast-in-place comm root v)
+           (broadcast-message comm root v))]))
+
+  ;; A shared vector at every rank (each its own, of one length): root's
+  ;; contents are copied into the others' memory directly.
+  (define (broadcast-in-place comm root v)
+    (bcast-buffer 'rmpi-broadcast comm root (shared-vector-address v) (shared-vector-bytes v))
+    v)
+
+  (define (shared-vector-bytes v)
+    (if (shared-bytes? v) (shared-vector-length v) (fx* 8 (shared-vector-length v))))
+
+  (define (broadcast-message comm root v)
        (let ([me? (fx= root (rmpi-comm-id comm))] [len (malloc 8)])
          (let ([bv (and me? (pack 'rmpi-broadcast v))])
            (foreign-set! 'integer-64 len 0 (if bv (bytevector-length bv) 0))
@@ -399,7 +415,7 @@
                  (let ([in (make-bytevector n)])
                    (memcpy-to-bytevector! in buf n)
                    (free buf)
-                   (unpack in))))))]))
+                   (unpack in)))))))
 
   ;; The MPI op for a Scheme operation, or #f.
   (define (typed-op op)
@@ -447,6 +463,8 @@
   ;; root #f: allreduce.  Returns the result (at every rank, or at root).
   (define (reduce who comm root op v)
     (let ([mop (typed-op op)])
+     (if (and mop (or (shared-flvector? v) (shared-fxvector? v)))
+      (reduce-in-place who comm root mop v)
       (let-values ([(kind n p) (if mop (typed-buffer v) (values #f 0 0))])
         (if kind
             (let ([out (malloc (fxmax 8 (fx* 8 n)))])
@@ -461,7 +479,20 @@
                       (typed-result who kind n out)
                       (void)))
                 (lambda () (free p) (free out))))
-            (general-reduce who comm root op v)))))
+            (general-reduce who comm root op v))))))
+
+  ;; A shared flvector or fxvector: MPI reduces in its own memory
+  ;; (MPI_IN_PLACE; at a non-root rank of a reduce, the vector is only read).
+  (define (reduce-in-place who comm root mop v)
+    (let ([a (shared-vector-address v)] [n (shared-vector-length v)]
+          [type (if (shared-flvector? v) (mpi-double) (mpi-int64))] [h (rmpi-comm-handle comm)])
+      (run-request! who '()
+        (lambda (req)
+          (cond
+            [(not root) (mpi-iallreduce mpi-in-place a n type (mpi-op mop) h req)]
+            [(fx= root (rmpi-comm-id comm)) (mpi-ireduce mpi-in-place a n type (mpi-op mop) root h req)]
+            [else (mpi-ireduce a 0 n type (mpi-op mop) root h req)])))
+      (if (or (not root) (fx= root (rmpi-comm-id comm))) v (void))))
 
   ;; Any value and procedure: gathered to the root (rank 0 for allreduce),
   ;; folded in rank order, broadcast for allreduce.
