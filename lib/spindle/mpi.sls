@@ -50,7 +50,7 @@
           (only (spindle private places place-message) encode-message decode-message place-message-allowed?)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector? shared-bytes?)
-          (only (spindle thread) thread sleep yield)
+          (only (spindle thread) thread thread-dead? sleep yield)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
           (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
 
@@ -117,17 +117,24 @@
                     (format e "spindle mpi: rank ~a failed; aborting the job~%" (rmpi-comm-id c))
                     (flush-output-port e))
                   (mpi-abort! 1))
-                (mpi-finalize!)))))
+                (finalize!)))))
       c))
 
   ;; Ends MPI use now (MPI_Finalize); done at exit otherwise.
   (define (rmpi-finish comm)
     (check-comm 'rmpi-finish comm)
-    (with-atomic (with-os-mutex engine-lock (unless (mpi-finalized?) (mpi-finalize!)))))
+    (finalize!))
+
+  ;; Under engine-lock, so that the progress thread is not inside an MPI
+  ;; call, and it makes no call afterwards (progress-step! checks).
+  (define (finalize!)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (unless (mpi-finalized?) (set! finalized? #t) (mpi-finalize!)))))
 
   (define (check-comm who c)
     (unless (rmpi-comm? c) (assertion-violation who "expected an rmpi communicator" c))
-    (when (mpi-finalized?) (error who "MPI has been finalised")))
+    (when finalized? (error who "MPI has been finalised")))
   (define (check-rank who c r)
     (unless (and (fixnum? r) (fx<= 0 r) (fx< r (rmpi-comm-cnt c)))
       (assertion-violation who (format "expected a rank in [0, ~a)" (rmpi-comm-cnt c)) r)))
@@ -145,7 +152,8 @@
   (define receivers '())          ; recv-waiter, oldest first
   (define early '())              ; (comm src tag . value), oldest first
   (define requests '())           ; pending requests
-  (define progress-started? #f)
+  (define progress-thread #f)
+  (define finalized? #f)
   (define progress-sleeping? #f)
   (define wake (make-semaphore 0))
 
@@ -156,7 +164,11 @@
   ;; soon (it may be asleep on the semaphore or in its backoff).
   (define (poke!)
     (cond
-      [(not progress-started?) (set! progress-started? #t) (thread progress-loop)]
+      ;; (restarted if it died: killed with the custodian of the thread
+      ;; that started it, say)
+      [(or (not progress-thread) (thread-dead? progress-thread))
+       (set! progress-sleeping? #f)
+       (set! progress-thread (thread progress-loop))]
       [progress-sleeping? (set! progress-sleeping? #f) (semaphore-post wake)]))
 
   (define (matches? comm src tag c s t)
@@ -201,6 +213,8 @@
   ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),
   ;; 'moved (something completed) or 'waiting.
   (define (progress-step!)
+   (if finalized?
+    'idle
     (let ([moved #f])
       (set! receivers
         (filter
@@ -219,7 +233,7 @@
           (lambda (p)
             (if (test! p) (begin (set! moved #t) #f) #t))
           requests))
-      (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting])))
+      (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting]))))
 
   ;; The backoff: yield for spin-ms after the last completion, then sleep
   ;; from 0.05 ms doubling to max-sleep-ms.  A short cap matters more than
