@@ -95,6 +95,13 @@
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "errors")))
 
+      (test "rmpi-world outside mpirun says how to start the program"
+        (let ([out (format "~a/plain.out" work)])
+          (check "the program fails"
+            (not (eqv? 0 (shell-command (format "timeout 60 bin/spindle run tests/mpi/mpi-child.ss collectives 1 >~a 2>&1" out)))))
+          (check "the message names rmpi-world and spindle mpirun"
+            (let ([text (read-file out)]) (and (contains? text "rmpi-world") (contains? text "spindle mpirun"))))))
+
       (test "a rank that raises ends the job within 10 s with an error naming the rank; no process is left"
         (let-values ([(rc text secs) (mpirun 3 60 "raise" work)])
           (check "the job failed" (not (eqv? rc 0)))
