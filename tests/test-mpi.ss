@@ -41,10 +41,11 @@
 (if (not have-mpi?)
     (begin
       (printf "skipped: Open MPI is not installed (make test installs openmpi-bin and libopenmpi-dev with apt-get; it failed)\n")
-      (test "spindle mpirun says clearly that mpirun is missing"
-        (check-equal "exit code" 127
-          (shell-command (format "bin/spindle mpirun -np 2 tests/mpi/mpi-child.ss x >~a/out 2>&1" work)))
-        (check "the message names mpirun" (contains? (read-file (format "~a/out" work)) "mpirun not found"))))
+      (unless (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1"))
+        (test "spindle mpirun says clearly that mpirun is missing"
+          (check-equal "exit code" 127
+            (shell-command (format "bin/spindle mpirun -np 2 tests/mpi/mpi-child.ss x >~a/out 2>&1" work)))
+          (check "the message names mpirun" (contains? (read-file (format "~a/out" work)) "mpirun not found")))))
     (begin
       (test "1, 2, 3 and 4 ranks: barrier, broadcast, allreduce (flonum vectors against a sequential sum, fxvectors, any value), reduce, a ring"
         (for-each
