@@ -90,6 +90,12 @@
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "places")))
 
+      (test "a thread broken while its 4 MB send waits: the message still arrives intact"
+        (let-values ([(rc text secs) (mpirun 2 60 "broken-sender")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "broken-sender")))
+
       (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, after rmpi-finish"
         (let-values ([(rc text secs) (mpirun 2 60 "errors")])
           (check-equal "exit code" 0 rc)

@@ -158,7 +158,8 @@
   (define wake (make-semaphore 0))
 
   (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
-  (define-record-type pending (fields req status buffers latch (mutable result)) (sealed #t))
+  ;; owned: foreign memory freed with the request once MPI is done with it.
+  (define-record-type pending (fields req status owned latch (mutable result)) (sealed #t))
 
   ;; Called under engine-lock: makes sure the progress thread will look
   ;; soon (it may be asleep on the semaphore or in its backoff).
@@ -263,7 +264,8 @@
                 (loop #f 0.05)]
                [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
 
-  ;; Under engine-lock: #t (and the latch fired, buffers freed) once p completed.
+  ;; Under engine-lock: #t (and the latch fired, the request's memory
+  ;; freed) once p completed.
   (define (test! p)
     (let ([flag (scratch-at 0)])
       (foreign-set! 'int flag 0 0)
@@ -271,24 +273,27 @@
         (let ([done (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))])
           (when done
             (pending-result-set! p rc)
+            (free (pending-req p)) (free (pending-status p)) (for-each free (pending-owned p))
             (latch-fire! (pending-latch p)))
           done))))
 
-  ;; Starts a request with (start req-pointer), waits for it, frees buffers.
-  (define (run-request! who buffers start)
+  ;; Starts a request with (start req-pointer) and waits for it.  The
+  ;; request's memory and `owned` are freed by whoever sees it complete,
+  ;; never by the waiter: a waiter that is killed or broken leaves MPI's
+  ;; buffers alone.  Memory the waiter reads afterwards is its own to free
+  ;; on a normal return (on an abnormal one it is left, not freed early).
+  (define (run-request! who owned start)
     (let* ([req (malloc 8)] [st (malloc mpi-status-size)]
-           [p (make-pending req st buffers (make-latch (lambda (l) (void))) #f)])
+           [p (make-pending req st owned (make-latch (lambda (l) (void))) #f)])
       (let ([rc (with-atomic
                   (with-os-mutex engine-lock
                     (let ([rc (start req)])
-                      (when (eqv? rc 0)
-                        (unless (test! p) (set! requests (cons p requests)) (poke!)))
+                      (if (eqv? rc 0)
+                          (unless (test! p) (set! requests (cons p requests)) (poke!))
+                          (begin (free req) (free st) (for-each free owned)))
                       rc)))])
-        (unless (eqv? rc 0)
-          (free req) (free st)
-          (check-rc who rc))
+        (check-rc who rc)
         (sync (pending-latch p))
-        (free req) (free st)
         (check-rc who (pending-result p)))))
 
   ;; ------------------------------------------------------------ messages
@@ -315,11 +320,8 @@
     (when (> (bytevector-length bv) max-message)
       (error who (format "message of ~a bytes is too large (at most ~a)" (bytevector-length bv) max-message)))
     (let ([buf (foreign-copy bv)])
-      (dynamic-wind void
-        (lambda ()
-          (run-request! who '()
-            (lambda (req) (mpi-isend buf (bytevector-length bv) (mpi-byte) dest tag (rmpi-comm-handle comm) req))))
-        (lambda () (free buf)))))
+      (run-request! who (list buf)
+        (lambda (req) (mpi-isend buf (bytevector-length bv) (mpi-byte) dest tag (rmpi-comm-handle comm) req)))))
 
   (define rmpi-send
     (case-lambda
@@ -482,17 +484,16 @@
       (let-values ([(kind n p) (if mop (typed-buffer v) (values #f 0 0))])
         (if kind
             (let ([out (malloc (fxmax 8 (fx* 8 n)))])
-              (dynamic-wind void
-                (lambda ()
-                  (run-request! who '()
-                    (lambda (req)
-                      (if root
-                          (mpi-ireduce p out n (datatype kind) (mpi-op mop) root (rmpi-comm-handle comm) req)
-                          (mpi-iallreduce p out n (datatype kind) (mpi-op mop) (rmpi-comm-handle comm) req))))
-                  (if (or (not root) (fx= root (rmpi-comm-id comm)))
-                      (typed-result who kind n out)
-                      (void)))
-                (lambda () (free p) (free out))))
+              (run-request! who (list p)
+                (lambda (req)
+                  (if root
+                      (mpi-ireduce p out n (datatype kind) (mpi-op mop) root (rmpi-comm-handle comm) req)
+                      (mpi-iallreduce p out n (datatype kind) (mpi-op mop) (rmpi-comm-handle comm) req))))
+              (let ([r (if (or (not root) (fx= root (rmpi-comm-id comm)))
+                           (typed-result who kind n out)
+                           (void))])
+                (free out)
+                r))
             (general-reduce who comm root op v))))))
 
   ;; A shared flvector or fxvector: MPI reduces in its own memory

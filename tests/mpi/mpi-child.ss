@@ -126,6 +126,23 @@
    (if (= me (- n 1))
        (error 'mpi-child "deliberate failure")
        (rmpi-recv w (- n 1)))]
+  [("broken-sender")
+   ;; a thread broken while its large send waits for the receiver: MPI
+   ;; still reads the message's memory, which must stay intact
+   (let ([big (let ([b (make-bytevector 4000000)]) (do ([i 0 (+ i 1)]) ((= i 4000000) b) (bytevector-u8-set! b i (mod i 251))))])
+     (case me
+       [(0) (let ([t (thread (lambda () (guard (c [#t (void)]) (rmpi-send w 1 big 3))))])
+              (sleep 0.2)
+              (break-thread t)
+              (sync/timeout 5 t)
+              (collect (collect-maximum-generation))
+              (do ([i 0 (+ i 1)]) ((= i 50)) (make-bytevector 4000000 0))
+              (rmpi-send w 1 'after))]
+       [(1) (sleep 0.5)
+            (expect "the killed sender's message arrives intact" #t (equal? big (rmpi-recv w 0 3)))
+            (expect "then the next" 'after (rmpi-recv w 0))]))
+   (rmpi-barrier w)
+   (say "ok broken-sender")]
   [("idle")
    ;; every rank waits for a message that never comes; the test kills one
    (rmpi-barrier w)
