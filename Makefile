@@ -7,7 +7,7 @@ SPINDLE = bin/spindle
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all demo test test-safe browser bench bench-deps check clean deps install uninstall
+.PHONY: all demo test test-safe browser mpi bench bench-deps check clean deps install uninstall
 
 all: test
 
@@ -21,7 +21,7 @@ deps:
 demo: deps
 	$(SPINDLE) run examples/sqrt-demo.ss
 
-test: deps browser
+test: deps browser mpi
 	SAFE_TESTS="$(SAFE_TESTS)" tests/run.sh
 
 # make test runs these once more with SPINDLE_SAFE=1: the libraries compiled
@@ -31,7 +31,7 @@ SAFE_TESTS = tests/test-threads.ss tests/test-events.ss tests/test-stress.ss tes
   tests/test-futures.ss tests/test-owner-lock.ss tests/test-custodian.ss tests/test-srfi-18.ss \
   tests/test-io.ss tests/test-io-writes.ss tests/test-shared-reads.ss tests/test-console.ss \
   tests/test-sharing.ss tests/test-subprocess.ss \
-  tests/test-places.ss tests/test-place-rings.ss tests/test-fork-join.ss
+  tests/test-places.ss tests/test-place-rings.ss tests/test-fork-join.ss tests/test-mpi.ss
 test-safe: deps
 	SAFE_TESTS="$(SAFE_TESTS)" tests/run.sh --safe-only
 
@@ -43,6 +43,15 @@ browser:
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "could not install chromium: the browser check of tests/test-trace.ss will be skipped"; }
+
+# Open MPI for tests/test-mpi.ss ((spindle mpi), spindle mpirun); if it
+# cannot be installed, that test says so and is skipped.
+mpi:
+	@{ command -v mpirun >/dev/null 2>&1 && [ -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 ]; } || { \
+	  echo "installing openmpi-bin and libopenmpi-dev with apt-get (for tests/test-mpi.ss)"; \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null; } || \
+	  echo "could not install Open MPI: tests/test-mpi.ss will be skipped"; }
 
 bench: deps bench-deps
 	$(SPINDLE) bench micro scale

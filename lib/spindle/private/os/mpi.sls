@@ -1,0 +1,126 @@
+#!chezscheme
+;;; Open MPI through the FFI: loading libmpi, its handles, and the calls
+;;; (spindle mpi) makes.  Pure FFI, no C shim: Open MPI's handles are the
+;;; addresses of its globals (MPI_COMM_WORLD is &ompi_mpi_comm_world,
+;;; MPI_DOUBLE &ompi_mpi_double, MPI_SUM &ompi_mpi_op_sum), which
+;;; foreign-entry gives, and every call takes plain integers and pointers,
+;;; so a shim would add a build step and a library to find and save nothing
+;;; (a Chez foreign call costs tens of nanoseconds; an MPI round trip,
+;;; microseconds).  MPICH (integer handles, a 20-byte status) is not
+;;; supported: mpi-load! refuses it by name.
+;;;
+;;; Every pointer argument is foreign memory (malloc): MPI keeps the
+;;; addresses of a request's buffers until it completes, and Chez's
+;;; collector moves bytevectors.  Calls that can wait are __collect_safe.
+;;; MPI is initialised with MPI_THREAD_MULTIPLE (Debian's Open MPI 4.1
+;;; provides it), because a green thread calls MPI from whichever worker OS
+;;; thread runs it.
+(library (spindle private os mpi)
+  (export mpi-load! mpi-available?
+          mpi-comm-world mpi-byte mpi-double mpi-int64 mpi-op
+          mpi-status-size mpi-status-source mpi-status-tag
+          mpi-init! mpi-initialized? mpi-finalized? mpi-finalize! mpi-abort!
+          mpi-comm-rank mpi-comm-size
+          mpi-isend mpi-improbe mpi-mrecv mpi-get-count mpi-test
+          mpi-ibarrier mpi-ibcast mpi-iallreduce mpi-ireduce mpi-in-place
+          mpi-error-string)
+  (import (chezscheme) (spindle private os libc) (spindle private os memory))
+
+  (define loaded libc-loaded)
+
+  ;; #t once libmpi is loaded; a string saying why not otherwise.
+  (define load-state #f)
+
+  (define (mpi-load!)
+    (unless load-state
+      (set! load-state
+        (guard (c [#t "libmpi.so.40 (Open MPI) could not be loaded: install openmpi-bin and libopenmpi-dev"])
+          (load-shared-object "libmpi.so.40")
+          (if (foreign-entry? "ompi_mpi_comm_world")
+              #t
+              "the loaded MPI library is not Open MPI (MPICH is not supported)"))))
+    load-state)
+
+  (define (mpi-available?) (eq? (mpi-load!) #t))
+
+  ;; A binding made on its first call (libmpi is loaded at run time, by
+  ;; mpi-load!); conv is __collect_safe or absent.
+  (define-syntax define-mpi
+    (lambda (x)
+      (syntax-case x ()
+        [(_ name c-name (t ...) ret)
+         #'(define-mpi name #f c-name (t ...) ret)]
+        [(_ name conv c-name (t ...) ret)
+         (with-syntax ([(a ...) (generate-temporaries #'(t ...))]
+                       [make (if (syntax->datum #'conv)
+                                 #'(foreign-procedure conv c-name (t ...) ret)
+                                 #'(foreign-procedure c-name (t ...) ret))])
+           #'(define name
+               (let ([p #f])
+                 (lambda (a ...)
+                   (unless p (set! p make))
+                   (p a ...)))))])))
+
+  (define (handle name) (foreign-entry name))
+  (define (mpi-comm-world) (handle "ompi_mpi_comm_world"))
+  (define (mpi-byte) (handle "ompi_mpi_byte"))
+  (define (mpi-double) (handle "ompi_mpi_double"))
+  (define (mpi-int64) (handle "ompi_mpi_int64_t"))
+  ;; op: sum, prod, min or max.
+  (define (mpi-op op)
+    (handle (case op [(sum) "ompi_mpi_op_sum"] [(prod) "ompi_mpi_op_prod"]
+                     [(min) "ompi_mpi_op_min"] [else "ompi_mpi_op_max"])))
+  (define mpi-in-place 1)               ; Open MPI's MPI_IN_PLACE is (void *) 1
+
+  ;; Open MPI's MPI_Status: MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled (ints), _ucount (size_t).
+  (define mpi-status-size 24)
+  (define (mpi-status-source st) (foreign-ref 'int st 0))
+  (define (mpi-status-tag st) (foreign-ref 'int st 4))
+
+  (define-mpi c-init-thread __collect_safe "MPI_Init_thread" (uptr uptr int uptr) int)
+  (define-mpi c-initialized "MPI_Initialized" (uptr) int)
+  (define-mpi c-finalized "MPI_Finalized" (uptr) int)
+  (define-mpi c-finalize __collect_safe "MPI_Finalize" () int)
+  (define-mpi c-abort __collect_safe "MPI_Abort" (uptr int) int)
+  (define-mpi c-comm-rank "MPI_Comm_rank" (uptr uptr) int)
+  (define-mpi c-comm-size "MPI_Comm_size" (uptr uptr) int)
+  (define-mpi c-set-errhandler "MPI_Comm_set_errhandler" (uptr uptr) int)
+  (define-mpi c-error-string "MPI_Error_string" (int uptr uptr) int)
+  (define-mpi mpi-isend "MPI_Isend" (uptr int uptr int int uptr uptr) int)
+  (define-mpi mpi-improbe "MPI_Improbe" (int int uptr uptr uptr uptr) int)
+  (define-mpi mpi-mrecv __collect_safe "MPI_Mrecv" (uptr int uptr uptr uptr) int)
+  (define-mpi mpi-get-count "MPI_Get_count" (uptr uptr uptr) int)
+  (define-mpi mpi-test "MPI_Test" (uptr uptr uptr) int)
+  (define-mpi mpi-ibarrier "MPI_Ibarrier" (uptr uptr) int)
+  (define-mpi mpi-ibcast "MPI_Ibcast" (uptr int uptr int uptr uptr) int)
+  (define-mpi mpi-iallreduce "MPI_Iallreduce" (uptr uptr int uptr uptr uptr uptr) int)
+  (define-mpi mpi-ireduce "MPI_Ireduce" (uptr uptr int uptr uptr int uptr uptr) int)
+
+  (define (int-out f)
+    (let ([p (malloc 8)])
+      (foreign-set! 'int p 0 0)
+      (f p)
+      (let ([v (foreign-ref 'int p 0)]) (free p) v)))
+
+  (define (mpi-initialized?) (not (eqv? 0 (int-out c-initialized))))
+  (define (mpi-finalized?) (not (eqv? 0 (int-out c-finalized))))
+
+  ;; Initialises MPI with MPI_THREAD_MULTIPLE and makes errors on the world
+  ;; communicator return codes; returns the thread level provided.
+  (define (mpi-init!)
+    (let ([level (int-out (lambda (p) (c-init-thread 0 0 3 p)))])
+      (c-set-errhandler (mpi-comm-world) (handle "ompi_mpi_errors_return"))
+      level))
+
+  (define (mpi-finalize!) (c-finalize))
+  (define (mpi-abort! code) (c-abort (mpi-comm-world) code))
+  (define (mpi-comm-rank comm) (int-out (lambda (p) (c-comm-rank comm p))))
+  (define (mpi-comm-size comm) (int-out (lambda (p) (c-comm-size comm p))))
+
+  (define (mpi-error-string code)
+    (let ([buf (malloc 512)] [len (malloc 8)])
+      (c-error-string code buf len)
+      (let* ([n (foreign-ref 'int len 0)] [bv (make-bytevector n)])
+        (memcpy-to-bytevector! bv buf n)
+        (free buf) (free len)
+        (utf8->string bv)))))

@@ -1,0 +1,185 @@
+#!chezscheme
+;;; One rank of a tests/test-mpi.ss job: `spindle mpirun -np N
+;;; tests/mpi/mpi-child.ss SCENARIO [ARG]`.  Each scenario prints lines
+;;; "rank R: ..." that the test reads; "rank R: ok SCENARIO" means it passed.
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle mpi) (rank-places))
+
+(define w (rmpi-world))
+(define me (rmpi-id w))
+(define n (rmpi-cnt w))
+(define args (cdr (command-line)))
+(define scenario (car args))
+
+(define (say fmt . xs)
+  (printf "rank ~a: ~a\n" me (apply format fmt xs))
+  (flush-output-port (current-output-port)))
+(define (fail fmt . xs) (apply say (string-append "FAILED " fmt) xs) (exit 2))
+(define (expect what want got)
+  (unless (equal? want got) (fail "~a: expected ~s, got ~s" what want got)))
+
+;; Rank r's data for the reductions: a vector of 1000 flonums.
+(define (data r) (let ([v (make-vector 1000)]) (do ([i 0 (+ i 1)]) ((= i 1000) v) (vector-set! v i (+ (* r 0.5) (* i 0.25) (/ 1.0 (+ r i 1)))))))
+
+(define (sequential-sum)
+  (let ([acc (make-vector 1000 0.0)])
+    (do ([r 0 (+ r 1)]) ((= r n) acc)
+      (let ([d (data r)]) (do ([i 0 (+ i 1)]) ((= i 1000)) (vector-set! acc i (fl+ (vector-ref acc i) (vector-ref d i))))))))
+
+(define (close-vectors? a b)
+  (let loop ([i 0]) (or (= i (vector-length a)) (and (< (abs (- (vector-ref a i) (vector-ref b i))) 1e-9) (loop (+ i 1))))))
+
+(define (raises? thunk) (guard (c [#t (and (who-condition? c) (condition-who c))]) (thunk) #f))
+
+(case scenario
+  [("collectives")
+   (expect "rank count" (string->number (cadr args)) n)
+   (rmpi-barrier w)
+   (expect "broadcast" '(from 0 #(1 "two" 3.0)) (rmpi-broadcast w 0 (and (= me 0) '(from 0 #(1 "two" 3.0)))))
+   (expect "broadcast from the last rank" (bytevector 7 (- n 1)) (rmpi-broadcast w (- n 1) (bytevector 7 me)))
+   (let ([got (rmpi-allreduce w + (data me))])
+     (unless (close-vectors? got (sequential-sum)) (fail "allreduce sum of flonum vectors differs from the sequential sum")))
+   (expect "allreduce max" (- n 1) (rmpi-allreduce w max me))
+   (expect "allreduce sum of fxvectors" (fxvector (* n 1) (/ (* n (- n 1)) 2)) (rmpi-allreduce w + (fxvector 1 me)))
+   (expect "allreduce min flonum" 0.0 (rmpi-allreduce w 'min (exact->inexact me)))
+   (expect "allreduce of any values" (apply string-append (map number->string (iota n)))
+     (rmpi-allreduce w string-append (number->string me)))
+   (expect "reduce to the last rank" (if (= me (- n 1)) (/ (* n (- n 1)) 2) (void)) (rmpi-reduce w (- n 1) + me))
+   ;; shared vectors: in place, no copy
+   (let ([v (make-shared-flvector 1000 0.)] [d (data me)] [want (sequential-sum)])
+     (do ([i 0 (+ i 1)]) ((= i 1000)) (shared-flvector-set! v i (vector-ref d i)))
+     (expect "allreduce of a shared flvector returns it" #t (eq? v (rmpi-allreduce w + v)))
+     (let loop ([i 0])
+       (when (< i 1000)
+         (unless (< (abs (- (shared-flvector-ref v i) (vector-ref want i))) 1e-9) (fail "shared flvector allreduce differs at ~a" i))
+         (loop (+ i 1)))))
+   (let ([v (make-shared-fxvector 3 me)])
+     (rmpi-reduce w 0 max v)
+     (when (= me 0) (expect "reduce max of a shared fxvector" (- n 1) (shared-fxvector-ref v 2))))
+   (let ([v (make-shared-bytes 5 (if (= me 0) 9 0))])
+     (rmpi-broadcast w 0 v)
+     (expect "broadcast into shared bytes" 9 (shared-bytes-ref v 4)))
+   ;; a ring of point-to-point messages
+   (when (> n 1)
+     (rmpi-send w (modulo (+ me 1) n) (list 'ring me))
+     (expect "ring message" (list 'ring (modulo (- me 1) n)) (rmpi-recv w (modulo (- me 1) n))))
+   (rmpi-barrier w)
+   (say "ok collectives")]
+  [("stream")
+   ;; 10^4 messages 0 -> 1, in order and exactly once; tags keep streams apart
+   (let ([count (string->number (cadr args))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 i) (when (= 0 (mod i 100)) (rmpi-send w 1 (- i) 5)))
+            (rmpi-send w 1 'end)]
+       [(1) (do ([i 0 (+ i 1)]) ((= i count)) (expect "message in order" i (rmpi-recv w 0)))
+            (do ([i 0 (+ i 100)]) ((>= i count)) (expect "tag 5 message in order" (- i) (rmpi-recv w 0 5)))
+            (expect "the end marker, once" 'end (rmpi-recv w 0))
+            (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0)))])
+     (rmpi-barrier w)
+     (say "ok stream"))]
+  [("parked")
+   ;; rank 1: a thread parked on a receive while the main thread counts;
+   ;; rank 0 sends only when asked.  Then: CPU time of a rank idle in a receive.
+   (case me
+     [(0) (expect "request" 'go (rmpi-recv w 1))
+          (rmpi-send w 1 'message)
+          (sleep 1.0)
+          (rmpi-send w 1 'late)]
+     [(1) (let* ([got #f] [t (thread (lambda () (set! got (rmpi-recv w 0))))])
+            (let ([end (+ (current-inexact-milliseconds) 500)])
+              (let loop ([k 0])
+                (if (< (current-inexact-milliseconds) end)
+                    (loop (+ k 1))
+                    (begin (say "counted ~a while a thread was parked on a receive" k)
+                           (unless (> k 1000) (fail "counted only ~a" k))))))
+            (unless (eq? (thread-state t) 'parked) (fail "the receiver is ~a, not parked" (thread-state t)))
+            (rmpi-send w 0 'go)
+            (unless (sync/timeout 10 t) (fail "the receiver never woke"))
+            (expect "parked receiver's message" 'message got)
+            (let ([cpu0 (cpu-time)] [t0 (real-time)])
+              (expect "late message" 'late (rmpi-recv w 0))
+              (let ([cpu (- (cpu-time) cpu0)] [real (- (real-time) t0)])
+                (say "idle receive: ~a ms CPU in ~a ms" cpu real)
+                (unless (< cpu (* 0.3 real)) (fail "an idle receive used ~a ms of CPU in ~a ms" cpu real)))))])
+   (rmpi-barrier w)
+   (say "ok parked")]
+  [("choice")
+   ;; sync among an MPI receive, a place channel and an alarm
+   (let-values ([(a b) (place-channel)])
+     (let ()
+     (define (choose ms)
+       (sync (choice-evt (wrap-evt (rmpi-recv-evt w 0) (lambda (v) (list 'mpi v)))
+                         (wrap-evt b (lambda (v) (list 'place v)))
+                         (wrap-evt (alarm-evt (+ (current-inexact-milliseconds) ms)) (lambda (_) 'alarm)))))
+     (case me
+       [(0) (expect "ready" 'ready (rmpi-recv w 1)) (rmpi-send w 1 'hello)]
+       [(1) (expect "the alarm wins" 'alarm (choose 200))
+            (place-channel-put a 'local)
+            (expect "the place channel wins" '(place local) (choose 10000))
+            (rmpi-send w 0 'ready)
+            (expect "the MPI receive wins" '(mpi hello) (choose 10000))
+            (expect "then the alarm again, nothing duplicated" 'alarm (choose 200))])))
+   (rmpi-barrier w)
+   (say "ok choice")]
+  [("raise")
+   ;; the last rank raises; the others wait for a message that never comes
+   (rmpi-barrier w)
+   (if (= me (- n 1))
+       (error 'mpi-child "deliberate failure")
+       (rmpi-recv w (- n 1)))]
+  [("broken-sender")
+   ;; a thread broken while its large send waits for the receiver: MPI
+   ;; still reads the message's memory, which must stay intact
+   (let ([big (let ([b (make-bytevector 4000000)]) (do ([i 0 (+ i 1)]) ((= i 4000000) b) (bytevector-u8-set! b i (mod i 251))))])
+     (case me
+       [(0) (let ([t (thread (lambda () (guard (c [#t (void)]) (rmpi-send w 1 big 3))))])
+              (sleep 0.2)
+              (break-thread t)
+              (sync/timeout 5 t)
+              (collect (collect-maximum-generation))
+              (do ([i 0 (+ i 1)]) ((= i 50)) (make-bytevector 4000000 0))
+              (rmpi-send w 1 'after))]
+       [(1) (sleep 0.5)
+            (expect "the killed sender's message arrives intact" #t (equal? big (rmpi-recv w 0 3)))
+            (expect "then the next" 'after (rmpi-recv w 0))]))
+   (rmpi-barrier w)
+   (say "ok broken-sender")]
+  [("idle")
+   ;; every rank waits for a message that never comes; the test kills one
+   (rmpi-barrier w)
+   (say "ready pid ~a" (get-process-id))
+   (rmpi-recv w (modulo (+ me 1) n))]
+  [("pingpong")
+   (let ([count (string->number (cadr args))] [bv (make-bytevector 8 1)])
+     (rmpi-barrier w)
+     (case me
+       [(0) (let ([ts (make-vector count 0.)] [now current-inexact-monotonic-milliseconds])
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (let ([t0 (now)]) (rmpi-send w 1 bv) (rmpi-recv w 1) (vector-set! ts i (- (now) t0))))
+              (let ([sorted (list-sort < (vector->list ts))])
+                (say "pingpong 8 B round trip: median ~,1f us, mean ~,1f us, p99 ~,1f us"
+                  (* 1000 (list-ref sorted (quotient count 2))) (/ (* 1000 (apply + sorted)) count)
+                  (* 1000 (list-ref sorted (quotient (* 99 count) 100))))))]
+       [(1) (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 0 (rmpi-recv w 0)))])
+     (say "ok pingpong"))]
+  [("errors")
+   (expect "bad rank" 'rmpi-send (raises? (lambda () (rmpi-send w n 'x))))
+   (expect "bad tag" 'rmpi-recv (raises? (lambda () (rmpi-recv w 0 -1))))
+   (expect "bad communicator" 'rmpi-id (raises? (lambda () (rmpi-id 'world))))
+   (expect "a place channel" 'rmpi-send (raises? (lambda () (let-values ([(a b) (place-channel)]) (rmpi-send w me a)))))
+   (rmpi-barrier w)
+   (rmpi-finish w)
+   (expect "after finish" 'rmpi-barrier (raises? (lambda () (rmpi-barrier w))))
+   (say "ok errors")]
+  [("places")
+   ;; a rank starts places (from their template: the rank never forks); a
+   ;; place is no rank
+   (let ([p (echo-place)])
+     (expect "a place's answer" (list 'echo me) (place-channel-put/get p me))
+     (place-kill p))
+   (let ([p (mpi-place)])
+     (expect "rmpi-world in a place" "a place is not an MPI rank: only the rank process started by mpirun may use MPI"
+       (sync/timeout 30 p))
+     (place-wait p))
+   (expect "messages still flow" (- n 1) (rmpi-allreduce w max me))
+   (say "ok places")]
+  [else (fail "unknown scenario ~a" scenario)])

@@ -1,0 +1,170 @@
+#!chezscheme
+;;; (spindle mpi) and `spindle mpirun`: jobs of 1 to 4 ranks on this machine
+;;; (tests/mpi/mpi-child.ss runs each scenario).  make test installs Open
+;;; MPI (the Makefile's mpi target); without it these tests are skipped
+;;; with a message.
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+        (only (spindle private os processes) shell-command own-pid))
+
+(test-limit 120)
+
+(define work (format "/tmp/spindle-test-mpi-~a" (own-pid)))
+(shell-command (format "mkdir -p ~a" work))
+
+(define (read-file path)
+  (call-with-input-file path (lambda (p) (let ([s (get-string-all p)]) (if (eof-object? s) "" s)))))
+
+(define (contains? s part)
+  (let ([n (string-length s)] [k (string-length part)])
+    (let loop ([i 0])
+      (and (<= (+ i k) n) (or (string=? (substring s i (+ i k)) part) (loop (+ i 1)))))))
+
+;; Runs `spindle mpirun -np np tests/mpi/mpi-child.ss args` (bounded by
+;; limit seconds); returns (values exit-code output seconds).
+(define (mpirun np limit . args) (apply mpirun/env "" np limit args))
+
+;; The same with environment settings env ("NAME=value ...") for mpirun.
+(define (mpirun/env env np limit . args)
+  (let ([out (format "~a/out" work)] [t0 (current-inexact-monotonic-milliseconds)])
+    (let ([rc (shell-command
+                (format "~a timeout -k 5 ~a bin/spindle mpirun -np ~a tests/mpi/mpi-child.ss ~a >~a 2>&1"
+                        env limit np (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
+      (values rc (read-file out) (/ (- (current-inexact-monotonic-milliseconds) t0) 1000.)))))
+
+(define (check-ok np text scenario)
+  (do ([r 0 (+ r 1)]) ((= r np))
+    (check-equal (format "rank ~a passed ~a" r scenario) #t
+      (contains? text (format "rank ~a: ok ~a" r scenario)))))
+
+(define have-mpi? (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1 && test -e /usr/lib/x86_64-linux-gnu/libmpi.so.40")))
+
+(if (not have-mpi?)
+    (begin
+      (printf "skipped: Open MPI is not installed (make test installs openmpi-bin and libopenmpi-dev with apt-get; it failed)\n")
+      (unless (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1"))
+        (test "spindle mpirun says clearly that mpirun is missing"
+          (check-equal "exit code" 127
+            (shell-command (format "bin/spindle mpirun -np 2 tests/mpi/mpi-child.ss x >~a/out 2>&1" work)))
+          (check "the message names mpirun" (contains? (read-file (format "~a/out" work)) "mpirun not found")))))
+    (begin
+      (test "1, 2, 3 and 4 ranks: barrier, broadcast, allreduce (flonum vectors against a sequential sum, fxvectors, any value), reduce, a ring"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "collectives" np)])
+              (check-equal (format "~a ranks: exit code" np) 0 rc)
+              (unless (eqv? rc 0) (display text))
+              (check-ok np text "collectives")))
+          '(1 2 3 4)))
+
+      (test "10^4 messages between two ranks, in order and exactly once (and a second tag's stream)"
+        (let-values ([(rc text secs) (mpirun 2 90 "stream" 10000)])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "stream")))
+
+      (test "over the TCP transport only (btl tcp,self): collectives at 3 ranks, 10^4 ordered messages"
+        (let-values ([(rc text secs) (mpirun/env "OMPI_MCA_btl=tcp,self" 3 60 "collectives" 3)])
+          (check-equal "collectives: exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 3 text "collectives"))
+        (let-values ([(rc text secs) (mpirun/env "OMPI_MCA_btl=tcp,self" 2 90 "stream" 10000)])
+          (check-equal "stream: exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "stream")))
+
+      (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
+        (let-values ([(rc text secs) (mpirun 2 60 "parked")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "parked")))
+
+      (test "sync chooses among an MPI receive, a place channel and an alarm; the loser loses no message"
+        (let-values ([(rc text secs) (mpirun 2 60 "choice")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "choice")))
+
+      (test "places inside a rank: they start and answer; a place that calls rmpi-world is refused"
+        (let-values ([(rc text secs) (mpirun 2 90 "places")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "places")))
+
+      (test "a thread broken while its 4 MB send waits: the message still arrives intact"
+        (let-values ([(rc text secs) (mpirun 2 60 "broken-sender")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "broken-sender")))
+
+      (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, after rmpi-finish"
+        (let-values ([(rc text secs) (mpirun 2 60 "errors")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "errors")))
+
+      (test "rmpi-world outside mpirun says how to start the program"
+        (let ([out (format "~a/plain.out" work)])
+          (check "the program fails"
+            (not (eqv? 0 (shell-command (format "timeout 60 bin/spindle run tests/mpi/mpi-child.ss collectives 1 >~a 2>&1" out)))))
+          (check "the message names rmpi-world and spindle mpirun"
+            (let ([text (read-file out)]) (and (contains? text "rmpi-world") (contains? text "spindle mpirun"))))))
+
+      (test "a rank that raises ends the job within 10 s with an error naming the rank; no process is left"
+        (let-values ([(rc text secs) (mpirun 3 60 "raise" work)])
+          (check "the job failed" (not (eqv? rc 0)))
+          (check "within 10 s" (< secs 10))
+          (check "the error is printed" (contains? text "deliberate failure"))
+          (check "the failed rank is named" (contains? text "rank 2 failed"))
+          (sleep 0.5)
+          ;; the scenario's argument (this test's work directory) marks its processes
+          ;; ([m] keeps the pattern from matching the shell that runs pgrep)
+          (check-equal "no process left" 0
+            (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss raise ~a')\"" work)))))
+
+      (test "a killed rank ends the job within 10 s, naming the rank; no process is left"
+        (let ([out (format "~a/killed.out" work)] [rc-file (format "~a/killed.rc" work)])
+          (shell-command
+            (format "{ timeout -k 5 60 bin/spindle mpirun -np 3 tests/mpi/mpi-child.ss idle ~a >~a 2>&1; echo $? >~a; } &"
+                    work out rc-file))
+          ;; rank 2's pid, once every rank is ready
+          (let ([pid (let loop ([k 0])
+                       (let ([text (if (file-exists? out) (read-file out) "")])
+                         (cond
+                           [(and (contains? text "rank 0: ready") (contains? text "rank 1: ready")
+                                 (contains? text "rank 2: ready pid "))
+                            (let ([p (open-string-input-port text)])
+                              (let find ()
+                                (let ([l (get-line p)])
+                                  (cond
+                                    [(eof-object? l) #f]
+                                    [(contains? l "rank 2: ready pid ") (string->number (substring l 18 (string-length l)))]
+                                    [else (find)]))))]
+                           [(> k 600) #f]
+                           [else (sleep 0.1) (loop (+ k 1))])))])
+            (check "every rank got ready" pid)
+            (when pid
+              (let ([t0 (current-inexact-monotonic-milliseconds)])
+                (shell-command (format "kill -9 ~a" pid))
+                (let loop ()
+                  (unless (or (file-exists? rc-file) (> (- (current-inexact-monotonic-milliseconds) t0) 15000))
+                    (sleep 0.1) (loop)))
+                (check "the job ended within 10 s" (< (- (current-inexact-monotonic-milliseconds) t0) 10000))
+                (check "the job failed" (and (file-exists? rc-file) (not (string=? (read-file rc-file) "0\n"))))
+                (check "the killed rank is named" (contains? (read-file out) "rank 2"))
+                (sleep 0.5)
+                (check-equal "no process left" 0
+                  (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss idle ~a')\"" work))))))))
+
+      (test "pingpong of 8-byte messages (printed, not asserted)"
+        (let-values ([(rc text secs) (mpirun 2 60 "pingpong" 2000)])
+          (check-equal "exit code" 0 rc)
+          (let ([p (open-string-input-port text)])
+            (let loop ()
+              (let ([l (get-line p)])
+                (unless (eof-object? l)
+                  (when (contains? l "round trip") (printf "  ~a\n" l))
+                  (loop)))))
+          (check-ok 2 text "pingpong")))))
+
+(shell-command (format "rm -rf ~a" work))
+(done)
