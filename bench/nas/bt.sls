@@ -74,7 +74,7 @@
       (initialize! cs (bt-fields-u fields))
       (exact-rhs! cs (bt-fields-forcing fields))
       (let* ([members
-              (with-nursery bt-nursery-bytes
+              (with-mode-nursery mode np bt-nursery-bytes
                 (lambda ()
                   (case mode
                     [(serial) (list (steps cs fields 0 1 void niter))]

@@ -275,15 +275,11 @@
            [r (make-shared-flvector n 0.0)]
            [partials (make-shared-flvector (fx* slot-kinds (chunk-count n)) 0.0)]
            [result
-            (with-nursery
+            (with-mode-nursery mode np
               (lambda ()
                 (case mode
                   [(serial) (cg-member 0 1 void n niter shift rowstr colidx a x z p q r partials)]
                   [(threads)
-                   ;; the np threads share one allocation count: np times the
-                   ;; nursery keeps each core's share of it as in serial,
-                   ;; with 1/np of the stop-the-world collections
-                   (collect-trip-bytes (fx* np (collect-trip-bytes)))
                    (vector-ref (threads-spmd np (lambda (id barrier)
                                                   (cg-member id np barrier n niter shift rowstr colidx
                                                              a x z p q r partials)))

@@ -50,7 +50,7 @@
 
   ;; Runs the members in the mode; returns the list of their values.
   (define (run-members mode np class u rsd frct rho qs flags partials)
-    (with-nursery
+    (with-mode-nursery mode np
       (lambda ()
         (case mode
           [(serial) (list (lu-member 0 1 void class u rsd frct rho qs flags partials))]

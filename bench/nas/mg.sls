@@ -143,7 +143,7 @@
            [partials (make-shared-flvector n 0.0)])   ; one per plane of the top grid
       (zran3! (shared-address v) nx)
       (let* ([result
-              (with-nursery
+              (with-mode-nursery mode np
                 (lambda ()
                   (case mode
                     [(serial) (mg-member 0 1 void lt nit us rs v partials)]

@@ -8,7 +8,7 @@
 ;;; kernel may ask for another size where measured better: BT runs with
 ;;; 2 MiB (class W CPU -5% against 1 MiB, serial and at np 2).
 (library (nas nursery)
-  (export with-nursery)
+  (export with-nursery with-mode-nursery)
   (import (chezscheme))
 
   (define default-nursery-bytes (expt 2 20))
@@ -38,4 +38,14 @@
         thunk
         (lambda ()
           (collect-request-handler saved-handler)
-          (collect-trip-bytes saved-bytes))))))
+          (collect-trip-bytes saved-bytes)))))
+
+  ;; (with-mode-nursery mode np [bytes] thunk): with-nursery for a run in
+  ;; mode with np members.  The np threads of threads mode share one
+  ;; allocation count, so they get np times the nursery: each core's share
+  ;; stays as in serial, with 1/np of the stop-the-world collections.
+  (define with-mode-nursery
+    (case-lambda
+      [(mode np thunk) (with-mode-nursery mode np default-nursery-bytes thunk)]
+      [(mode np nursery-bytes thunk)
+       (call-with-nursery (if (eq? mode 'threads) (* np nursery-bytes) nursery-bytes) thunk)])))

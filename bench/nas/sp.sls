@@ -82,7 +82,7 @@
       (let ([ua (shared-flvector-address u)] [aa (shared-flvector-address aux)])
         (sp-aux-all! c ua aa))
       (let* ([members
-              (with-nursery
+              (with-mode-nursery mode np
                 (lambda ()
                   (case mode
                     [(serial) (list (sp-kernel c 0 1 void u rhs forcing aux niter))]
