@@ -2,22 +2,7 @@
 ;;; NAS CG at class S in every mode it runs (serial; places and threads at
 ;;; np 1, 2 and 3, whose blocks hold unequal row counts): each run must
 ;;; verify zeta, and zeta must be the same in all.  No timing is asserted.
-(import (chezscheme) (harness))
-
-;; bench/ is not on the test runner's library path: add it, then reach
-;; (nas cg) through eval (places inherit the library directories).
-(define bench-dir
-  (let ([here (path-parent (car (command-line)))])
-    (string-append (if (string=? here "") "." here) "/../bench")))
-(library-directories (append (library-directories) (list (cons bench-dir bench-dir))))
-(define env (environment '(nas common) '(nas cg)))
-(define cg-run (eval 'cg-run env))
-(define result-verified? (eval 'nas-result-verified? env))
-(define result-notes (eval 'nas-result-notes env))
-(define result-fields
-  (let ([bench (eval 'nas-result-bench env)] [class (eval 'nas-result-class env)]
-        [mode (eval 'nas-result-mode env)] [np (eval 'nas-result-np env)])
-    (lambda (r) (list (bench r) (class r) (mode r) (np r)))))
+(import (chezscheme) (harness) (nas common) (nas cg))
 
 (test-limit 60)
 
@@ -29,9 +14,9 @@
     (let ([mode (car run)] [np (cadr run)])
       (test (format "cg class S ~a np ~a verifies" mode np)
         (let ([r (cg-run 'S mode np)])
-          (check-equal "result names the run" (list 'cg 'S mode np) (result-fields r))
-          (check (format "verified: ~a" (result-notes r)) (result-verified? r))
-          (let ([note (car (result-notes r))])
+          (check-equal "result names the run" (list 'cg 'S mode np) (nas-result-configuration r))
+          (check (format "verified: ~a" (nas-result-notes r)) (nas-result-verified? r))
+          (let ([note (car (nas-result-notes r))])
             (set! zetas (cons (substring note 0 (let loop ([i 0]) (if (char=? (string-ref note i) #\,) i (loop (+ i 1)))))
                               zetas)))))))
   '((serial 1) (places 1) (places 2) (places 3) (threads 1) (threads 2) (threads 3)))

@@ -2,25 +2,7 @@
 ;;; NAS LU at class S in every mode it runs (serial; places and threads at
 ;;; np 1 and 2): each run must verify the residual norms, the error norms
 ;;; and the surface integral.  No timing is asserted.
-(import (chezscheme) (harness))
-
-;; bench/ is not on the test runner's library path: add it (absolute, so
-;; places, which inherit the library directories, find it too), then reach
-;; (nas lu) through eval.
-(define bench-dir
-  (let* ([here (path-parent (car (command-line)))]
-         [dir (if (string=? here "") "." here)]
-         [abs (if (path-absolute? dir) dir (string-append (current-directory) "/" dir))])
-    (string-append abs "/../bench")))
-(library-directories (append (library-directories) (list (cons bench-dir bench-dir))))
-(define env (environment '(nas common) '(nas lu)))
-(define lu-run (eval 'lu-run env))
-(define result-verified? (eval 'nas-result-verified? env))
-(define result-notes (eval 'nas-result-notes env))
-(define result-fields
-  (let ([bench (eval 'nas-result-bench env)] [class (eval 'nas-result-class env)]
-        [mode (eval 'nas-result-mode env)] [np (eval 'nas-result-np env)])
-    (lambda (r) (list (bench r) (class r) (mode r) (np r)))))
+(import (chezscheme) (harness) (nas common) (nas lu))
 
 ;; Class S takes about half a second of CPU per run; a loaded 2-core
 ;; machine stretches that several times.
@@ -31,8 +13,8 @@
     (let ([mode (car run)] [np (cadr run)])
       (test (format "lu class S ~a np ~a verifies" mode np)
         (let ([r (lu-run 'S mode np)])
-          (check-equal "result names the run" (list 'lu 'S mode np) (result-fields r))
-          (check (format "verified: ~a" (result-notes r)) (result-verified? r))))))
+          (check-equal "result names the run" (list 'lu 'S mode np) (nas-result-configuration r))
+          (check (format "verified: ~a" (nas-result-notes r)) (nas-result-verified? r))))))
   ;; np 3 splits class S's 100 points of a plane 34/33/33, inside rows
   '((serial 1) (places 1) (places 2) (places 3) (threads 1) (threads 2) (threads 3)))
 

@@ -1,22 +1,7 @@
 #!chezscheme
 ;;; NAS MG at class S in every mode it runs (serial; places and threads at
 ;;; np 1 and 2): each run must verify the residual norm.  No timing is asserted.
-(import (chezscheme) (harness))
-
-;; bench/ is not on the test runner's library path: add it, then reach
-;; (nas mg) through eval (places inherit the library directories).
-(define bench-dir
-  (let ([here (path-parent (car (command-line)))])
-    (string-append (if (string=? here "") "." here) "/../bench")))
-(library-directories (append (library-directories) (list (cons bench-dir bench-dir))))
-(define env (environment '(nas common) '(nas mg)))
-(define mg-run (eval 'mg-run env))
-(define result-verified? (eval 'nas-result-verified? env))
-(define result-notes (eval 'nas-result-notes env))
-(define result-fields
-  (let ([bench (eval 'nas-result-bench env)] [class (eval 'nas-result-class env)]
-        [mode (eval 'nas-result-mode env)] [np (eval 'nas-result-np env)])
-    (lambda (r) (list (bench r) (class r) (mode r) (np r)))))
+(import (chezscheme) (harness) (nas common) (nas mg))
 
 (test-limit 60)
 
@@ -28,9 +13,9 @@
     (let ([mode (car run)] [np (cadr run)])
       (test (format "mg class S ~a np ~a verifies" mode np)
         (let ([r (mg-run 'S mode np)])
-          (set! rnm2-notes (cons (car (result-notes r)) rnm2-notes))
-          (check-equal "result names the run" (list 'mg 'S mode np) (result-fields r))
-          (check (format "verified: ~a" (result-notes r)) (result-verified? r))))))
+          (set! rnm2-notes (cons (car (nas-result-notes r)) rnm2-notes))
+          (check-equal "result names the run" (list 'mg 'S mode np) (nas-result-configuration r))
+          (check (format "verified: ~a" (nas-result-notes r)) (nas-result-verified? r))))))
   '((serial 1) (places 1) (places 2) (threads 1) (threads 2)))
 
 (test "mg's residual norm does not depend on the mode or np"

@@ -2,22 +2,7 @@
 ;;; NAS SP at class S in every mode it runs (serial; places and threads at
 ;;; np 1 and 2): each run must verify the five residual and five error
 ;;; norms.  No timing is asserted.
-(import (chezscheme) (harness))
-
-;; bench/ is not on the test runner's library path: add it, then reach
-;; (nas sp) through eval (places inherit the library directories).
-(define bench-dir
-  (let ([here (path-parent (car (command-line)))])
-    (string-append (if (string=? here "") "." here) "/../bench")))
-(library-directories (append (library-directories) (list (cons bench-dir bench-dir))))
-(define env (environment '(nas common) '(nas sp)))
-(define sp-run (eval 'sp-run env))
-(define result-verified? (eval 'nas-result-verified? env))
-(define result-notes (eval 'nas-result-notes env))
-(define result-fields
-  (let ([bench (eval 'nas-result-bench env)] [class (eval 'nas-result-class env)]
-        [mode (eval 'nas-result-mode env)] [np (eval 'nas-result-np env)])
-    (lambda (r) (list (bench r) (class r) (mode r) (np r)))))
+(import (chezscheme) (harness) (nas common) (nas sp))
 
 (test-limit 60)
 
@@ -26,8 +11,8 @@
     (let ([mode (car run)] [np (cadr run)])
       (test (format "sp class S ~a np ~a verifies" mode np)
         (let ([r (sp-run 'S mode np)])
-          (check-equal "result names the run" (list 'sp 'S mode np) (result-fields r))
-          (check (format "verified: ~a" (result-notes r)) (result-verified? r))))))
+          (check-equal "result names the run" (list 'sp 'S mode np) (nas-result-configuration r))
+          (check (format "verified: ~a" (nas-result-notes r)) (nas-result-verified? r))))))
   '((serial 1) (places 1) (places 2) (threads 1) (threads 2)))
 
 (test "sp-run rejects bad arguments"

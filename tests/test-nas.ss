@@ -3,25 +3,16 @@
 ;;; in bench/nas/ that has no tests/test-nas-BENCH.ss of its own, in every
 ;;; mode it takes, at np 1 and 2, must VERIFY; one whose file is absent is
 ;;; skipped with a note.  The benchmarks are loaded the way
-;;; `bin/spindle bench nas` loads them, by name, once bench/ is on the library
-;;; path (tests/run.sh puts only lib/ and tests/ there); places inherit the
-;;; path, so it is set before the first place starts.  Nothing about speed is
-;;; checked.
+;;; `bin/spindle bench nas` loads them, by name (tests/run.sh puts bench/ on
+;;; the library path).  Nothing about speed is checked.
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
         (harness) (text-files)
         (only (spindle private os processes) own-pid shell-command))
 
-;; bench/ beside this file's tests/ directory, made absolute.
+;; bench/ beside this file's tests/ directory.
 (define bench-dir
-  (let* ([p (car (command-line))]
-         [dir (let loop ([i (- (string-length p) 1)])
-                (cond [(< i 0) "."] [(char=? (string-ref p i) #\/) (substring p 0 i)]
-                      [else (loop (- i 1))]))]
-         [abs (if (and (> (string-length dir) 0) (char=? (string-ref dir 0) #\/))
-                  dir
-                  (string-append (current-directory) "/" dir))])
-    (string-append abs "/../bench")))
-(library-directories (append (library-directories) (list (cons bench-dir bench-dir))))
+  (let ([here (path-parent (car (command-line)))])
+    (string-append (if (string=? here "") "." here) "/../bench")))
 
 (define common (environment '(nas common)))
 (define nas-modes (eval 'nas-modes common))

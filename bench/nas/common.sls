@@ -13,7 +13,7 @@
 (library (nas common)
   (export make-nas-result nas-result? nas-result-bench nas-result-class
           nas-result-mode nas-result-np nas-result-seconds nas-result-mops
-          nas-result-verified? nas-result-notes
+          nas-result-verified? nas-result-notes nas-result-configuration
           nas-modes check-nas-arguments
           nas-seconds relative-error within-epsilon?
           threads-spmd)
@@ -27,6 +27,10 @@
   (define-record-type nas-result
     (fields bench class mode np seconds mops verified? notes)
     (sealed #t))
+
+  ;; (bench class mode np): which run r reports on.
+  (define (nas-result-configuration r)
+    (list (nas-result-bench r) (nas-result-class r) (nas-result-mode r) (nas-result-np r)))
 
   ;; serial: the kernel with no spindle machinery.  places: fork-join over
   ;; shared vectors.  threads: parallel threads of one pool over the same
