@@ -4,7 +4,7 @@
 ;;; fails the test instead of hanging.
 (library (harness)
   (export test test-limit check check-equal check-raises done
-          values->list assertion-from? irritant? both)
+          values->list assertion-from? irritant? both string-contains?)
   (import (chezscheme))
 
   (define test-limit (make-parameter 30))   ; seconds
@@ -80,4 +80,11 @@
   (define (both p q) (lambda (c) (and (p c) (q c))))
   (define (values->list thunk) (call-with-values thunk list))
 
-  (define (done) (exit (if (= failures 0) 0 1))))
+  (define (done) (exit (if (= failures 0) 0 1)))
+
+  ;; #t if sub occurs in s.
+  (define (string-contains? s sub)
+    (let ([n (string-length s)] [m (string-length sub)])
+      (let loop ([i 0])
+        (and (<= (+ i m) n)
+             (or (string=? (substring s i (+ i m)) sub) (loop (+ i 1))))))))

@@ -15,12 +15,6 @@
       (or (pred)
           (if (> (now-ms) deadline) #f (begin (sleep 0.005) (loop)))))))
 
-(define (string-contains? s sub)
-  (let ([n (string-length s)] [m (string-length sub)])
-    (let loop ([i 0])
-      (and (<= (+ i m) n)
-           (or (string=? (substring s i (+ i m)) sub) (loop (+ i 1)))))))
-
 (define (dump-text)
   (let-values ([(port get) (open-string-output-port)]) (dump-threads port) (get)))
 

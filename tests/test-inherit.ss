@@ -44,11 +44,6 @@
                  [(string=? (substring s i (+ i 4)) ") Z ") #f]
                  [else (loop (+ i 1))])))))
 
-(define (string-contains? s sub)
-  (let ([n (string-length s)] [m (string-length sub)])
-    (let loop ([i 0])
-      (and (<= (+ i m) n) (or (string=? (substring s i (+ i m)) sub) (loop (+ i 1)))))))
-
 ;; pids of the processes whose parent is ppid and whose command line
 ;; contains text.
 (define (children-matching ppid text)

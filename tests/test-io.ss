@@ -47,10 +47,6 @@
 (define (subbytevector bv s e)
   (let ([r (make-bytevector (- e s))]) (bytevector-copy! bv s r 0 (- e s)) r))
 
-(define (string-contains? s sub)
-  (let ([n (string-length s)] [m (string-length sub)])
-    (let loop ([i 0]) (and (<= (+ i m) n) (or (string=? (substring s i (+ i m)) sub) (loop (+ i 1)))))))
-
 (define (listener-port l)
   (let-values ([(lh lp ph pp) (tcp-addresses l #t)]) lp))
 

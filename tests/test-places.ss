@@ -68,12 +68,6 @@
 (define spindle-env
   (environment '(except (chezscheme) thread? sleep make-parameter parameterize) '(spindle)))
 
-(define (string-contains? s sub)
-  (let ([n (string-length s)] [m (string-length sub)])
-    (let loop ([i 0])
-      (and (<= (+ i m) n)
-           (or (string=? (substring s i (+ i m)) sub) (loop (+ i 1)))))))
-
 ;; ---- processes, from /proc
 (define (read-file path)
   (guard (c [#t #f])

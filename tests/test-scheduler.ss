@@ -11,12 +11,6 @@
 
 (define (now-ms) (current-inexact-monotonic-milliseconds))
 (define (read-all-string in) (let ([b (get-bytevector-all in)]) (if (eof-object? b) "" (utf8->string b))))
-(define (string-contains? s sub)
-  (let ([n (string-length s)] [m (string-length sub)])
-    (let loop ([i 0])
-      (and (<= (+ i m) n)
-           (or (string=? (substring s i (+ i m)) sub) (loop (+ i 1)))))))
-
 ;; A pipe port that gets "hi\n" after secs seconds.
 (define (delayed-pipe secs)
   (let-values ([(p out in err) (subprocess #f #f #f "/bin/sh" "-c" (format "sleep ~a; echo hi" secs))])
