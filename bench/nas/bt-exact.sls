@@ -46,28 +46,15 @@
   ;; u <- the interpolated initial field, exact on the six faces.
   (define (initialize! cs u)
     (let* ([n (consts-n cs)] [dnm1 (consts-dnm1 cs)] [a (field-address u)]
-           [p (make-vector 6)] [t (make-vector 5)])
-      (do ([m 0 (fx+ m 1)]) ((fx= m 6)) (vector-set! p m (make-vector 5)))
+           [p (make-faces)] [t (make-vector 5)])
       (do ([k 0 (fx+ k 1)]) ((fx= k n))
         (do ([j 0 (fx+ j 1)]) ((fx= j n))
           (do ([i 0 (fx+ i 1)]) ((fx= i n))
             (let ([xi (coord i dnm1)] [eta (coord j dnm1)] [zeta (coord k dnm1)]
                   [o (fx* 5 (fx+ i (fx* n (fx+ j (fx* n k)))))])
-              (exact-solution 0.0 eta zeta (vector-ref p 0))
-              (exact-solution 1.0 eta zeta (vector-ref p 1))
-              (exact-solution xi 0.0 zeta (vector-ref p 2))
-              (exact-solution xi 1.0 zeta (vector-ref p 3))
-              (exact-solution xi eta 0.0 (vector-ref p 4))
-              (exact-solution xi eta 1.0 (vector-ref p 5))
+              (face-solutions! xi eta zeta p)
               (do ([m 0 (fx+ m 1)]) ((fx= m 5))
-                (let* ([face (lambda (f x)
-                               (fl+ (fl* x (vector-ref (vector-ref p (fx+ f 1)) m))
-                                    (fl* (fl- 1.0 x) (vector-ref (vector-ref p f) m))))]
-                       [px (face 0 xi)] [py (face 2 eta)] [pz (face 4 zeta)])
-                  (fset! a (fx+ o m)
-                         (fl+ (fl- (fl- (fl- (fl+ (fl+ px py) pz) (fl* px py)) (fl* px pz))
-                                   (fl* py pz))
-                              (fl* (fl* px py) pz)))))
+                (fset! a (fx+ o m) (interpolated p m xi eta zeta)))
               ;; the faces carry the exact solution
               (when (or (fx= i 0) (fx= i (fx- n 1)) (fx= j 0) (fx= j (fx- n 1))
                         (fx= k 0) (fx= k (fx- n 1)))

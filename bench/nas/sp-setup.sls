@@ -9,7 +9,8 @@
   (export sp-forcing! sp-initialize! sp-aux-all! aux-point!)
   (import (except (chezscheme) fl+ fl- fl* fl/ flsqrt fl< fl> fx+ fx- fx* fx< fx<= fx= fx>= fx>)
           (only (spindle) shared-flvector-set!)
-          (nas sp-memory) (nas sp-constants))
+          (nas sp-memory) (nas sp-constants)
+          (only (nas ns-exact) make-faces face-solutions! interpolated))
 
   ;; The auxiliary slots of the point whose u starts at byte uo, stored at
   ;; byte ao of the auxiliary array.
@@ -41,27 +42,15 @@
     (shared-flvector-set! v (+ (* 5 (+ (* (+ (* k n) j) n) i)) m) x))
 
   (define (sp-initialize! c uv)
-    (let* ([n (c-n c)] [h (c-dnm1 c)] [coord (lambda (i) (* i h))]
-           [face (make-vector 6)] [tmp (make-vector 5)])
-      (do ([f 0 (+ f 1)]) ((= f 6)) (vector-set! face f (make-vector 5)))
+    (let* ([n (c-n c)] [h (c-dnm1 c)] [coord (lambda (i) (fl* (fixnum->flonum i) h))]
+           [face (make-faces)] [tmp (make-vector 5)])
       (do ([k 0 (+ k 1)]) ((= k n))
         (do ([j 0 (+ j 1)]) ((= j n))
           (do ([i 0 (+ i 1)]) ((= i n))
             (let ([xi (coord i)] [eta (coord j)] [zeta (coord k)])
-              (exact-solution 0.0 eta zeta (vector-ref face 0))
-              (exact-solution 1.0 eta zeta (vector-ref face 1))
-              (exact-solution xi 0.0 zeta (vector-ref face 2))
-              (exact-solution xi 1.0 zeta (vector-ref face 3))
-              (exact-solution xi eta 0.0 (vector-ref face 4))
-              (exact-solution xi eta 1.0 (vector-ref face 5))
+              (face-solutions! xi eta zeta face)
               (do ([m 0 (+ m 1)]) ((= m 5))
-                (let* ([at (lambda (f) (vector-ref (vector-ref face f) m))]
-                       [px (+ (* xi (at 1)) (* (- 1.0 xi) (at 0)))]
-                       [py (+ (* eta (at 3)) (* (- 1.0 eta) (at 2)))]
-                       [pz (+ (* zeta (at 5)) (* (- 1.0 zeta) (at 4)))])
-                  (put! uv n i j k m
-                        (+ (- (- (- (+ px py pz) (* px py)) (* px pz)) (* py pz))
-                           (* px py pz)))))))))
+                (put! uv n i j k m (interpolated face m xi eta zeta)))))))
       ;; the exact values on the six faces, written as the reference does:
       ;; face by face (west, east, south, north, bottom, top), the face's
       ;; own coordinate exactly 0.0 or 1.0, so an edge takes the values of
