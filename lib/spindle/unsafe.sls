@@ -10,7 +10,8 @@
           unsafe-shared-vector->bytevector! unsafe-bytevector->shared-vector!)
   (import (chezscheme)
           (only (spindle private places shared-vector) shared-vector-address)
-          (only (spindle private os memory) foreign->bytevector! bytevector->foreign!))
+          (only (spindle private os memory) foreign->bytevector! bytevector->foreign!)
+          (only (spindle private os libc) check-range))
 
   ;; The address of sv's mapping: valid while sv is reachable (the mapping
   ;; is released once it is not), so keep sv in a variable while it is used.
@@ -36,9 +37,4 @@
     (foreign->bytevector! (+ (shared-vector-address sv) start) bv bv-start n))
   (define (unsafe-bytevector->shared-vector! bv bv-start sv start n)
     (check-range 'unsafe-bytevector->shared-vector! bv bv-start n)
-    (bytevector->foreign! bv bv-start (+ (shared-vector-address sv) start) n))
-
-  (define (check-range who bv start n)
-    (unless (and (bytevector? bv) (fixnum? start) (fixnum? n) (fx>= start 0) (fx>= n 0)
-                 (fx<= (fx+ start n) (bytevector-length bv)))
-      (assertion-violation who "expected a bytevector range" bv start n))))
+    (bytevector->foreign! bv bv-start (+ (shared-vector-address sv) start) n)))
