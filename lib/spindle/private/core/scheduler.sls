@@ -206,9 +206,6 @@
   (define-syntax interrupt-window!
     (syntax-rules () [(_) (begin (enable-interrupts) (disable-interrupts))]))
 
-  ;; How long the main OS thread sleeps on its semaphore at most (ms).
-  (define signal-check-ms 50.)
-
   ;; About 20-50 us of polling an idle pool's run queue.
   (define spin-iterations 20000)
 
@@ -262,15 +259,8 @@
              ;; Sleep without the lock, deactivated (see (spindle private
              ;; ffi)): a condition-wait here, interrupts being disabled,
              ;; would block every collection while this worker is idle.
-             ;; The main OS thread, where SIGINT lands, sleeps at most
-             ;; signal-check-ms at a time: a sem_wait that the kernel
-             ;; restarts after Chez's C handler (instead of failing with
-             ;; EINTR) would otherwise hold a Ctrl-C until the next post.
              (pool-idle-set! p (fx+ (pool-idle p) 1))
-             (let* ([dl (next-deadline p)]
-                    [dl (if (fx= (worker-tid w) 0)
-                            (flmin (or dl +inf.0) (fl+ (monotonic-ms) signal-check-ms))
-                            dl)])
+             (let ([dl (next-deadline p)])
                (spin-unlock! lock)
                (let ([woken? (if dl
                                  (let ([ms (fl- dl (monotonic-ms))])
