@@ -14,7 +14,7 @@
           gthread-parked-at gthread-parked-at-set! initial-exception-state
           &break make-break-condition break-condition? &break-hang-up make-break-hang-up-condition
           break-hang-up-condition? &break-terminate make-break-terminate-condition
-          break-terminate-condition? raise-park-disabled)
+          break-terminate-condition? raise-park-disabled gthread-requests-pending?)
   (import (chezscheme))
 
   (define-condition-type &break &serious make-break-condition break-condition?)
@@ -53,6 +53,11 @@
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))
+
+  ;; #t if t has a kill, suspend or (enabled) break request to act on.
+  (define (gthread-requests-pending? t)
+    (or (gthread-kill-requested? t) (gthread-suspended? t)
+        (and (gthread-break-pending t) (gthread-break-enabled? t))))
 
   ;; Raises the error of a park refused by may-park? (call it after
   ;; undoing the parker's own disable); what: what the thread would have

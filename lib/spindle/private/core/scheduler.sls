@@ -441,8 +441,7 @@
       (enable-interrupts)
       ;; t is still the current thread: a thread resumes as itself.  The
       ;; test keeps the call out of the common path (no request pending).
-      (when (or (gthread-kill-requested? t) (gthread-suspended? t) (gthread-break-pending t))
-        (resume-check t))))
+      (when (gthread-requests-pending? t) (resume-check t))))
 
   (define (on-timer)
     (let ([w (worker-param)])

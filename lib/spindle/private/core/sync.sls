@@ -15,6 +15,7 @@
     sync-prim thread-wait-descriptions)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) check-requests!)
+          (only (spindle private core gthread) gthread-requests-pending?)
           (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 
@@ -220,7 +221,7 @@
        (let wait ()
          (gthread-waits-set! t what)
          (unless (syncer-done? s)
-           (when (requests-pending? t) (commit-one! s 'interrupted '()))
+           (when (gthread-requests-pending? t) (commit-one! s 'interrupted '()))
            (unless (syncer-done? s)
              (when tracing? (trace-park-reason! (park-reason what)))
              (park!)
@@ -301,10 +302,6 @@
         (let* ([j (random-below (fx+ i 1))] [x (vector-ref v i)])
           (vector-set! v i (vector-ref v j))
           (vector-set! v j x)))))
-
-  (define (requests-pending? t)
-    (or (gthread-kill-requested? t) (gthread-suspended? t)
-        (and (gthread-break-pending t) (gthread-break-enabled? t))))
 
   (define (fire-nacks! nacks keep)
     (for-each (lambda (l) (unless (memq l keep) (latch-fire! l))) nacks))
