@@ -23,6 +23,14 @@
   [(int-accept) (let ([l (tcp-listen 0 4 #t "127.0.0.1")]) (ready!) (tcp-accept l))]
   [(int-sleep) (ready!) (sleep 10)]
   [(int-sync) (ready!) (sync (make-channel))]
+  ;; the main thread idle while a parallel pool's worker, parked in
+  ;; tcp-accept, has most likely taken the poller: main sleeps on its pool
+  [(int-pool)
+   (let ([l (tcp-listen 0 4 #t "127.0.0.1")])
+     (thread (lambda () (tcp-accept l)) #:pool (make-parallel-thread-pool 1))
+     (sleep 0.05)
+     (ready!)
+     (sync (make-channel)))]
   [(int-spin)
    (thread (lambda () (let loop () (loop))) #:pool 'own)
    (ready!)

@@ -57,7 +57,7 @@
 
   (define (new-pool new size main? own?)
     (register-weakly! all-pools
-      (new size main? own? (box #f) (make-os-semaphore) (make-queue) (and (not main?) (make-queue))
+      (new size main? own? (box #f) (make-os-semaphore main?) (make-queue) (and (not main?) (make-queue))
            0 0 0 #f (make-timer-heap) 0 #f #f)))
 
   (define (make-own-pool) (make-pool 1 #f #t))

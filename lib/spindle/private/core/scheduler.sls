@@ -46,7 +46,7 @@
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
   (import (chezscheme) (spindle private core atomic) (spindle private core queue)
-          (only (spindle private os signals) fork-os-thread)
+          (only (spindle private os signals) fork-os-thread hold-main-signals! release-main-signals!)
           (only (spindle private os threads) os-semaphore-wait!)
           (spindle private core pools) (spindle private core gthread)
           (spindle private core trace) (spindle private core clock) (spindle private core timers)
@@ -206,6 +206,31 @@
   (define-syntax interrupt-window!
     (syntax-rules () [(_) (begin (enable-interrupts) (disable-interrupts))]))
 
+  ;; (idle-wait w mask wait): evaluates wait, an idle worker's sleep, with
+  ;; mask bound to the signal mask it is to sleep with.  The main OS thread
+  ;; takes Ctrl-C and SIGQUIT: it holds them from its last interrupt window
+  ;; to the sleep, which lets them in atomically (see hold-main-signals!).
+  ;; Every other OS thread of spindle blocks them: it sleeps with its own.
+  (define-syntax idle-wait
+    (syntax-rules ()
+      [(_ w mask wait)
+       (if (fx= (worker-tid w) 0)
+           (let* ([mask (hold-main-signals!)] [_ (interrupt-window!)] [r wait])
+             (release-main-signals!)
+             r)
+           (let ([mask 0]) wait))]))
+
+  ;; Milliseconds until deadline dl (#f: none).
+  (define (wait-ms dl) (and dl (flmax 0. (fl- dl (monotonic-ms)))))
+
+  ;; Sleeps on p's wakeup until a post or deadline dl (#f: none), with the
+  ;; signal mask at sigmask; #t if it took a post.
+  (define (sleep-on-wakeup p dl sigmask)
+    (if dl
+        (let ([ms (fl- dl (monotonic-ms))])
+          (and (fl> ms 0.) (os-semaphore-wait! (pool-wakeup p) ms sigmask)))
+        (os-semaphore-wait! (pool-wakeup p) #f sigmask)))
+
   ;; About 20-50 us of polling an idle pool's run queue.
   (define spin-iterations 20000)
 
@@ -245,7 +270,7 @@
              (pool-poll-sleeper?-set! p #t)
              (let ([dl (next-deadline p)])
                (spin-unlock! lock)
-               (let ([found (poll-wait (and dl (flmax 0. (fl- dl (monotonic-ms)))))])
+               (let ([found (idle-wait w mask (poll-wait (wait-ms dl) mask))])
                  (spin-lock! lock)
                  (pool-poll-sleeper?-set! p #f)
                  (pool-poll-kicked?-set! p #f)
@@ -262,10 +287,7 @@
              (pool-idle-set! p (fx+ (pool-idle p) 1))
              (let ([dl (next-deadline p)])
                (spin-unlock! lock)
-               (let ([woken? (if dl
-                                 (let ([ms (fl- dl (monotonic-ms))])
-                                   (and (fl> ms 0.) (os-semaphore-wait! (pool-wakeup p) ms)))
-                                 (os-semaphore-wait! (pool-wakeup p) #f))])
+               (let ([woken? (idle-wait w mask (sleep-on-wakeup p dl mask))])
                  (spin-lock! lock)
                  (pool-idle-set! p (fx- (pool-idle p) 1))
                  (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))

@@ -14,8 +14,9 @@
 
   ;; (spindle private io poller) installs its hooks when the first descriptor
   ;; is watched; until then workers sleep on their semaphores only.
-  ;; (io-wait! ms): waits in epoll_wait at most ms milliseconds (a flonum;
-  ;; #f = no limit, 0. = just look) with the collector released, and returns
+  ;; (io-wait! ms sigmask): waits in epoll_wait at most ms milliseconds (a
+  ;; flonum; #f = no limit, 0. = just look) with the collector released and
+  ;; the signal mask at address sigmask (0: the thread's own), and returns
   ;; what it found.  (io-dispatch! found): wakes the threads waiting for it
   ;; (of any pool).  (io-kick!): makes a waiting io-wait! return.
   (define io-wait! #f)
@@ -27,7 +28,7 @@
     (set! io-wait! wait))
 
   (define (poller-installed?) (and io-wait! #t))
-  (define (poll-wait ms) (io-wait! ms))
+  (define (poll-wait ms sigmask) (io-wait! ms sigmask))
   (define (poll-dispatch! found) (io-dispatch! found))
 
   ;; The poll role.  At most one worker of the process waits in epoll_wait
@@ -80,7 +81,7 @@
   ;; would wait in epoll_wait with its pool marked kicked for ever.
   (define (poll-io-now!)
     (and (take-poll-role!)
-         (let ([any? (io-dispatch! (io-wait! 0.))])
+         (let ([any? (io-dispatch! (io-wait! 0. 0))])
            (release-poll-role!)
            any?)))
 

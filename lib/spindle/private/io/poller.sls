@@ -85,9 +85,9 @@
 
   ;; The hooks are inherited by a fork too: its first wait makes its own
   ;; instance (a getpid per wait, next to an epoll_wait).
-  (define (io-wait! ms)
+  (define (io-wait! ms sigmask)
     (unless (fx= poller-pid (own-pid)) (ensure-poller!))
-    (epoll-wait/timeout epoll-fd event-buffer event-buffer-size ms))
+    (epoll-wait/timeout epoll-fd event-buffer event-buffer-size ms sigmask))
 
   ;; Called with interrupts disabled.  #t if anything besides a kick came.
   (define (io-dispatch! found)

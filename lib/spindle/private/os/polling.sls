@@ -5,7 +5,7 @@
 (library (spindle private os polling)
   (export epoll-in epoll-out epoll-rdhup epoll-hangup-mask make-epoll
           epoll-wait/timeout epoll-watch-edges! epoll-unwatch! epoll-watch-level! epoll-change-level!
-          make-eventfd eventfd-signal! eventfd-drain!
+          make-eventfd eventfd-signal! eventfd-drain! ppoll-readable
           poll-in poll-out poll-now poll-wait-blocking poll-readable
           descriptor-writable? descriptor-output-room)
   (import (chezscheme) (spindle private os libc)
@@ -109,15 +109,43 @@
   (define c-eventfd (foreign-procedure "eventfd" (unsigned int) int))
 
   ;; A non-blocking, close-on-exec eventfd.
-  (define (make-eventfd)
-    (let ([fd (c-eventfd 0 (fxior o-nonblock o-cloexec))])
-      (when (fx< fd 0) (error 'make-eventfd "eventfd failed"))
-      fd))
+  ;; A non-blocking eventfd; semaphore?: each read takes one from its count
+  ;; (EFD_SEMAPHORE) instead of all of it.
+  (define make-eventfd
+    (case-lambda
+      [() (make-eventfd #f)]
+      [(semaphore?)
+       (let ([fd (c-eventfd 0 (fxior o-nonblock o-cloexec (if semaphore? 1 0)))])
+         (when (fx< fd 0) (error 'make-eventfd "eventfd failed"))
+         fd)]))
 
   (define eventfd-one (let ([b (make-bytevector 8 0)]) (bytevector-u64-native-set! b 0 1) b))
   (define (eventfd-signal! fd) (with-interrupts-disabled (c-write fd (bytes-at eventfd-one 0) 8)) (void))
+  ;; #t if it took something (a count, or one of it in semaphore mode).
   (define (eventfd-drain! fd)
-    (let ([b (make-bytevector 8)]) (with-interrupts-disabled (c-read fd (bytes-at b 0) 8)) (void)))
+    (let ([b (make-bytevector 8)]) (eqv? 8 (with-interrupts-disabled (c-read fd (bytes-at b 0) 8)))))
+
+  ;; A struct timespec of ms milliseconds (a flonum, at most 1e9 s), in
+  ;; foreign memory for the caller to free.
+  (define (relative-timespec ms)
+    (let ([ts (foreign-alloc 16)] [ns (flonum->fixnum (flceiling (fl* (flmin ms 1e9) 1e6)))])
+      (foreign-set! 'long ts 0 (fxquotient ns 1000000000))
+      (foreign-set! 'long ts 8 (fxremainder ns 1000000000))
+      ts))
+
+  ;; Waits until fd is readable, at most ms milliseconds (#f = no limit),
+  ;; with the collector released and the signal mask at sigmask for the
+  ;; wait.  #t if fd is readable.
+  (define (ppoll-readable fd ms sigmask)
+    (let ([pfd (foreign-alloc 8)] [ts (if ms (relative-timespec ms) 0)])
+      (foreign-set! 'int pfd 0 fd)
+      (foreign-set! 'short pfd 4 poll-in)
+      (foreign-set! 'short pfd 6 0)
+      (let ([n (c-ppoll pfd 1 ts sigmask)])
+        (foreign-free pfd)
+        (unless (eqv? ts 0) (foreign-free ts))
+        (fx> n 0))))
+  (define c-ppoll (foreign-procedure __collect_safe "ppoll" (uptr unsigned-long uptr uptr) int))
 
   (define c-epoll-ctl (foreign-procedure "epoll_ctl" (int int int u8*) int))
   (define c-epoll-pwait2 (foreign-procedure __collect_safe "epoll_pwait2" (int uptr int uptr uptr) int))
@@ -141,15 +169,14 @@
   (define (epoll-unwatch! ep fd) (epoll-ctl! ep epoll-ctl-del fd 0))
 
   ;; Waits at most ms milliseconds (a flonum; #f = no limit) with the
-  ;; collector released; buf holds max events.  Returns a list of
-  ;; (fd . mask).
-  (define (epoll-wait/timeout ep buf max ms)
+  ;; collector released; buf holds max events; sigmask is the address of
+  ;; the signal mask to wait with, or 0 for the thread's own.  Returns a
+  ;; list of (fd . mask) (empty when a signal interrupted the wait).
+  (define (epoll-wait/timeout ep buf max ms sigmask)
     (let ([n (if ms
-                 (let ([ts (foreign-alloc 16)] [ns (flonum->fixnum (flceiling (fl* (flmin ms 1e9) 1e6)))])
-                   (foreign-set! 'long ts 0 (fxquotient ns 1000000000))
-                   (foreign-set! 'long ts 8 (fxremainder ns 1000000000))
-                   (let ([n (c-epoll-pwait2 ep buf max ts 0)]) (foreign-free ts) n))
-                 (c-epoll-pwait2 ep buf max 0 0))])
+                 (let ([ts (relative-timespec ms)])
+                   (let ([n (c-epoll-pwait2 ep buf max ts sigmask)]) (foreign-free ts) n))
+                 (c-epoll-pwait2 ep buf max 0 sigmask))])
       (let loop ([i (fx- n 1)] [acc '()])
         (if (fx< i 0)
             acc

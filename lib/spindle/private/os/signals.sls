@@ -4,7 +4,8 @@
 ;;; from a signalfd.
 (library (spindle private os signals)
   (export sigint sigquit sigkill signal-set-size fill-signal-set!
-          fork-os-thread place-signals block-place-signals!
+          fork-os-thread hold-main-signals! release-main-signals!
+          place-signals block-place-signals!
           signals->descriptor read-signal signal-number signal-break-kind)
   (import (chezscheme) (spindle private os libc))
 
@@ -55,6 +56,23 @@
         (foreign-free set)
         (foreign-free old)
         t)))
+
+  ;; The main OS thread's idle wait.  Chez's C handler for SIGINT (and the
+  ;; one for a registered SIGQUIT) only marks the interrupt pending; the
+  ;; Scheme handler runs at the next interrupt check.  A worker sleeps with
+  ;; interrupts disabled, so a signal taken between its last interrupt
+  ;; window and the blocking call would wait until something else woke it.
+  ;; So the main OS thread holds these signals (blocked: they stay pending
+  ;; in the kernel) from just before its last window to the wait, and waits
+  ;; with a call that puts the old mask back for its duration (epoll_pwait2,
+  ;; ppoll): a signal that came meanwhile interrupts the wait at once.
+  ;; Main OS thread only: held-mask is its own.
+  (define main-signals (signal-set (list sigint sigquit)))
+  (define held-mask (foreign-alloc signal-set-size))
+
+  ;; Returns the address of the mask to wait with.
+  (define (hold-main-signals!) (c-pthread-sigmask sig-block main-signals held-mask) held-mask)
+  (define (release-main-signals!) (c-pthread-sigmask sig-setmask held-mask 0) (void))
 
   ;; The signals of place-break: SIGHUP, SIGINT, SIGTERM.
   (define place-signals (list sighup sigint sigterm))
