@@ -100,14 +100,14 @@
            [ha (unsafe-shared-vector-address (arrays-hist a))]
            [ranks (arrays-ranks a)] [totals (arrays-totals a)]
            [row (fx* id mk)])
-      ;; A
-      (do ([v row (fx+ v 1)]) ((fx= v (fx+ row mk))) (count-set! ha v 0))
+      ;; A (the counts are zero: made so, then cleared by B as it reads them)
       (do ([j 0 (fx+ j 4)]) ((fx= j m4))
         (let ([h (fx+ row (#3%bytevector-u32-native-ref mine j))])
           (count-set! ha h (fx+ (count-ref ha h) 1))))
       (barrier)
       ;; B: ranks[v] = my running count through v, which is the rank for
-      ;; member 0 (its share starts at rank 0)
+      ;; member 0 (its share starts at rank 0); each count read is cleared
+      ;; for the next ranking (the shares cover every row's every value)
       (let-values ([(lo hi) (block mk np id)])
         (let loop ([v lo] [acc 0])
           (if (fx= v hi)
@@ -115,7 +115,9 @@
               (let ([acc (let sum ([r v] [acc acc])
                            (if (fx>= r (fx* np mk))
                                acc
-                               (sum (fx+ r mk) (fx+ acc (count-ref ha r)))))])
+                               (let ([c (count-ref ha r)])
+                                 (count-set! ha r 0)
+                                 (sum (fx+ r mk) (fx+ acc c)))))])
                 (unsafe-shared-fxvector-set! ranks v acc)
                 (loop (fx+ v 1) acc))))
         (barrier)
