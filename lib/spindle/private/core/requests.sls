@@ -1,13 +1,15 @@
 #!chezscheme
 ;;; Requests to a thread from outside it: kill, break, suspend, resume,
-;;; and Ctrl-C, which breaks the main thread.  A request marks the thread
+;;; cancellation (see (spindle private core cancel)), and Ctrl-C, which
+;;; breaks the main thread.  A request marks the thread
 ;;; and interrupts it where it waits; the thread acts on its requests
 ;;; itself (check-requests!), when it resumes from a preemption or yield
 ;;; and wherever the sync layer looks.
 (library (spindle private core requests)
   (export request-kill! request-break! request-suspend! request-resume!
-          check-requests! set-interrupt-hook!)
-  (import (chezscheme) (spindle private core scheduler) (spindle private core gthread))
+          request-cancel-check! check-requests! set-interrupt-hook!)
+  (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
+          (only (spindle private core cancel) cancel-condition))
 
   ;; The sync layer registers how to interrupt a thread parked in a sync.
   (define interrupt-hook (lambda (t) (unpark! t)))
@@ -34,6 +36,13 @@
 
   (define (request-suspend! t)
     (gthread-suspended?-set! t #t)
+    (disable-interrupts)
+    (interrupt-hook t)
+    (enable-interrupts))
+
+  ;; A scope of t's was cancelled: wake t where it waits, so that it looks
+  ;; (a thread the scope no longer covers just waits again).
+  (define (request-cancel-check! t)
     (disable-interrupts)
     (interrupt-hook t)
     (enable-interrupts))
@@ -72,6 +81,8 @@
                    [(hang-up) "hang-up break"]
                    [(terminate) "terminate break"]
                    [else "user break"])))))]
+        [(and (gthread-cancel t) (gthread-cancel-pending t))
+         => (lambda (cs) (raise (cancel-condition cs)))]
         [else (void)])))
 
   (define resume-check-installed (begin (set-resume-check! check-requests-of!) #t))

@@ -15,7 +15,8 @@
     sync-prim thread-wait-descriptions)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) check-requests!)
-          (only (spindle private core gthread) gthread-requests-pending?)
+          (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?)
+          (only (spindle private core cancel) cancel-deadline)
           (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 
@@ -191,9 +192,11 @@
                        (reg (fx+ j 1)))))
                  (let ([tm (and deadline (not (syncer-done? s))
                                 (add-timer! (gthread-pool t) deadline
-                                  (lambda () (commit-partner! s 'timeout '()))))])
+                                  (lambda () (commit-partner! s 'timeout '()))))]
+                       [ctm (and (gthread-cancel t) (cancel-wake-timer! t s))])
                    (park-until-done! t s bv)
-                   (when tm (cancel-timer! tm)))
+                   (when tm (cancel-timer! tm))
+                   (when ctm (cancel-timer! ctm)))
                  (gthread-syncer-set! t #f)
                  (gthread-waits-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
@@ -226,6 +229,16 @@
              (when tracing? (trace-park-reason! (park-reason what)))
              (park!)
              (wait))))]))
+
+  ;; A thread inside a cancel scope with a deadline parks until that
+  ;; deadline at most: this timer interrupts the sync, and the requests
+  ;; layer then raises the cancellation.  #f where no deadline applies (none
+  ;; in the scopes below the first shield, or breaks disabled).  Interrupts
+  ;; disabled.
+  (define (cancel-wake-timer! t s)
+    (let ([dl (and (gthread-break-enabled? t) (cancel-deadline (gthread-cancel t)))])
+      (and dl (not (syncer-done? s))
+           (add-timer! (gthread-pool t) dl (lambda () (commit-partner! s 'interrupted '()))))))
 
   ;; For dump-threads: what t, parked in a sync, waits on, one
   ;; (reason what ...) per branch (see evt-wait-description); '() if it
@@ -262,7 +275,12 @@
             (raise-park-disabled 'sync (park-reason p) (list p)))
           (gthread-syncer-set! t s)
           (let ([tok ((prim-evt-attempt p) p s 0 #t)])
-            (park-until-done! t s p)
+            ;; the no-scope path keeps no timer variable in the parked frame
+            (if (gthread-cancel t)
+                (let ([ctm (cancel-wake-timer! t s)])
+                  (park-until-done! t s p)
+                  (when ctm (cancel-timer! ctm)))
+                (park-until-done! t s p))
             (gthread-syncer-set! t #f)
             (gthread-waits-set! t #f)
             (cancel! p tok)))
