@@ -111,33 +111,30 @@
   (define (check-scope who s)
     (unless (task-scope? s) (assertion-violation who "expected a task scope" s)))
 
-  ;; The task scope that the cancel scope cs lies in (the nearest one on
-  ;; its chain), or #f.
+  ;; The task scope whose cancellation reaches a scope entered inside cs
+  ;; (the nearest on cs's chain below the first shield), or #f.
   (define (enclosing-task cs)
-    (cond
-      [(not cs) #f]
-      [(eq? (cancel-scope-kind cs) 'task) (cancel-scope-data cs)]
-      [else (enclosing-task (cancel-scope-parent cs))]))
+    (let ([tc (and cs (cancel-scope-task cs))]) (and tc (cancel-scope-data tc))))
 
   (define (scope-cancelled? s)
     (check-scope 'scope-cancelled? s)
-    (cancel-scope-cancelled? (task-scope-cancel s)))
+    (and (cancel-scope-cancelled (task-scope-cancel s)) #t))
 
   (define (scope-cancel! s)
     (check-scope 'scope-cancel! s)
-    (cancel! s))
+    (cancel! s (task-scope-cancel s)))
 
-  (define (cancel! s)
-    (cancel-scope-cancelled?-set! (task-scope-cancel s) #t)
-    (interrupt-all! s))
-
-  ;; Wakes every thread of s and of the scopes nested in it.
-  (define (interrupt-all! s)
+  ;; Marks s and the scopes nested in it cancelled by origin (kept if an
+  ;; outer origin is there already), then wakes their threads.
+  (define (cancel! s origin)
     (let-values ([(threads nested)
                   (with-os-mutex (task-scope-lock s)
+                    (let* ([cs (task-scope-cancel s)] [old (cancel-scope-cancelled cs)])
+                      (unless (and old (fx<= (cancel-scope-depth old) (cancel-scope-depth origin)))
+                        (cancel-scope-cancelled-set! cs origin)))
                     (values (cons (task-scope-owner s) (task-scope-children s)) (task-scope-nested s)))])
       (for-each request-cancel-check! threads)
-      (for-each interrupt-all! nested)))
+      (for-each (lambda (n) (cancel! n origin)) nested)))
 
   (define (call-with-task-scope proc)
     (unless (and (procedure? proc) (logbit? 1 (procedure-arity-mask proc)))
@@ -152,9 +149,12 @@
       (set-box! self s)
       (cancel-scope-data-set! cs s)
       (owned-latch-owner-set! (task-scope-end s) s)
+      ;; registered, and cancelled if the parent is, in one step: a
+      ;; cancellation of the parent either sees s or is copied here
       (when parent
         (with-os-mutex (task-scope-lock parent)
-          (task-scope-nested-set! parent (cons s (task-scope-nested parent)))))
+          (task-scope-nested-set! parent (cons s (task-scope-nested parent)))
+          (cancel-scope-cancelled-set! cs (cancel-scope-cancelled (task-scope-cancel parent)))))
       (let ([outcome
              (guard (c [#t (cons 'raised c)])
                (in-scope cs
@@ -164,7 +164,7 @@
                      (lambda vals (cons 'ok vals))))))])
         (when (and (eq? (car outcome) 'raised) (not (own-cancellation? (cdr outcome) cs)))
           ;; the body failed, or an outer scope is cancelled: stop the children
-          (cancel! s))
+          (cancel! s cs))
         (close! s parent)
         (let ([failures (reverse (task-scope-failures s))])
           (cond
@@ -206,6 +206,8 @@
        (check-thunk 'scope-thread thunk)
        (unless (or (not pool) (eq? pool 'own) (parallel-thread-pool? pool))
          (assertion-violation 'scope-thread "expected #f, 'own or a parallel thread pool" pool))
+       (unless (eq? (task-scope-state s) 'open)
+         (assertion-violation 'scope-thread "the task scope has ended" s))
        (let ([t (parameterize ([current-custodian (task-scope-custodian s)])
                   (make-thread* 'scope-thread (lambda () (run-child s thunk)) pool #f #t #f #f))])
          (gthread-cancel-set! t (task-scope-cancel s))
@@ -234,7 +236,7 @@
             (let ([first? (null? (task-scope-failures s))])
               (task-scope-failures-set! s (cons c (task-scope-failures s)))
               first?))
-      (cancel! s)))
+      (cancel! s (task-scope-cancel s))))
 
   (define (child-ended! s t)
     (with-os-mutex (task-scope-lock s)

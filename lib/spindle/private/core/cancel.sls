@@ -12,12 +12,22 @@
 ;;; The condition names the outermost such scope, so each scope catches
 ;;; only its own and an outer cancellation passes through inner scopes.
 ;;;
-;;; Nothing here is locked: a scope's parent, kind and deadline never
-;;; change, and cancelled? only moves from #f to #t (a racy read is late
-;;; by at most one check; the canceller then interrupts the thread).
+;;; The check must not walk the chain (10^5 nested scopes would make every
+;;; preemption check longer than a slice), so each scope caches, for the
+;;; part of its chain below the first shield: the scope with the earliest
+;;; deadline (dl), and the nearest task scope (task).  Only task scopes are
+;;; cancelled explicitly, and a task scope's cancellation is copied down
+;;; into the task scopes nested in it (by (spindle scope), which knows
+;;; them): so a task scope's cancelled field holds the outermost scope
+;;; whose cancellation reaches it, or #f.  depth orders scopes of a chain.
+;;;
+;;; Nothing here is locked: every field but cancelled and data is fixed,
+;;; and cancelled is set under the task scope's lock, read racily (late by
+;;; at most one check; the canceller then interrupts the thread).
 (library (spindle private core cancel)
   (export make-cancel-scope cancel-scope? cancel-scope-parent cancel-scope-kind
-          cancel-scope-deadline cancel-scope-cancelled? cancel-scope-cancelled?-set!
+          cancel-scope-deadline cancel-scope-cancelled cancel-scope-cancelled-set!
+          cancel-scope-depth (rename (cancel-scope-task* cancel-scope-task))
           cancel-scope-data cancel-scope-data-set!
           cancel-pending cancel-deadline cancel-scope-within?
           &cancelled make-cancelled-condition cancelled-condition? cancelled-condition-scope
@@ -29,37 +39,52 @@
   ;; deadline: a monotonic-ms flonum, or #f.  data: the task scope of a
   ;; task cancel scope (owned by (spindle scope)).
   (define-record-type cancel-scope
-    (fields parent kind deadline (mutable cancelled?) (mutable data))
-    (protocol (lambda (new) (lambda (parent kind deadline) (new parent kind deadline #f #f))))
-    (nongenerative spindle-cancel-scope-v1) (sealed #t))
+    (fields parent kind deadline depth dl task (mutable cancelled) (mutable data))
+    (protocol
+      (lambda (new)
+        (lambda (parent kind deadline)
+          (let ([depth (if parent (fx+ (cancel-scope-depth parent) 1) 0)]
+                [outer-dl (and parent (scope-dl parent))]
+                [outer-task (and parent (scope-task parent))])
+            (if (eq? kind 'shield)
+                (new parent kind #f depth #f #f #f #f)
+                (new parent kind deadline depth
+                     ;; ties go to the outer scope
+                     (if (and deadline (or (not outer-dl) (fl< deadline (cancel-scope-deadline outer-dl))))
+                         'self
+                         outer-dl)
+                     (if (eq? kind 'task) 'self outer-task)
+                     #f #f))))))
+    (nongenerative spindle-cancel-scope-v2) (sealed #t))
+
+  ;; 'self stands for the scope itself in dl and task (a record cannot
+  ;; refer to itself as it is made).
+  (define (scope-dl cs) (let ([d (cancel-scope-dl cs)]) (if (eq? d 'self) cs d)))
+  (define (scope-task cs) (let ([t (cancel-scope-task cs)]) (if (eq? t 'self) cs t)))
 
   (define-condition-type &cancelled &serious make-cancelled-condition cancelled-condition?
     (scope cancelled-condition-scope))
   (define-condition-type &timeout &cancelled make-timeout-condition timeout-condition?)
 
   ;; The outermost scope of the chain from cs, below the first shield,
-  ;; that is cancelled or expired; #f if none.  The clock is read only if
-  ;; some scope of the chain has a deadline.
+  ;; that is cancelled or expired; #f if none.  O(1); the clock is read
+  ;; only if a deadline applies.
   (define (cancel-pending cs)
-    (let loop ([cs cs] [now #f] [found #f])
-      (if (or (not cs) (eq? (cancel-scope-kind cs) 'shield))
-          found
-          (let ([dl (cancel-scope-deadline cs)])
-            (cond
-              [(cancel-scope-cancelled? cs) (loop (cancel-scope-parent cs) now cs)]
-              [dl (let ([now (or now (monotonic-ms))])
-                    (loop (cancel-scope-parent cs) now (if (fl<= dl now) cs found)))]
-              [else (loop (cancel-scope-parent cs) now found)])))))
+    (let* ([tk (scope-task cs)]
+           [o (and tk (cancel-scope-cancelled tk))]
+           [d (scope-dl cs)]
+           [d (and d (fl<= (cancel-scope-deadline d) (monotonic-ms)) d)])
+      (if (and o d)
+          (if (fx<= (cancel-scope-depth o) (cancel-scope-depth d)) o d)
+          (or o d))))
 
   ;; The earliest deadline of the chain from cs below the first shield, or
   ;; #f: when a parked thread must wake to be cancelled.
   (define (cancel-deadline cs)
-    (let loop ([cs cs] [dl #f])
-      (if (or (not cs) (eq? (cancel-scope-kind cs) 'shield))
-          dl
-          (loop (cancel-scope-parent cs)
-                (let ([d (cancel-scope-deadline cs)])
-                  (if (and d (or (not dl) (fl< d dl))) d dl))))))
+    (let ([d (scope-dl cs)]) (and d (cancel-scope-deadline d))))
+
+  ;; The nearest task scope of cs's chain below the first shield, or #f.
+  (define (cancel-scope-task* cs) (scope-task cs))
 
   ;; #t if outer is cs or one of the scopes cs was entered in.
   (define (cancel-scope-within? cs outer)

@@ -56,9 +56,18 @@
 
   ;; Acts on pending kill, suspend and break requests of the current thread.
   ;; Called with interrupts enabled, outside critical sections.
-  (define (check-requests!) (check-requests-of! (current-gthread)))
+  (define (check-requests!) (check-requests-of! (current-gthread) #f))
 
-  (define (check-requests-of! t)
+  ;; preempted?: called as t resumes from a preemption (or yield), at an
+  ;; arbitrary point of its code, possibly just after a sync committed.  A
+  ;; cancellation is then delivered only to a thread that has not parked
+  ;; for cancel-run-ms: one that waits now and then takes it at its next
+  ;; park, where raising takes nothing (the sync has not committed), so
+  ;; a value a sync returned is not dropped between the commit and the
+  ;; caller's next step; one that never parks is still cancelled.
+  (define cancel-run-ms 10)
+
+  (define (check-requests-of! t preempted?)
     (let loop ()
       (cond
         [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
@@ -81,11 +90,14 @@
                    [(hang-up) "hang-up break"]
                    [(terminate) "terminate break"]
                    [else "user break"])))))]
-        [(and (gthread-cancel t) (gthread-cancel-pending t))
+        [(and (gthread-cancel t)
+              (or (not preempted?) (fx>= (fx- (real-time) (gthread-parked-at t)) cancel-run-ms))
+              (gthread-cancel-pending t))
          => (lambda (cs) (raise (cancel-condition cs)))]
         [else (void)])))
 
-  (define resume-check-installed (begin (set-resume-check! check-requests-of!) #t))
+  (define resume-check-installed
+    (begin (set-resume-check! (lambda (t) (check-requests-of! t #t))) #t))
 
   ;; SIGINT breaks the main thread (break-thread), as in Racket: a thread
   ;; parked in sync, sleep, tcp-accept or a read wakes with the break; a
@@ -108,7 +120,7 @@
       (if m
           (begin
             (request-break! m #f)
-            (when (running-here? m) (check-requests-of! m)))
+            (when (running-here? m) (check-requests-of! m #t)))
           (chez-keyboard-handler))))
   (define keyboard-handler-installed
     (begin (keyboard-interrupt-handler on-keyboard-interrupt) #t)))
