@@ -31,7 +31,7 @@
   (let* ([r 'unset]
          [ms (elapsed (lambda () (set! r (move-on-after secs (body) 'not-cancelled))))]
          [late (- ms (* 1000 secs))])
-    (printf "  ~a: late by ~a ms\n" what (round late))
+    (printf "  ~a: late by ~a ms\n" what (/ (round (* 10 late)) 10))
     (check-equal (string-append what ": result") #f r)
     (check (string-append what ": not early") (>= late -1))
     (check (string-append what ": on time") (< late slack-ms))))
