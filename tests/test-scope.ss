@@ -284,6 +284,18 @@
       (printf "  heap grew by ~a bytes\n" grown)
       (check "under 4 MB" (< grown (* 4 1024 1024))))))
 
+(test "examples/deadline-server.ss drops a silent client at its deadline"
+  (let-values ([(p out in err) (subprocess #f #f 'stdout "bin/spindle" "run" "examples/deadline-server.ss"
+                                           "--demo" "1" "--idle" "0.3")])
+    (close-port in)
+    (let* ([text (utf8->string (get-bytevector-all out))])
+      (subprocess-wait p)
+      (close-port out)
+      (check-equal "exit" 0 (subprocess-status p))
+      (check "polite" (string-contains? text "polite client got: \"HELLO\" \"bye\""))
+      (check "silent dropped" (string-contains? text "silent client got: \"idle too long, bye\""))
+      (check "logged" (string-contains? text "connection 2: idle")))))
+
 ;; ---------------------------------------------------------------- arguments
 (test "bad arguments name the procedure and the argument"
   (for-each
