@@ -167,6 +167,33 @@
               (check "peer open" (and (input-port? sin) (output-port? sout))))))))
     (check-equal "no descriptor left" before (open-fd-count))))
 
+(test "tcp-connect: a timeout, a cancelled connect leaves no socket, addresses raced (RFC 8305)"
+  ;; a listener with a full backlog: the kernel drops further SYNs, so a
+  ;; connect to it hangs
+  (let* ([l (tcp-listen 0 1 #t "127.0.0.1")]
+         [port (let-values ([(a b c d) (tcp-addresses l #t)]) b)]
+         [held (let loop ([held '()])
+                 (let ([r (move-on-after 0.3 (call-with-values (lambda () (tcp-connect "127.0.0.1" port)) list))])
+                   (if r (loop (cons r held)) held)))]
+         [before (open-fd-count)])
+    (check-raises "timeout" (lambda (c) (and (error? c) (string-contains? (condition-message c) "timed out")))
+      (lambda () (tcp-connect "127.0.0.1" port #:timeout 0.1)))
+    (check-deadline "tcp-connect in a scope" 0.05 (lambda () (tcp-connect "127.0.0.1" port)))
+    (check-equal "no socket left" before (open-fd-count))
+    ;; localhost is 127.0.0.1 (hanging) then ::1: the second attempt starts
+    ;; after 250 ms and wins
+    (let ([l6 (guard (c [#t #f]) (tcp-listen port 4 #t "::1"))])
+      (when l6
+        (let-values ([(in out) (tcp-connect "localhost" port #:timeout 5)])
+          (let-values ([(local peer) (tcp-addresses in)])
+            (check-equal "the IPv6 attempt won" "::1" peer))
+          (close-port in) (close-port out))
+        (tcp-close l6)))
+    (check-raises "bad timeout" (both (assertion-from? 'tcp-connect) (irritant? -1))
+      (lambda () (tcp-connect "127.0.0.1" port #:timeout -1)))
+    (for-each (lambda (p) (close-port (car p)) (close-port (cadr p))) held)
+    (tcp-close l)))
+
 (test "call-blocking: the caller returns at the deadline, the late result is dropped"
   (let ([late-ran #f])
     (check-deadline "call-blocking" 0.05
