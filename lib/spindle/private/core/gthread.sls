@@ -42,7 +42,8 @@
             (mutable data)           ; the thread layer's record
             ;; for dump-threads: what a sync parks on (its one primitive evt
             ;; or its branch vector; #f outside a sync), and the worker's
-            ;; clock (real-time, ms) at the last park
+            ;; clock (real-time, ms) at the last park (inside a cancel
+            ;; scope, also at each sync's return: see sync.sls)
             (mutable waits) (mutable parked-at)
             ;; its innermost cancel scope, or #f (see (spindle private core cancel))
             (mutable cancel))

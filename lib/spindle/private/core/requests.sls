@@ -60,11 +60,13 @@
 
   ;; preempted?: called as t resumes from a preemption (or yield), at an
   ;; arbitrary point of its code, possibly just after a sync committed.  A
-  ;; cancellation is then delivered only to a thread that has not parked
-  ;; for cancel-run-ms: one that waits now and then takes it at its next
-  ;; park, where raising takes nothing (the sync has not committed), so
-  ;; a value a sync returned is not dropped between the commit and the
-  ;; caller's next step; one that never parks is still cancelled.
+  ;; cancellation is then delivered only to a thread that has neither
+  ;; parked nor returned from a sync for cancel-run-ms (parked-at: the
+  ;; sync layer stamps sync returns inside scopes): one that waits now and
+  ;; then takes it at its next park, where raising takes nothing (the sync
+  ;; has not committed), so a value a sync returned is not dropped between
+  ;; the commit and the caller's next step; one that never waits is still
+  ;; cancelled.
   (define cancel-run-ms 10)
 
   (define (check-requests-of! t preempted?)

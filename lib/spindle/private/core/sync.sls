@@ -15,7 +15,8 @@
     sync-prim thread-wait-descriptions)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) check-requests!)
-          (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?)
+          (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?
+                gthread-parked-at-set!)
           (only (spindle private core cancel) cancel-deadline)
           (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
@@ -240,6 +241,15 @@
       (and dl (not (syncer-done? s))
            (add-timer! (gthread-pool t) dl (lambda () (commit-partner! s 'interrupted '()))))))
 
+  ;; Inside a cancel scope, a sync's return counts as a park for the
+  ;; preemption rule of cancellation (see check-requests-of! in
+  ;; (spindle private core requests)): it stamps parked-at, which
+  ;; dump-threads reads only while the thread is parked.  Outside every
+  ;; scope: one field check.  Interrupts disabled.
+  (define-syntax note-sync-return!
+    (syntax-rules ()
+      [(_ t) (when (gthread-cancel t) (gthread-parked-at-set! t (real-time)))]))
+
   ;; For dump-threads: what t, parked in a sync, waits on, one
   ;; (reason what ...) per branch (see evt-wait-description); '() if it
   ;; is in no sync.  Read racily: t's waits is one evt or a branch vector,
@@ -284,6 +294,7 @@
             (gthread-syncer-set! t #f)
             (gthread-waits-set! t #f)
             (cancel! p tok)))
+        (note-sync-return! t)
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
             (begin (check-requests!) (sync-prim p void?))
@@ -341,7 +352,8 @@
                                  (reverse acc)
                                  (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))))])
       (let retry ([bv (list->vector branches)])
-        (let ([s (begin (disable-interrupts) (sync-round t bv poll? deadline))])
+        (let ([s (begin (disable-interrupts)
+                        (let ([s (sync-round t bv poll? deadline)]) (note-sync-return! t) s))])
           (enable-interrupts)
           (cond
             [(eq? s 'park-disabled)
