@@ -286,6 +286,20 @@
     (check-raises "no child after the end" (assertion-from? 'scope-thread)
       (lambda () (scope-thread scope void)))))
 
+(test "a body that jumps out of its scope cancels and waits for the children"
+  (let* ([exits 0] [scope #f]
+         [r (call/cc
+              (lambda (k)
+                (call-with-task-scope
+                  (lambda (s)
+                    (set! scope s)
+                    (scope-thread s (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! exits (+ exits 1))))))
+                    (sleep 0.02)
+                    (k 'jumped)))))])
+    (check-equal "result" 'jumped r)
+    (check-equal "child unwound once" 1 exits)
+    (check "ended" (sync/timeout 0 scope))))
+
 (test "the scope's custodian closes what was made inside"
   (let ([before (open-fd-count)] [plain #f] [l #f])
     (call-with-task-scope

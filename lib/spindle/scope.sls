@@ -157,14 +157,24 @@
           (cancel-scope-cancelled-set! cs (cancel-scope-cancelled (task-scope-cancel parent)))))
       (let ([outcome
              (guard (c [#t (cons 'raised c)])
-               (in-scope cs
-                 (lambda ()
-                   (call-with-values
-                     (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
-                     (lambda vals (cons 'ok vals))))))])
-        (when (and (eq? (car outcome) 'raised) (not (own-cancellation? (cdr outcome) cs)))
-          ;; the body failed, or an outer scope is cancelled: stop the children
-          (cancel! s cs))
+               (let ([left? #f])
+                 (dynamic-wind
+                   (lambda ()
+                     (when left? (assertion-violation 'call-with-task-scope "cannot re-enter a task scope" s)))
+                   (lambda ()
+                     (in-scope cs
+                       (lambda ()
+                         (call-with-values
+                           (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
+                           (lambda vals (set! left? #t) (cons 'ok vals))))))
+                   ;; a body that raises (the guard's escape) or jumps out
+                   ;; (a continuation) ends the scope here: its children
+                   ;; are cancelled and waited for
+                   (lambda ()
+                     (unless left?
+                       (set! left? #t)
+                       (cancel! s cs)
+                       (close! s parent))))))])
         (close! s parent)
         (let ([failures (reverse (task-scope-failures s))])
           (cond
@@ -183,6 +193,9 @@
   ;; Waits (shielded: the children are cancelled if the waiter would be)
   ;; until no child is left, then ends s.
   (define (close! s parent)
+    (unless (eq? (task-scope-state s) 'ended) (close-now! s parent)))
+
+  (define (close-now! s parent)
     (call-with-cancel-shield
       (lambda ()
         (let loop ()
