@@ -196,8 +196,12 @@
 
 (test "call-blocking: the caller returns at the deadline, the late result is dropped"
   (let ([late-ran #f])
-    (check-deadline "call-blocking" 0.05
-      (lambda () (call-blocking (lambda () (sleep (make-time 'time-duration 0 1)) (set! late-ran #t) 'late))))
+    (check-deadline "call-blocking in a scope's child" 0.05
+      (lambda ()
+        (call-with-task-scope
+          (lambda (s)
+            (scope-thread s (lambda () (call-blocking (lambda () (sleep (make-time 'time-duration 0 1)) (set! late-ran #t) 'late))))
+            (sync s)))))
     (sleep 1.2)
     (check "the helper finished its call" late-ran)
     (check "helpers bounded" (<= (blocking-helper-count) 64))))
