@@ -20,11 +20,13 @@
 ;;;   at the end; failures are raised together as one &scope-failure.
 ;;;
 ;;; A task scope's lock (a Chez mutex, held with interrupts disabled)
-;;; guards its state, children, nested scopes and failures.  Cancelling
-;;; marks the cancel scope and then interrupts (outside the lock) the body
-;;; thread, every child, and, recursively, the threads of task scopes
-;;; nested inside: a woken thread that is not cancelled after all (inside a
-;;; shield, breaks disabled) just waits again.
+;;; guards its state, children, nested scopes, failures and its cancel
+;;; scope's cancelled field.  Cancelling marks the cancel scope and, with
+;;; the same origin, the task scopes nested in it (see (spindle private
+;;; core cancel)), and interrupts (outside the lock) the body threads and
+;;; children of all of them: a woken thread that is not cancelled after
+;;; all (inside a shield, breaks disabled) just waits again.  Only the body
+;;; thread ends its scope (close!).
 (library (spindle scope)
   (export call-with-task-scope task-scope? scope-thread scope-future scope-cancel!
           scope-cancelled? with-cancel-shield call-with-cancel-shield
