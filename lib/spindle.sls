@@ -52,6 +52,12 @@
     read-bytes-evt read-bytes-avail!-evt read-line-evt read-bytes-line-evt
     write-bytes-evt write-bytes-avail-evt eof-evt port-ready-evt make-pipe
     call-blocking
+    ;; (spindle scope)
+    call-with-task-scope task-scope? scope-thread scope-future scope-cancel!
+    scope-cancelled? with-cancel-shield call-with-cancel-shield
+    with-timeout move-on-after call-with-timeout call-with-move-on-after
+    &cancelled cancelled-condition? &timeout timeout-condition?
+    &scope-failure scope-failure-condition? scope-failure-conditions
     ;; (spindle custodian)
     make-custodian custodian? current-custodian custodian-shutdown-all
     custodian-shut-down? custodian-managed-list
@@ -74,7 +80,8 @@
                   thread-add-exit-hook! thread-procedure register-dump-kind!)
           (only (spindle parameter) make-parameter parameterize make-thread-parameter)
           (except (spindle event) box-cas! vector-cas!)
-          (except (spindle future) processor-count)
+          (except (spindle future) processor-count future-pool)
+          (spindle scope)
           (except (spindle place) processor-count start-lifted-place place-child-main)
           (except (spindle fork-join) lift-places)
           (spindle tcp) (spindle unix-socket) (spindle port)

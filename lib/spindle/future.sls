@@ -7,7 +7,7 @@
 ;;; so acyclic touch dependencies never deadlock the pool.
 (library (spindle future)
   (export future touch future? would-be-future futures-enabled? current-future
-          current-future-pool
+          current-future-pool future-pool
           (rename (make-fsemaphore* make-fsemaphore)) fsemaphore? fsemaphore-post fsemaphore-wait
           fsemaphore-try-wait? fsemaphore-count
           for/async map/async processor-count)
@@ -43,6 +43,7 @@
           (assertion-violation 'current-future-pool "expected #f or a parallel thread pool" p))
         p)))
 
+  ;; future-pool: the pool new futures run on (for (spindle scope)).
   (define shared-pool #f)
   (define shared-pool-lock (make-mutex))
   (define (future-pool)

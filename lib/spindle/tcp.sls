@@ -7,9 +7,17 @@
 (library (spindle tcp)
   (export tcp-listen tcp-accept tcp-accept-evt tcp-accept-ready? tcp-connect
           tcp-close tcp-abandon-port tcp-addresses tcp-listener? tcp-port?)
-  (import (chezscheme)
+  (import (except (chezscheme) parameterize)
           (only (spindle private os sockets) sys-set-socket-option! socket-local-address socket-peer-address make-inet-address make-inet6-address parse-address address-family address->string address-port af-inet af-inet6 lookup-host) (spindle private io fd-port)
-          (spindle private io socket) (spindle blocking))
+          (spindle private io socket) (spindle blocking)
+          (only (spindle private core keywords) define-keyword-procedure)
+          (only (spindle scope) call-with-task-scope scope-thread scope-cancel! with-timeout
+                timeout-condition? cancelled-condition?)
+          (only (spindle custodian) current-custodian)
+          (only (spindle parameter) parameterize)
+          (only (spindle semaphore) make-semaphore semaphore-post)
+          (only (spindle private core sync) sync/timeout)
+          (only (spindle thread) current-thread-pool))
 
   (define (tcp-listener? v) (and (listener? v) (eq? (listener-kind v) 'tcp)))
 
@@ -100,18 +108,76 @@
     (check-listener 'tcp-close l)
     (listener-close! l))
 
-  ;; (tcp-connect host port [local-host #f] [local-port #f]) -> (values in out)
-  (define tcp-connect
+  ;; (tcp-connect host port [local-host #f] [local-port #f] [timeout #f])
+  ;; -> (values in out).  timeout: seconds for the whole connect, name
+  ;; lookup included (a deadline of an enclosing scope applies as well).
+  (define tcp-connect-procedure
     (case-lambda
-      [(host port) (tcp-connect host port #f #f)]
-      [(host port local-host) (tcp-connect host port local-host #f)]
-      [(host port local-host local-port)
+      [(host port) (tcp-connect-procedure host port #f #f #f)]
+      [(host port local-host) (tcp-connect-procedure host port local-host #f #f)]
+      [(host port local-host local-port) (tcp-connect-procedure host port local-host local-port #f)]
+      [(host port local-host local-port timeout)
        (check-host 'tcp-connect host)
        (check-port-number 'tcp-connect port #f)
        (when (or local-host local-port)
          (assertion-violation 'tcp-connect "a local host or port is not supported" local-host local-port))
-       (socket-connect 'tcp-connect (resolve 'tcp-connect host port)
-                       (string-append host ":" (number->string port)) no-delay!)]))
+       (unless (or (not timeout) (and (real? timeout) (not (nan? timeout)) (>= timeout 0)))
+         (assertion-violation 'tcp-connect "expected #f or a non-negative real number of seconds" timeout))
+       (let ([name (string-append host ":" (number->string port))])
+         (if timeout
+             (guard (c [(timeout-condition? c)
+                        (raise (condition (make-error) (make-who-condition 'tcp-connect)
+                                          (make-message-condition
+                                            (format "cannot connect to ~a: timed out after ~a s" name timeout))
+                                          (make-irritants-condition (list host port))))])
+               (with-timeout timeout (race-connect (resolve 'tcp-connect host port) name)))
+             (race-connect (resolve 'tcp-connect host port) name)))]))
+
+  (define-keyword-procedure tcp-connect tcp-connect-procedure
+    (host #f) (port #f) (local-host #f) (local-port #f) (timeout #f))
+
+  ;; The addresses in the resolver's order, the two families interleaved
+  ;; from the first one's (RFC 8305, section 4).
+  (define (interleave addrs)
+    (let-values ([(first other) (partition (lambda (a) (fx= (address-family a) (address-family (car addrs)))) addrs)])
+      (let loop ([a first] [b other] [acc '()])
+        (cond
+          [(null? a) (append (reverse acc) b)]
+          [(null? b) (append (reverse acc) a)]
+          [else (loop (cdr a) (cdr b) (cons* (car b) (car a) acc))]))))
+
+  ;; RFC 8305's Connection Attempt Delay.
+  (define attempt-delay 0.25)
+
+  ;; Happy Eyeballs (RFC 8305): the attempts start one after another, the
+  ;; next when the one before fails or after attempt-delay, and run
+  ;; together in a task scope; the first connection wins, the scope
+  ;; cancels the others (a cancelled connect closes its socket, and a
+  ;; late one that connected anyway is closed here).  The ports belong to
+  ;; the caller's custodian, not the scope's.  With every attempt failed,
+  ;; the last error is raised.
+  (define (race-connect addrs name)
+    (if (null? (cdr addrs))
+        (socket-connect 'tcp-connect addrs name no-delay!)
+        (let ([won (box #f)] [last-error (box #f)] [cust (current-custodian)] [pool (current-thread-pool)])
+          (call-with-task-scope
+            (lambda (s)
+              (let loop ([as (interleave addrs)])
+                (unless (null? as)
+                  (let ([failed (make-semaphore 0)] [addr (car as)])
+                    (scope-thread s
+                      (lambda ()
+                        (guard (c [(not (cancelled-condition? c)) (set-box! last-error c) (semaphore-post failed)])
+                          (let-values ([(in out) (parameterize ([current-custodian cust])
+                                                   (socket-connect 'tcp-connect (list addr) name no-delay!))])
+                            (if (box-cas! won #f (cons in out))
+                                (scope-cancel! s)
+                                (begin (close-port in) (close-port out))))))
+                      pool)
+                    (sync/timeout attempt-delay failed)
+                    (loop (cdr as)))))))
+          (let ([w (unbox won)])
+            (if w (values (car w) (cdr w)) (raise (unbox last-error)))))))
 
   ;; Closes the port without ending the connection's direction (no FIN for
   ;; an output port); the socket closes when its other port is closed too.

@@ -228,9 +228,17 @@
              [me (make-semaphore 0)])
          ;; join the waiters before unlocking, so no signal falls between
          (let ([node (locked (queue-push! (condition-variable-waiters cv) me))])
+           ;; A waiter that stops waiting leaves the queue; if a signal took
+           ;; it off meanwhile, that signal was its own: a timeout returns
+           ;; #t, and a raise (a break, a cancelled scope) passes it on.
+           (define (signalled-anyway?)
+             (locked (or (queue-node-unlinked? node)
+                         (begin (queue-remove! (condition-variable-waiters cv) node) #f))))
            (release! m)
-           (or (and (if secs (sync/timeout secs me) (sync me)) #t)
-               (begin (locked (queue-remove! (condition-variable-waiters cv) node)) #f))))]))
+           (or (and (guard (c [#t (when (signalled-anyway?) (condition-variable-signal! cv)) (raise c)])
+                      (if secs (sync/timeout secs me) (sync me)))
+                    #t)
+               (signalled-anyway?))))]))
 
   (define (mutex-name* m) (check-mutex 'mutex-name m) (mutex-name m))
   (define (mutex-specific* m) (check-mutex 'mutex-specific m) (mutex-specific m))

@@ -14,8 +14,9 @@
           gthread-parked-at gthread-parked-at-set! initial-exception-state
           &break make-break-condition break-condition? &break-hang-up make-break-hang-up-condition
           break-hang-up-condition? &break-terminate make-break-terminate-condition
-          break-terminate-condition? raise-park-disabled gthread-requests-pending?)
-  (import (chezscheme))
+          break-terminate-condition? raise-park-disabled gthread-requests-pending?
+          gthread-cancel gthread-cancel-set! gthread-cancel-pending)
+  (import (chezscheme) (only (spindle private core cancel) cancel-pending))
 
   (define-condition-type &break &serious make-break-condition break-condition?)
   (define-condition-type &break-hang-up &break
@@ -41,23 +42,34 @@
             (mutable data)           ; the thread layer's record
             ;; for dump-threads: what a sync parks on (its one primitive evt
             ;; or its branch vector; #f outside a sync), and the worker's
-            ;; clock (real-time, ms) at the last park
-            (mutable waits) (mutable parked-at))
+            ;; clock (real-time, ms) at the last park (inside a cancel
+            ;; scope, also at each sync's return: see sync.sls)
+            (mutable waits) (mutable parked-at)
+            ;; its innermost cancel scope, or #f (see (spindle private core cancel))
+            (mutable cancel))
     (protocol
       (lambda (new)
         (lambda (name pool params)
           (new name pool (box 'running) #f #f '() initial-exception-state
                (current-input-port) (current-output-port) (current-error-port)
-               params #f #f #f #t #f #f #f #f #f #f #f 0))))
-    (nongenerative spindle-gthread-v3) (sealed #t))
+               params #f #f #f #t #f #f #f #f #f #f #f 0 #f))))
+    (nongenerative spindle-gthread-v4) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))
 
-  ;; #t if t has a kill, suspend or (enabled) break request to act on.
+  ;; #t if t has a kill, suspend or (enabled) break request to act on, or
+  ;; is cancelled (outside every cancel scope, the one check of its cancel
+  ;; field is all this costs).
   (define (gthread-requests-pending? t)
     (or (gthread-kill-requested? t) (gthread-suspended? t)
-        (and (gthread-break-pending t) (gthread-break-enabled? t))))
+        (and (gthread-break-pending t) (gthread-break-enabled? t))
+        (and (gthread-cancel t) (gthread-cancel-pending t) #t)))
+
+  ;; The cancel scope t must be cancelled by now, or #f.  Cancellation is
+  ;; delivered like a break: not while breaks are disabled.
+  (define (gthread-cancel-pending t)
+    (and (gthread-break-enabled? t) (cancel-pending (gthread-cancel t))))
 
   ;; Raises the error of a park refused by may-park? (call it after
   ;; undoing the parker's own disable); what: what the thread would have

@@ -1,13 +1,15 @@
 #!chezscheme
 ;;; Requests to a thread from outside it: kill, break, suspend, resume,
-;;; and Ctrl-C, which breaks the main thread.  A request marks the thread
+;;; cancellation (see (spindle private core cancel)), and Ctrl-C, which
+;;; breaks the main thread.  A request marks the thread
 ;;; and interrupts it where it waits; the thread acts on its requests
 ;;; itself (check-requests!), when it resumes from a preemption or yield
 ;;; and wherever the sync layer looks.
 (library (spindle private core requests)
   (export request-kill! request-break! request-suspend! request-resume!
-          check-requests! set-interrupt-hook!)
-  (import (chezscheme) (spindle private core scheduler) (spindle private core gthread))
+          request-cancel-check! check-requests! set-interrupt-hook!)
+  (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
+          (only (spindle private core cancel) cancel-condition))
 
   ;; The sync layer registers how to interrupt a thread parked in a sync.
   (define interrupt-hook (lambda (t) (unpark! t)))
@@ -38,6 +40,13 @@
     (interrupt-hook t)
     (enable-interrupts))
 
+  ;; A scope of t's was cancelled: wake t where it waits, so that it looks
+  ;; (a thread the scope no longer covers just waits again).
+  (define (request-cancel-check! t)
+    (disable-interrupts)
+    (interrupt-hook t)
+    (enable-interrupts))
+
   (define (request-resume! t)
     (when (gthread-suspended? t)
       (gthread-suspended?-set! t #f)
@@ -47,9 +56,20 @@
 
   ;; Acts on pending kill, suspend and break requests of the current thread.
   ;; Called with interrupts enabled, outside critical sections.
-  (define (check-requests!) (check-requests-of! (current-gthread)))
+  (define (check-requests!) (check-requests-of! (current-gthread) #f))
 
-  (define (check-requests-of! t)
+  ;; preempted?: called as t resumes from a preemption (or yield), at an
+  ;; arbitrary point of its code, possibly just after a sync committed.  A
+  ;; cancellation is then delivered only to a thread that has neither
+  ;; parked nor returned from a sync for cancel-run-ms (parked-at: the
+  ;; sync layer stamps sync returns inside scopes): one that waits now and
+  ;; then takes it at its next park, where raising takes nothing (the sync
+  ;; has not committed), so a value a sync returned is not dropped between
+  ;; the commit and the caller's next step; one that never waits is still
+  ;; cancelled.
+  (define cancel-run-ms 10)
+
+  (define (check-requests-of! t preempted?)
     (let loop ()
       (cond
         [(gthread-kill-requested? t) ((gthread-finisher t) 'killed)]
@@ -72,9 +92,14 @@
                    [(hang-up) "hang-up break"]
                    [(terminate) "terminate break"]
                    [else "user break"])))))]
+        [(and (gthread-cancel t)
+              (or (not preempted?) (fx>= (fx- (real-time) (gthread-parked-at t)) cancel-run-ms))
+              (gthread-cancel-pending t))
+         => (lambda (cs) (raise (cancel-condition cs)))]
         [else (void)])))
 
-  (define resume-check-installed (begin (set-resume-check! check-requests-of!) #t))
+  (define resume-check-installed
+    (begin (set-resume-check! (lambda (t) (check-requests-of! t #t))) #t))
 
   ;; SIGINT breaks the main thread (break-thread), as in Racket: a thread
   ;; parked in sync, sleep, tcp-accept or a read wakes with the break; a
@@ -97,7 +122,7 @@
       (if m
           (begin
             (request-break! m #f)
-            (when (running-here? m) (check-requests-of! m)))
+            (when (running-here? m) (check-requests-of! m #t)))
           (chez-keyboard-handler))))
   (define keyboard-handler-installed
     (begin (keyboard-interrupt-handler on-keyboard-interrupt) #t)))

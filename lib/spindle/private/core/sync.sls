@@ -15,7 +15,9 @@
     sync-prim thread-wait-descriptions)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) check-requests!)
-          (only (spindle private core gthread) gthread-requests-pending?)
+          (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?
+                gthread-parked-at-set!)
+          (only (spindle private core cancel) cancel-deadline)
           (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
           (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
 
@@ -191,9 +193,11 @@
                        (reg (fx+ j 1)))))
                  (let ([tm (and deadline (not (syncer-done? s))
                                 (add-timer! (gthread-pool t) deadline
-                                  (lambda () (commit-partner! s 'timeout '()))))])
+                                  (lambda () (commit-partner! s 'timeout '()))))]
+                       [ctm (and (gthread-cancel t) (cancel-wake-timer! t s))])
                    (park-until-done! t s bv)
-                   (when tm (cancel-timer! tm)))
+                   (when tm (cancel-timer! tm))
+                   (when ctm (cancel-timer! ctm)))
                  (gthread-syncer-set! t #f)
                  (gthread-waits-set! t #f)
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
@@ -226,6 +230,25 @@
              (when tracing? (trace-park-reason! (park-reason what)))
              (park!)
              (wait))))]))
+
+  ;; A thread inside a cancel scope with a deadline parks until that
+  ;; deadline at most: this timer interrupts the sync, and the requests
+  ;; layer then raises the cancellation.  #f where no deadline applies (none
+  ;; in the scopes below the first shield, or breaks disabled).  Interrupts
+  ;; disabled.
+  (define (cancel-wake-timer! t s)
+    (let ([dl (and (gthread-break-enabled? t) (cancel-deadline (gthread-cancel t)))])
+      (and dl (not (syncer-done? s))
+           (add-timer! (gthread-pool t) dl (lambda () (commit-partner! s 'interrupted '()))))))
+
+  ;; Inside a cancel scope, a sync's return counts as a park for the
+  ;; preemption rule of cancellation (see check-requests-of! in
+  ;; (spindle private core requests)): it stamps parked-at, which
+  ;; dump-threads reads only while the thread is parked.  Outside every
+  ;; scope: one field check.  Interrupts disabled.
+  (define-syntax note-sync-return!
+    (syntax-rules ()
+      [(_ t) (when (gthread-cancel t) (gthread-parked-at-set! t (real-time)))]))
 
   ;; For dump-threads: what t, parked in a sync, waits on, one
   ;; (reason what ...) per branch (see evt-wait-description); '() if it
@@ -262,10 +285,16 @@
             (raise-park-disabled 'sync (park-reason p) (list p)))
           (gthread-syncer-set! t s)
           (let ([tok ((prim-evt-attempt p) p s 0 #t)])
-            (park-until-done! t s p)
+            ;; the no-scope path keeps no timer variable in the parked frame
+            (if (gthread-cancel t)
+                (let ([ctm (cancel-wake-timer! t s)])
+                  (park-until-done! t s p)
+                  (when ctm (cancel-timer! ctm)))
+                (park-until-done! t s p))
             (gthread-syncer-set! t #f)
             (gthread-waits-set! t #f)
             (cancel! p tok)))
+        (note-sync-return! t)
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
             (begin (check-requests!) (sync-prim p void?))
@@ -323,7 +352,8 @@
                                  (reverse acc)
                                  (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))))])
       (let retry ([bv (list->vector branches)])
-        (let ([s (begin (disable-interrupts) (sync-round t bv poll? deadline))])
+        (let ([s (begin (disable-interrupts)
+                        (let ([s (sync-round t bv poll? deadline)]) (note-sync-return! t) s))])
           (enable-interrupts)
           (cond
             [(eq? s 'park-disabled)

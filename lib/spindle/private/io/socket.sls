@@ -145,7 +145,10 @@
                           ;; edge before the port was watched is reported when it was
                           ;; added, and bumped seq past 1
                           (fd-idle! (handle-rec h) 'write 1)
-                          (sync (fd-ready-evt (handle-rec h) 'write #t))
+                          ;; a raise while waiting (a break, a cancelled
+                          ;; scope) leaves no socket behind
+                          (guard (c [#t (close-port in) (close-port out) (raise c)])
+                            (sync (fd-ready-evt (handle-rec h) 'write #t)))
                           (let ([e (or (handle-call h socket-error) 9)])
                             (if (fx= e 0)
                                 (cons in out)

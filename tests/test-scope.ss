@@ -1,0 +1,413 @@
+#!chezscheme
+;;; Task scopes, deadlines and cancel shields (issue 21, items 1 and 2):
+;;; cancellation that unwinds (dynamic-wind exits once, semaphores and
+;;; SRFI-18 mutexes released), deadlines honoured by every kind of wait,
+;;; children that cannot outlive their scope, failures collected, no leak
+;;; over 10^5 scopes, bad arguments, and a stress test over several pools.
+;;; Deadline checks allow generous slack (the machine is shared) and print
+;;; the measured lateness.
+(import (except (chezscheme) thread? sleep make-parameter parameterize make-mutex mutex?
+                mutex-name mutex-acquire mutex-release condition-wait condition-signal)
+        (except (spindle) current-thread thread?)
+        (only (srfi :18) make-mutex mutex-lock! mutex-unlock! mutex-state make-condition-variable
+              condition-variable-signal! thread-join!)
+        (harness)
+        (only (spindle blocking) blocking-helper-count)
+        (only (util concurrent shared-queue) make-shared-queue shared-queue-get! shared-queue-put!)
+        (prefix (only (places kinds) silent-place) k:))
+
+(test-limit 60)
+
+(define (now) (current-inexact-monotonic-milliseconds))
+(define (open-fd-count) (length (directory-list "/proc/self/fd")))
+(define slack-ms 400)    ; lateness tolerated under load (50 ms expected on an idle machine)
+
+;; Runs thunk, returns how many ms it took.
+(define (elapsed thunk) (let ([t0 (now)]) (thunk) (- (now) t0)))
+
+;; (body) must end through the deadline of a move-on-after of secs: it
+;; returns #f within slack of the deadline.
+(define (check-deadline what secs body)
+  (let* ([r 'unset]
+         [ms (elapsed (lambda () (set! r (move-on-after secs (body) 'not-cancelled))))]
+         [late (- ms (* 1000 secs))])
+    (printf "  ~a: late by ~a ms\n" what (/ (round (* 10 late)) 10))
+    (check-equal (string-append what ": result") #f r)
+    (check (string-append what ": not early") (>= late -1))
+    (check (string-append what ": on time") (< late slack-ms))))
+
+;; The poller's own descriptors open with the first socket.
+(tcp-close (tcp-listen 0 4 #t "127.0.0.1"))
+
+;; ---------------------------------------------------------------- deadlines
+(test "move-on-after returns #f at its deadline, the body's values before it"
+  (check-deadline "sleep" 0.1 (lambda () (sleep 10)))
+  (check-equal "quick body" '(1 2) (call-with-values (lambda () (move-on-after 1 (values 1 2))) list))
+  (check-equal "zero seconds, no park" 'done (move-on-after 0 'done))
+  (check-equal "zero seconds, a park" #f (move-on-after 0 (sleep 0.01) 'done)))
+
+(test "with-timeout raises a timeout condition that inner move-on-after lets through"
+  (let ([c (guard (c [#t c]) (with-timeout 0.05 (move-on-after 10 (sync (make-channel)))))])
+    (check "timeout-condition?" (timeout-condition? c))
+    (check "cancelled-condition?" (cancelled-condition? c)))
+  (check-equal "in time" 7 (with-timeout 1 7)))
+
+(test "an inner deadline returns to the outer scope, an outer one passes through the inner"
+  (check-equal "inner" '(#f after)
+               (move-on-after 5 (list (move-on-after 0.05 (sleep 10)) 'after)))
+  (let ([inner-ran-after #f])
+    (check-equal "outer" #f
+                 (move-on-after 0.05 (move-on-after 10 (sleep 10)) (set! inner-ran-after #t) 'x))
+    (check "outer passes the inner's exit" (not inner-ran-after))))
+
+(test "a deadline is measured from entering the scope"
+  (let ([later (lambda () (move-on-after 0.3 (sleep 0.2) 'full-time))]
+        [thunk (lambda () (sleep 0.2) 'full-time)])
+    (sleep 0.4)
+    (check-equal "macro made earlier" 'full-time (later))
+    (check-equal "thunk made earlier" 'full-time (call-with-move-on-after 0.3 thunk))))
+
+(test "a thread that never parks is cancelled by preemption"
+  (check-deadline "coroutine loop" 0.1 (lambda () (let loop () (loop))))
+  (let* ([pool (make-parallel-thread-pool 1)]
+         [r (thread-wait (thread (lambda () (move-on-after 0.1 (let loop () (loop)))) #:pool pool #:keep 'results))])
+    (check-equal "parallel loop" #f r)
+    (parallel-thread-pool-close pool)))
+
+(test "cleanup: dynamic-wind exits and guard clauses run once; shields let cleanup park"
+  (let ([exits 0] [guarded 0] [cleaned #f])
+    (check-equal "result" #f
+      (move-on-after 0.05
+        (guard (c [#t (set! guarded (+ guarded 1)) (raise c)])
+          (dynamic-wind void
+            (lambda () (sleep 10))
+            (lambda ()
+              (set! exits (+ exits 1))
+              (with-cancel-shield (sleep 0.02) (set! cleaned #t)))))))
+    (check-equal "exit once" 1 exits)
+    (check-equal "guard clause once" 1 guarded)
+    (check "shielded cleanup parked and finished" cleaned))
+  (check-equal "a shield hides an expired deadline" 'done
+               (move-on-after 0.01 (with-cancel-shield (sleep 0.05) 'done)))
+  (check-equal "breaks disabled hide it too" 'done
+               (move-on-after 0.01 (parameterize-break #f (sleep 0.05)) 'done))
+  (check-equal "caught, it is raised again at the next park" #f
+               (move-on-after 0.02 (guard (c [#t 'caught]) (sleep 1)) (sleep 1) 'done)))
+
+;; ---------------------------------------------------------------- locks
+(test "a thread cancelled inside call-with-semaphore releases it; its exit runs once"
+  (let ([sem (make-semaphore 1)] [exits 0])
+    (check-equal "scope" #f
+      (call-with-task-scope
+        (lambda (s)
+          (scope-thread s (lambda ()
+                            (call-with-semaphore sem
+                              (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! exits (+ exits 1))))))))
+          (sleep 0.05)
+          (scope-cancel! s)
+          (sleep 10))))
+    (check-equal "exit once" 1 exits)
+    (check "released" (semaphore-try-wait? sem))))
+
+(test "SRFI-18: a cancelled waiter unlocks through dynamic-wind and leaves the condition variable"
+  (let ([m (make-mutex)] [cv (make-condition-variable)] [exits 0])
+    (check-equal "lock held across a park" #f
+      (move-on-after 0.05
+        (dynamic-wind (lambda () (mutex-lock! m)) (lambda () (sleep 10))
+                      (lambda () (set! exits (+ exits 1)) (mutex-unlock! m)))))
+    (check-equal "exit once" 1 exits)
+    (check-equal "unlocked" 'not-abandoned (mutex-state m))
+    ;; a waiter cancelled in mutex-unlock!/cv, then a real waiter: the signal reaches it
+    (mutex-lock! m)
+    (check-equal "cancelled wait" #f (move-on-after 0.05 (mutex-unlock! m cv)))
+    (let* ([woken #f]
+           [t (thread (lambda () (mutex-lock! m) (mutex-unlock! m cv) (set! woken #t)))])
+      (sleep 0.05)
+      (condition-variable-signal! cv)
+      (check-equal "signal reached the live waiter" #t (sync/timeout 5 (wrap-evt t (lambda (_) woken)))))
+    (check-deadline "mutex-lock!" 0.05
+      (lambda () (let ([held (make-mutex)]) (thread (lambda () (mutex-lock! held) (sleep 10))) (sleep 0.01) (mutex-lock! held))))
+    (check-deadline "thread-join!" 0.05 (lambda () (thread-join! (thread (lambda () (sleep 10))))))))
+
+;; ---------------------------------------------------------------- every wait
+(test "every kind of wait honours the deadline"
+  (check-deadline "channel-get" 0.05 (lambda () (channel-get (make-channel))))
+  (check-deadline "channel-put" 0.05 (lambda () (channel-put (make-channel) 1)))
+  (check-deadline "semaphore-wait" 0.05 (lambda () (semaphore-wait (make-semaphore 0))))
+  (check-deadline "sync choice" 0.05 (lambda () (sync (make-channel) (make-semaphore 0))))
+  (check-deadline "sync/timeout longer" 0.05 (lambda () (sync/timeout 10 (make-channel))))
+  (check-deadline "thread-receive" 0.05 thread-receive)
+  (check-deadline "async-channel-get" 0.05 (lambda () (async-channel-get (make-async-channel))))
+  (check-deadline "place-channel-get" 0.05
+    (lambda () (let-values ([(a b) (place-channel)]) (place-channel-get a))))
+  (check-deadline "shared-queue-get!" 0.05 (lambda () (shared-queue-get! (make-shared-queue))))
+  (check-deadline "touch" 0.05
+    (lambda () (touch (future (lambda () (sync (make-semaphore 0)))))))
+  (let ([before (open-fd-count)])
+    (let-values ([(in out) (make-pipe)])
+      (check-deadline "pipe read" 0.05 (lambda () (get-u8 in)))
+      (check-deadline "pipe write" 0.05
+        (lambda () (let loop () (put-bytevector out (make-bytevector 65536 1)) (flush-output-port out) (loop))))
+      (close-port in) (close-port out))
+    (check-equal "pipe fds closed" before (open-fd-count))))
+
+(test "sockets: accept, read and write honour the deadline; a scope closes its sockets"
+  (let ([before (open-fd-count)])
+    (call-with-task-scope
+      (lambda (s)
+        (let* ([l (tcp-listen 0 4 #t "127.0.0.1")]
+               [port (let-values ([(a b c d) (tcp-addresses l #t)]) b)])
+          (check-deadline "tcp-accept" 0.05 (lambda () (tcp-accept l)))
+          (let-values ([(in out) (tcp-connect "127.0.0.1" port)])
+            (let-values ([(sin sout) (tcp-accept l)])
+              (check-deadline "socket read" 0.05 (lambda () (get-u8 in)))
+              (check-deadline "socket write" 0.05
+                (lambda () (let loop () (put-bytevector out (make-bytevector 65536 1)) (flush-output-port out) (loop))))
+              ;; the peer's ports stay open (a collected port closes, resetting the connection)
+              (check "peer open" (and (input-port? sin) (output-port? sout))))))))
+    (check-equal "no descriptor left" before (open-fd-count))))
+
+(test "tcp-connect: a timeout, a cancelled connect leaves no socket, addresses raced (RFC 8305)"
+  ;; a listener with a full backlog: the kernel drops further SYNs, so a
+  ;; connect to it hangs
+  (let* ([l (tcp-listen 0 1 #t "127.0.0.1")]
+         [port (let-values ([(a b c d) (tcp-addresses l #t)]) b)]
+         [held (let loop ([held '()])
+                 (let ([r (move-on-after 0.3 (call-with-values (lambda () (tcp-connect "127.0.0.1" port)) list))])
+                   (if r (loop (cons r held)) held)))]
+         [before (open-fd-count)])
+    (check-raises "timeout" (lambda (c) (and (error? c) (string-contains? (condition-message c) "timed out")))
+      (lambda () (tcp-connect "127.0.0.1" port #:timeout 0.1)))
+    (check-deadline "tcp-connect in a scope" 0.05 (lambda () (tcp-connect "127.0.0.1" port)))
+    (check-equal "no socket left" before (open-fd-count))
+    ;; localhost is 127.0.0.1 (hanging) then ::1: the second attempt starts
+    ;; after 250 ms and wins
+    (let ([l6 (guard (c [#t #f]) (tcp-listen port 4 #t "::1"))])
+      (when l6
+        (let-values ([(in out) (tcp-connect "localhost" port #:timeout 5)])
+          (let-values ([(local peer) (tcp-addresses in)])
+            (check-equal "the IPv6 attempt won" "::1" peer))
+          (close-port in) (close-port out))
+        (tcp-close l6)))
+    (check-raises "bad timeout" (both (assertion-from? 'tcp-connect) (irritant? -1))
+      (lambda () (tcp-connect "127.0.0.1" port #:timeout -1)))
+    (for-each (lambda (p) (close-port (car p)) (close-port (cadr p))) held)
+    (tcp-close l)))
+
+(test "call-blocking: the caller returns at the deadline, the late result is dropped"
+  (let ([late-ran #f])
+    (check-deadline "call-blocking in a scope's child" 0.05
+      (lambda ()
+        (call-with-task-scope
+          (lambda (s)
+            (scope-thread s (lambda () (call-blocking (lambda () (sleep (make-time 'time-duration 0 1)) (set! late-ran #t) 'late))))
+            (sync s)))))
+    (sleep 1.2)
+    (check "the helper finished its call" late-ran)
+    (check "helpers bounded" (<= (blocking-helper-count) 64))))
+
+(test "subprocess-wait and place-channel-get in a scope's child: back at the deadline, nothing left"
+  (let ([pid #f] [place-pid #f] [before (open-fd-count)])
+    (check-deadline "subprocess-wait" 0.1
+      (lambda ()
+        (call-with-task-scope
+          (lambda (s)
+            (scope-thread s
+              (lambda ()
+                (let-values ([(p o i e) (subprocess #f #f #f "/bin/sleep" "10")])
+                  (set! pid (subprocess-pid p))
+                  (subprocess-wait p))))
+            (sync s)))))
+    (sleep 0.1)
+    (check "process gone" (not (file-exists? (format "/proc/~a" pid))))
+    (check-equal "subprocess fds closed" before (open-fd-count))
+    (check-deadline "place-channel-get" 0.3
+      (lambda ()
+        (call-with-task-scope
+          (lambda (s)
+            (let ([p (k:silent-place)])
+              (set! place-pid p)
+              (scope-thread s (lambda () (place-channel-get p)))
+              (sync s))))))
+    (check "place dead" (sync/timeout 5 (place-dead-evt place-pid)))))
+
+;; ---------------------------------------------------------------- task scopes
+(test "a task scope waits for its children and returns the body's values"
+  (let ([done '()])
+    (check-equal "values" '(a b)
+      (call-with-values
+        (lambda ()
+          (call-with-task-scope
+            (lambda (s)
+              (scope-thread s (lambda () (sleep 0.05) (set! done (cons 'slow done))))
+              (scope-thread s (lambda () (set! done (cons 'fast done))) (make-parallel-thread-pool 1))
+              (values 'a 'b))))
+        list))
+    (check-equal "children done first" '(fast slow) (sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) done))
+    (check-equal "future" 42 (call-with-task-scope (lambda (s) (touch (scope-future s (lambda () (* 6 7)))))))))
+
+(test "the first failure cancels the siblings and the body; every failure is raised together"
+  (let* ([sibling-exit 0] [gate (make-semaphore 0)]
+         [c (guard (c [#t c])
+              (call-with-task-scope
+                (lambda (s)
+                  (scope-thread s (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! sibling-exit (+ sibling-exit 1))))))
+                  ;; both wake at once: the second fails before it parks again
+                  (scope-thread s (lambda () (sync (semaphore-peek-evt gate)) (error 'child-1 "first")))
+                  (scope-thread s (lambda () (sync (semaphore-peek-evt gate)) (error 'child-2 "second")))
+                  (sleep 0.02)
+                  (semaphore-post gate)
+                  (sleep 10))))])
+    (check "scope-failure-condition?" (scope-failure-condition? c))
+    (check-equal "both failures" '("first" "second") (map condition-message (scope-failure-conditions c)))
+    (check-equal "sibling unwound once" 1 sibling-exit))
+  (check-raises "a body failure alone is raised as it is" (lambda (c) (and (error? c) (equal? (condition-message c) "body")))
+    (lambda () (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (error 'b "body")))))
+  (check-raises "an outer deadline passes through the scope" timeout-condition?
+    (lambda () (with-timeout 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (sleep 10)))))))
+
+(test "scope-cancel!, the scope as an evt, nested scopes"
+  (let* ([grandchild-exit #f] [scope #f]
+         [r (call-with-task-scope
+              (lambda (s)
+                (set! scope s)
+                (scope-thread s
+                  (lambda ()
+                    (call-with-task-scope
+                      (lambda (inner)
+                        (scope-thread inner
+                          (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! grandchild-exit #t)))))
+                        (sleep 10)))))
+                (check "not ended" (not (sync/timeout 0 s)))
+                (sleep 0.05)
+                (check "not cancelled yet" (not (scope-cancelled? s)))
+                (scope-cancel! s)
+                (check "cancelled" (scope-cancelled? s))
+                (sleep 10)))])
+    (check-equal "cancelled scope returns #f" #f r)
+    (check "grandchild unwound" grandchild-exit)
+    (check-equal "ended: ready with itself" scope (sync/timeout 0 scope))
+    (check-raises "no child after the end" (assertion-from? 'scope-thread)
+      (lambda () (scope-thread scope void)))))
+
+(test "a body that jumps out of its scope cancels and waits for the children"
+  (let* ([exits 0] [scope #f]
+         [r (call/cc
+              (lambda (k)
+                (call-with-task-scope
+                  (lambda (s)
+                    (set! scope s)
+                    (scope-thread s (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! exits (+ exits 1))))))
+                    (sleep 0.02)
+                    (k 'jumped)))))])
+    (check-equal "result" 'jumped r)
+    (check-equal "child unwound once" 1 exits)
+    (check "ended" (sync/timeout 0 scope))))
+
+(test "the scope's custodian closes what was made inside"
+  (let ([before (open-fd-count)] [plain #f] [l #f])
+    (call-with-task-scope
+      (lambda (s)
+        (set! l (tcp-listen 0 4 #t "127.0.0.1"))
+        (set! plain (thread (lambda () (sleep 10))))))
+    (check "plain thread killed" (thread-dead? plain))
+    (check-raises "listener closed" (lambda (c) #t) (lambda () (tcp-accept l)))
+    (check-equal "no descriptor left" before (open-fd-count))))
+
+(test "10^5 scopes, in a row and nested, do not leak"
+  (define (heap)
+    (parameterize ([collect-request-handler (lambda () (collect (collect-maximum-generation)))])
+      (collect-rendezvous))
+    (bytes-allocated))
+  (do ([i 0 (+ i 1)]) ((= i 1000)) (call-with-task-scope (lambda (s) (scope-thread s void))))
+  (let ([before (heap)])
+    (do ([i 0 (+ i 1)]) ((= i 100000)) (move-on-after 10 (with-cancel-shield i)))
+    (do ([i 0 (+ i 1)]) ((= i 100000)) (call-with-task-scope (lambda (s) i)))
+    (do ([i 0 (+ i 1)]) ((= i 10000)) (call-with-task-scope (lambda (s) (scope-thread s void))))
+    (let nest ([d 0]) (if (= d 100000) (sleep 0) (move-on-after 10 (nest (+ d 1)))))
+    (let ([grown (- (heap) before)])
+      (printf "  heap grew by ~a bytes\n" grown)
+      (check "under 4 MB" (< grown (* 4 1024 1024))))))
+
+(test "examples/deadline-server.ss drops a silent client at its deadline"
+  (let-values ([(p out in err) (subprocess #f #f 'stdout "bin/spindle" "run" "examples/deadline-server.ss"
+                                           "--demo" "1" "--idle" "0.3")])
+    (close-port in)
+    (let* ([text (utf8->string (get-bytevector-all out))])
+      (subprocess-wait p)
+      (close-port out)
+      (check-equal "exit" 0 (subprocess-status p))
+      (check "polite" (string-contains? text "polite client got: \"HELLO\" \"bye\""))
+      (check "silent dropped" (string-contains? text "silent client got: \"idle too long, bye\""))
+      (check "logged" (string-contains? text "connection 2: idle")))))
+
+;; ---------------------------------------------------------------- arguments
+(test "bad arguments name the procedure and the argument"
+  (for-each
+    (lambda (bad)
+      (check-raises "move-on-after" (both (assertion-from? 'move-on-after) (irritant? bad))
+        (lambda () (move-on-after bad 1)))
+      (check-raises "with-timeout" (both (assertion-from? 'with-timeout) (irritant? bad))
+        (lambda () (with-timeout bad 1))))
+    (list -1 'x "1"))
+  (check-raises "nan" (assertion-from? 'move-on-after) (lambda () (move-on-after +nan.0 1)))
+  (check-raises "call-with-move-on-after thunk" (both (assertion-from? 'move-on-after) (irritant? 5))
+    (lambda () (call-with-move-on-after 1 5)))
+  (check-raises "call-with-task-scope" (both (assertion-from? 'call-with-task-scope) (irritant? 5))
+    (lambda () (call-with-task-scope 5)))
+  (check-raises "call-with-task-scope arity" (assertion-from? 'call-with-task-scope)
+    (lambda () (call-with-task-scope (lambda () 1))))
+  (check-raises "scope-thread scope" (both (assertion-from? 'scope-thread) (irritant? 'x))
+    (lambda () (scope-thread 'x void)))
+  (call-with-task-scope
+    (lambda (s)
+      (check-raises "scope-thread thunk" (both (assertion-from? 'scope-thread) (irritant? 1))
+        (lambda () (scope-thread s 1)))
+      (check-raises "scope-thread pool" (both (assertion-from? 'scope-thread) (irritant? 'pool))
+        (lambda () (scope-thread s void 'pool)))
+      (check-raises "scope-future pool" (both (assertion-from? 'scope-future) (irritant? 'pool))
+        (lambda () (scope-future s void 'pool)))))
+  (check-raises "scope-cancel!" (both (assertion-from? 'scope-cancel!) (irritant? 3)) (lambda () (scope-cancel! 3)))
+  (check-raises "scope-cancelled?" (assertion-from? 'scope-cancelled?) (lambda () (scope-cancelled? 3)))
+  (check-raises "with-cancel-shield" (assertion-from? 'with-cancel-shield) (lambda () (call-with-cancel-shield 3))))
+
+;; ---------------------------------------------------------------- stress
+;; Rounds of a scope whose children, on the main pool and two parallel
+;; pools, take numbers from a producer over a channel and unwind when the
+;; scope is cancelled at a random moment.  Every number the producer put
+;; was taken exactly once, and every child's exit ran exactly once.
+(test "stress: scopes over several pools cancelled over and over lose and duplicate nothing"
+  (let ([pools (list #f (make-parallel-thread-pool 2) (make-parallel-thread-pool 1))]
+        [enters (box 0)] [exits (box 0)] [rounds 40])
+    (define (bump! b) (let loop () (let ([v (unbox b)]) (unless (box-cas! b v (+ v 1)) (loop)))))
+    (do ([round 0 (+ round 1)]) ((= round rounds))
+      (let* ([ch (make-channel)] [sent '()] [got (box '())] [producer #f])
+        (call-with-task-scope
+          (lambda (s)
+            (do ([i 0 (+ i 1)]) ((= i 12))
+              (scope-thread s
+                (lambda ()
+                  (dynamic-wind
+                    (lambda () (bump! enters))
+                    (lambda ()
+                      (let loop ()
+                        (let ([v (channel-get ch)])
+                          ;; recorded without parking: a park here could take the cancellation
+                          (let push () (let ([old (unbox got)]) (unless (box-cas! got old (cons v old)) (push))))
+                          (loop))))
+                    (lambda () (bump! exits))))
+                (list-ref pools (mod i 3))))
+            (set! producer
+              (thread (lambda ()
+                        (let loop ([n 0]) (channel-put ch n) (set! sent (cons n sent)) (loop (+ n 1))))))
+            (sleep (/ (random 20) 1000.))
+            (scope-cancel! s)))
+        ;; no taker is left: the producer waits in a put that cannot commit
+        (kill-thread producer)
+        (check-equal "every number taken once" (sort < sent) (sort < (unbox got)))))
+    ;; a child cancelled before it first ran never enters
+    (check "children ran" (< 0 (unbox enters) (+ (* rounds 12) 1)))
+    (check-equal "every exit once" (unbox enters) (unbox exits))
+    (for-each (lambda (p) (when p (parallel-thread-pool-close p))) pools)))
+
+(done)
