@@ -30,13 +30,18 @@
   (define (tc-of thread) (#%$thread-tc thread))
   (define (tc-address tc) (fx* tc 8))      ; $thread-tc gives the address as a fixnum ptr
 
+  ;; The live OS threads' Chez records: those whose context is still there
+  ;; (an ending thread's is 0).
+  (define (live-threads)
+    (filter (lambda (t) (let ([tc (tc-of t)]) (and (fixnum? tc) (not (eqv? tc 0))))) (#%$thread-list)))
+
   (define (thread-id thread) (#%$tc-field 'threadno (tc-of thread)))
 
-  ;; The Chez thread records of the live OS threads (this one included).
-  (define (os-thread-ids) (map thread-id (#%$thread-list)))
+  ;; Their numbers (get-thread-id's), this one's included.
+  (define (os-thread-ids) (map thread-id (live-threads)))
 
   (define (find-thread id)
-    (find (lambda (t) (eqv? (thread-id t) id)) (#%$thread-list)))
+    (find (lambda (t) (eqv? (thread-id t) id)) (live-threads)))
 
   ;; Interrupt depth of OS thread id (0: interrupts enabled), or #f if gone.
   (define (os-thread-interrupt-depth id)
