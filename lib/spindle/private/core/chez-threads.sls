@@ -68,7 +68,7 @@
 
   (define (code-address c) (#%$object-address c 0))
   (define code-type-byte
-    (and layout-known? (fxand (foreign-ref 'uptr (code-address (#%$closure-code tc-of)) code-type-offset) #xff)))
+    (and layout-known? (foreign-ref 'unsigned-8 (code-address (#%$closure-code tc-of)) code-type-offset)))
 
   ;; The offsets hold if this thread's context says what $tc-field says.
   (define probe-frames?
@@ -85,18 +85,20 @@
           (and t (eqv? (foreign-ref 'int (tc-address (tc-of t)) tc-active) 1)))
         'unknown))
 
-  (define (in-heap? a) (and (fx> a 4096) (#%$address-in-heap? a)))
+  ;; Words read from another thread's memory may be anything: generic
+  ;; arithmetic on them, never fx operations.
+  (define (in-heap? a) (and (> a 4096) (#%$address-in-heap? a)))
 
   ;; The code object containing return address ra, or #f.
   (define cell (and layout-known? (foreign-alloc 8)))
   (define (code-at ra)
     (and (in-heap? ra)
          (let* ([toplink (foreign-ref 'uptr ra ra-toplink)] [c (- ra toplink toplink-base)])
-           (and (fx< 0 toplink 16777216)
+           (and (< 0 toplink 16777216)
                 (in-heap? c)
-                (fx= (fxand (foreign-ref 'uptr c code-type-offset) #xff) code-type-byte)
+                (= (foreign-ref 'unsigned-8 c code-type-offset) code-type-byte)
                 (let ([len (foreign-ref 'uptr c code-length-offset)])
-                  (and (fx<= (fx+ c code-data-offset) ra) (fx< ra (fx+ c code-data-offset len))))
+                  (and (<= (+ c code-data-offset) ra) (< ra (+ c code-data-offset len))))
                 (begin (foreign-set! 'uptr cell 0 c) (#%$object-ref 'scheme-object 0 cell))))))
 
   ;; The procedures on the stack of OS thread id, innermost first, as
@@ -109,17 +111,17 @@
           '()
           (let* ([tc (tc-address (tc-of t))]
                  [base (foreign-ref 'uptr tc tc-scheme-stack)]
-                 [top (fx+ base (foreign-ref 'iptr tc tc-scheme-stack-size))])
+                 [top (+ base (foreign-ref 'iptr tc tc-scheme-stack-size))])
             (let loop ([fp (foreign-ref 'uptr tc tc-sfp)] [k k] [acc '()])
-              (if (or (fx= k 0) (not (fx<= base fp)) (not (fx< fp top)) (not (in-heap? fp)))
+              (if (or (fx= k 0) (not (<= base fp)) (not (< fp top)) (not (in-heap? fp)))
                   (reverse acc)
                   (let* ([ra (foreign-ref 'uptr fp 0)] [c (code-at ra)])
                     (if (not c)
                         (reverse acc)
                         (let ([size (foreign-ref 'iptr ra ra-frame-size)]
                               [acc (if (equal? (#%$code-name c) "winder-dummy") acc (cons (describe-code c) acc))])
-                          (if (and (fx> size 0) (fx= 0 (fxand size 7)) (fx<= size (fx- fp base)) (fx> fp base))
-                              (loop (fx- fp size) (fx- k 1) acc)
+                          (if (and (> size 0) (= 0 (bitwise-and size 7)) (<= size (- fp base)) (> fp base))
+                              (loop (- fp size) (fx- k 1) acc)
                               (reverse acc)))))))))))
 
   ;; "name (file line N)", or "a procedure at file line N" without a name.
