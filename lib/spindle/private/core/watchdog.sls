@@ -36,9 +36,8 @@
           (spindle private core chez-threads)
           (only (spindle private os threads) make-os-semaphore os-semaphore-post! os-semaphore-wait!)
           (only (spindle private os signals) fork-os-thread)
-          (only (spindle private os libc) libc-loaded))
-
-  (define loaded libc-loaded)
+          (only (spindle private os descriptors) blocking-write)
+          (only (spindle private os kernel-threads) kernel-thread-id kernel-thread-activity))
 
   ;; ---------------------------------------------------------------- settings
   (define (env-number name)
@@ -56,10 +55,9 @@
       (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'unsigned-8 buf i (bytevector-u8-ref bv i)))
       (let loop ([off 0])
         (when (fx< off n)
-          (let ([r (c-write 2 (+ buf off) (fx- n off))])
+          (let ([r (blocking-write 2 (+ buf off) (fx- n off))])
             (when (> r 0) (loop (fx+ off r))))))
       (foreign-free buf)))
-  (define c-write (foreign-procedure __collect_safe "write" (int uptr size_t) ssize_t))
 
   (define report-handler default-report)
 
@@ -183,6 +181,8 @@
                   [(and depth (fx> depth 0))
                    (printf ": running with interrupts disabled (depth ~a), or in a foreign call made so~%" depth)]
                   [else (printf ": outside Scheme, in a foreign call not declared __collect_safe~%")]))
+              (let ([now (let ([tid (kernel-thread-id id)]) (and tid (kernel-thread-activity tid)))])
+                (when now (printf "    now: ~a~%" now)))
               (let ([callers (os-thread-callers id 6)])
                 (unless (null? callers)
                   (printf "    its stack when it last left Scheme: ~a~%" (join callers " <- ")))))
@@ -231,8 +231,10 @@
                     (vector-set! seen 3 age)
                     (when (and (not (vector-ref seen 2)) (>= age slice-limit))
                       (vector-set! seen 2 #t)
-                      (report! (format "spindle watchdog: thread ~s (~a) has held its worker (OS thread ~a) for ~a ms without parking or reaching a preemption check: a blocking call? (run it through call-blocking, or declare it with define-blocking-foreign)~%"
-                                       (gthread-name t) (thread-kind w) (worker-tid w) age))))
+                      (report! (format "spindle watchdog: thread ~s (~a) has held its worker (OS thread ~a) for ~a ms without parking or reaching a preemption check~a: a blocking call? (run it through call-blocking, or declare it with define-blocking-foreign)~%"
+                                       (gthread-name t) (thread-kind w) (worker-tid w) age
+                                       (let ([now (let ([tid (kernel-thread-id (worker-tid w))]) (and tid (kernel-thread-activity tid)))])
+                                         (if now (string-append "; now " now) ""))))))
                   (begin
                     (when (and seen (vector-ref seen 2))
                       (report! (format "spindle watchdog: thread ~s gave its worker (OS thread ~a) back after about ~a ms~%"
