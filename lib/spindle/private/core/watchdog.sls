@@ -14,10 +14,10 @@
 ;;;   blocking call that should go through call-blocking).  A running
 ;;;   thread's worker refreshes its clock at every timer check (see
 ;;;   (spindle private core pools)), so a worker whose clock has not moved
-;;;   for that long, with the same thread current at two looks in a row,
-;;;   is held; the report says so once, and again with the total when the
-;;;   worker moves on.  Not while a collection waits: every worker then
-;;;   waits too.
+;;;   for that long (collections excepted), with the same thread current
+;;;   at two looks in a row, is held; the report says so once, and again
+;;;   with the total when the worker moves on.  Not while a collection
+;;;   waits: every worker then waits too.
 ;;;
 ;;; The watchdog runs with interrupts disabled for good, so it never joins
 ;;; a collect rendezvous or runs the collect handler, and sleeps in a
@@ -217,32 +217,44 @@
         [else (loop (cdr ws))])))
 
   ;; ---------------------------------------------------------------- long slices
-  ;; worker -> #(thread clock reported? age): what the last look saw.
+  ;; worker -> #(thread clock reported? held gc): what the first look at
+  ;; this slice saw (the thread, the worker's clock, the collector's total
+  ;; ms then) and the time held so far.  Time spent collecting since the
+  ;; first look is not counted: every worker's clock stands still during a
+  ;; collection, and a look right after a long one would otherwise see
+  ;; every worker held.
   (define slices (make-weak-eq-hashtable))
 
+  (define (gc-ms)
+    (let ([t (sstats-gc-real (statistics))])
+      (+ (* 1000 (time-second t)) (quotient (time-nanosecond t) 1000000))))
+
   (define (check-slices! now)
-    (for-each
-      (lambda (wp)
-        (let ([w (car wp)])
-          (unless (bwp-object? w)
-            (let ([t (worker-current w)] [clock (worker-clock w)] [seen (hashtable-ref slices w #f)])
-              (if (and t seen (eq? t (vector-ref seen 0)) (eqv? clock (vector-ref seen 1)))
-                  (let ([age (fx- now clock)])
-                    (vector-set! seen 3 age)
-                    (when (and (not (vector-ref seen 2)) (>= age slice-limit))
-                      (vector-set! seen 2 #t)
-                      (report! (format "spindle watchdog: thread ~s (~a) has held its worker (OS thread ~a) for ~a ms without parking or reaching a preemption check~a: a blocking call? (run it through call-blocking, or declare it with define-blocking-foreign)~%"
-                                       (gthread-name t) (thread-kind w) (worker-tid w) age
-                                       (let ([now (let ([tid (kernel-thread-id (worker-tid w))]) (and tid (kernel-thread-activity tid)))])
-                                         (if now (string-append "; now " now) ""))))))
-                  (begin
-                    (when (and seen (vector-ref seen 2))
-                      (report! (format "spindle watchdog: thread ~s gave its worker (OS thread ~a) back after about ~a ms~%"
-                                       (gthread-name (vector-ref seen 0)) (worker-tid w) (vector-ref seen 3))))
-                    (if t
-                        (hashtable-set! slices w (vector t clock #f (fx- now clock)))
-                        (hashtable-delete! slices w))))))))
-      (unbox all-workers)))
+    (let ([gc (gc-ms)])
+      (for-each
+        (lambda (wp)
+          (let ([w (car wp)])
+            (unless (bwp-object? w)
+              (let ([t (worker-current w)] [clock (worker-clock w)] [seen (hashtable-ref slices w #f)])
+                (if (and t seen (eq? t (vector-ref seen 0)) (eqv? clock (vector-ref seen 1)))
+                    (let ([held (- now clock (- gc (vector-ref seen 4)))])
+                      (vector-set! seen 3 held)
+                      (when (and (not (vector-ref seen 2)) (>= held slice-limit))
+                        (vector-set! seen 2 #t)
+                        (report! (held-text t w held))))
+                    (begin
+                      (when (and seen (vector-ref seen 2))
+                        (report! (format "spindle watchdog: thread ~s gave its worker (OS thread ~a) back after about ~a ms~%"
+                                         (gthread-name (vector-ref seen 0)) (worker-tid w) (vector-ref seen 3))))
+                      (if t
+                          (hashtable-set! slices w (vector t clock #f (- now clock) gc))
+                          (hashtable-delete! slices w))))))))
+        (unbox all-workers))))
+
+  (define (held-text t w held)
+    (let ([now (let ([tid (kernel-thread-id (worker-tid w))]) (and tid (kernel-thread-activity tid)))])
+      (format "spindle watchdog: thread ~s (~a) has held its worker (OS thread ~a) for ~a ms without parking or reaching a preemption check~a: a blocking call? (run it through call-blocking, or declare it with define-blocking-foreign)~%"
+              (gthread-name t) (thread-kind w) (worker-tid w) held (if now (string-append "; now " now) ""))))
 
   (define (thread-kind w)
     (let ([p (worker-pool w)])
