@@ -114,7 +114,7 @@
         (check (list "names the thread" held name) (string-contains? held name))
         (check (list "the system call" held) (string-contains? held "; now in the system call "))
         (check (list "at least the limit" held) (>= (number-after held "for ") 100))
-        (check (list "about the whole call" back) (<= 300 (number-after back "after about ") 700))))
+        (check (list "about the whole call" back) (<= 150 (number-after back "after about ") 1000))))
     (set-box! reports '())
     (let ([t (thread (lambda () (let loop ([i 0]) (when (< i 30000000) (loop (+ i 1))))))])
       (thread-wait t)
