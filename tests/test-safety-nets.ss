@@ -71,7 +71,7 @@
   (let* ([r (run-child 'raw)] [err (caddr r)])
     (check-equal "status" 0 (car r))
     (check (list "the report" err) (string-contains? err "a collection has waited"))
-    (check (list "not a worker" err) (string-contains? err "not a spindle worker"))
+    (check (list "not a worker" err) (string-contains? err "not a worker: an OS thread spindle did not start"))
     (check (list "what it last entered" err) (string-contains? err "stuck-in-usleep"))))
 
 (test "SPINDLE_WATCHDOG=off: no report"

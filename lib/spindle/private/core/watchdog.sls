@@ -205,7 +205,8 @@
                      (pool-text (worker-pool w))
                      (if t (format "running thread ~s" (gthread-name t)) "between threads")))]
         [(eqv? id 0) "the program's main OS thread, not yet running spindle threads"]
-        [else "not a spindle worker: a call-blocking helper, or an OS thread made with fork-thread"])))
+        [(kernel-thread-id id) "not a worker: a helper OS thread of spindle's (call-blocking's, say)"]
+        [else "not a worker: an OS thread spindle did not start (made with fork-thread)"])))
 
   (define (pool-text p) (if (pool-main? p) "the main pool" (format "~s" p)))
 
