@@ -8,9 +8,8 @@
 ;;; Chez 9.5.8 keeps these in each thread's context (tc), a C structure;
 ;;; its pointer fields are read with $tc-field, the others (the active
 ;;; flag, the saved frame pointer and the stack segment) at offsets
-;;; measured on ta6le 9.5.8 (see /work/shared/CHEZ-NOTES.md) and checked
-;;; against this process's own context at load: elsewhere `probe-frames?`
-;;; is #f and a report says less.
+;;; measured on ta6le 9.5.8 and checked against this process's own context
+;;; at load: elsewhere `probe-frames?` is #f and a report says less.
 ;;;
 ;;; A collection cannot start while the calling thread is active, so
 ;;; nothing moves while it reads; a thread that is read is either stopped
@@ -64,7 +63,7 @@
   (define toplink-base 24)           ; code pointer = ra - toplink - toplink-base
   (define code-type-offset 1)        ; the header word of a code object, from its pointer
   (define code-length-offset 9)
-  (define code-data-offset 57)       ; first instruction, from the pointer
+  (define code-data-offset 65)       ; first instruction, from the pointer (after 8 header words)
 
   (define (code-address c) (#%$object-address c 0))
   (define code-type-byte

@@ -48,7 +48,7 @@
       (if (and s (member s '("off" "0" "no"))) #f 1.0)))
 
   (define slice-limit
-    (let ([n (env-number "SPINDLE_LONG_SLICE_MS")]) (and n (positive? n) (real? n) n)))
+    (let ([n (env-number "SPINDLE_LONG_SLICE_MS")]) (and n (real? n) (positive? n) n)))
 
   (define (default-report text)
     (let* ([bv (string->utf8 text)] [n (bytevector-length bv)] [buf (foreign-alloc (fxmax n 1))])
