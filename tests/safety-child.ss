@@ -1,8 +1,9 @@
 ;;; Child program of tests/test-safety-nets.ss: an OS thread stuck in a
 ;;; foreign call not declared __collect_safe while the main thread
 ;;; allocates, so the next collection waits for it.  Modes: stall (the
-;;; stuck thread is a parallel thread), raw (an OS thread made with
-;;; fork-thread, the watchdog started by setting its threshold).
+;;; stuck thread is a parallel thread), helper (a call-blocking helper),
+;;; raw (an OS thread made with fork-thread, the watchdog started by
+;;; setting its threshold).
 ;;; Prints "ready THREAD" on stdout as the stuck call starts, then
 ;;; "done" once it has returned and main has finished.
 #!chezscheme
@@ -28,6 +29,10 @@
    (let ([t (thread (lambda () (stuck-in-usleep stuck-us) (set-box! finished #t)) #:pool 'own)])
      (sleep 0.2)                        ; let it enter the call
      (ready! t))]
+  [(helper)
+   (thread (lambda () (call-blocking stuck-in-usleep stuck-us) (set-box! finished #t)))
+   (sleep 0.2)
+   (ready! "helper")]
   [(raw)
    (collect-stall-report-seconds 1)
    (fork-thread (lambda () (stuck-in-usleep stuck-us) (set-box! finished #t)))
