@@ -13,7 +13,8 @@
   (export call-blocking blocking-helper-count)
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private core evt-core) (spindle private core queue)
           (only (spindle private core sync) sync)
-          (only (spindle private os signals) fork-os-thread))
+          (only (spindle private os signals) fork-os-thread)
+          (only (spindle private core watchdog) watchdog-note-os-thread!))
 
   (define max-helpers 64)
   (define idle-seconds 10)
@@ -66,6 +67,7 @@
   ;; result is dropped.
   (define (call-blocking proc . args)
     (unless (procedure? proc) (assertion-violation 'call-blocking "expected a procedure" proc))
+    (watchdog-note-os-thread!)
     (let* ([outcome #f]
            [done (make-latch (lambda (l) outcome))])
       (submit! (lambda ()

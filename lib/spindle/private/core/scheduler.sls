@@ -51,7 +51,8 @@
           (spindle private core pools) (spindle private core gthread)
           (spindle private core trace) (spindle private core clock) (spindle private core timers)
           (spindle private core gc-policy) (spindle private core exit-hooks)
-          (spindle private core wakeup))
+          (spindle private core wakeup)
+          (only (spindle private core watchdog) watchdog-note-spawn!))
 
   ;; Starts a time slice for the thread w runs.
   (define-syntax start-slice!
@@ -344,6 +345,7 @@
   ;; Creates a thread on pool p that runs (start thread) with interrupts
   ;; disabled; start must end with exit-current-thread!.
   (define (spawn! p name params start enqueue?)
+    (watchdog-note-spawn! (pool-main? p))
     (let ([t (make-gthread name p params)])
       (gthread-start-set! t start)
       (disable-interrupts)

@@ -7,7 +7,8 @@
           fork-os-thread hold-main-signals! release-main-signals!
           place-signals block-place-signals!
           signals->descriptor read-signal signal-number signal-break-kind)
-  (import (chezscheme) (spindle private os libc))
+  (import (chezscheme) (spindle private os libc)
+          (only (spindle private os kernel-threads) note-kernel-thread! forget-kernel-thread!))
 
   (define loaded libc-loaded)   ; libc is loaded before the bindings below
 
@@ -48,10 +49,12 @@
   ;; (SIGQUIT: prints dump-threads)
   ;; (see the scheduler): taken by a worker, it was marked pending in that
   ;; worker alone, and one just forked could take it before blocking it.
+  ;; Each records its Linux thread id while it runs (see
+  ;; (spindle private os kernel-threads)).
   (define (fork-os-thread thunk)
     (let ([set (signal-set (list sigint sigquit))] [old (foreign-alloc signal-set-size)])
       (c-pthread-sigmask sig-block set old)
-      (let ([t (fork-thread thunk)])
+      (let ([t (fork-thread (lambda () (note-kernel-thread!) (thunk) (forget-kernel-thread!)))])
         (c-pthread-sigmask sig-setmask old 0)
         (foreign-free set)
         (foreign-free old)
