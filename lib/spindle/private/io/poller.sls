@@ -26,7 +26,7 @@
 ;;; Closing the record makes both directions ready for good.
 (library (spindle private io poller)
   (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
-          watch-level! change-level! unwatch-level!)
+          watch-level! change-level! unwatch-level! poller-may-wake?)
   (import (chezscheme) (spindle private core scheduler) (spindle private core atomic) (spindle private core evt-core)
           (only (spindle private core wakeup) set-io-hooks!)
           (spindle private core queue)
@@ -194,6 +194,20 @@
     (with-interrupts-disabled
       (with-spin-lock table-lock (hashtable-delete! table fd)))
     (epoll-unwatch! epoll-fd fd))
+
+  ;; For the deadlock watch: #t if a descriptor could still wake a thread:
+  ;; a level-triggered watch (a subprocess's end, a place's channel, a
+  ;; signal descriptor) or a thread waiting on a watched descriptor.  The
+  ;; table is copied under its lock, and looked at without it.
+  (define (poller-may-wake?)
+    (let ([xs (with-interrupts-disabled (with-spin-lock table-lock (hashtable-values table)))])
+      (let loop ([i 0])
+        (and (fx< i (vector-length xs))
+             (let ([x (vector-ref xs i)])
+               (or (procedure? x)
+                   (and (fd-record? x)
+                        (not (and (queue-empty? (fd-record-readers x)) (queue-empty? (fd-record-writers x)))))
+                   (loop (fx+ i 1))))))))
 
   ;; ---------------------------------------------------------------- readiness
   (define (fd-seq rec dir)
