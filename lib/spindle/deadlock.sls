@@ -260,14 +260,25 @@
              (display (car w) o)
              (for-each (lambda (x) (put-char o #\space) (display (dump-object-text x) o)) (cdr w))])))))
 
+  ;; One step of a cycle: what a thread waits for, held by the next one.
+  (define (cycle-wait-text w holder)
+    (case (and (pair? w) (car w))
+      [(mutex) (format "~a ~a, held by thread ~s" (car w) (dump-object-text (cadr w)) holder)]
+      [(semaphore) (format "semaphore ~a (~a), held by thread ~s" (dump-object-text (cadr w)) (caddr w) holder)]
+      [(wait) (format "thread ~s to end" holder)]
+      [else (wait-text w)]))
+
   (define (print-findings findings port)
     (for-each
       (lambda (f)
         (case (car f)
           [(cycle)
            (fprintf port "wait-for cycle of ~a thread~a:~%" (length (cdr f)) (if (null? (cddr f)) "" "s"))
-           (for-each (lambda (tw) (fprintf port "  thread ~s waits on ~a~%" (gthread-name (car tw)) (wait-text (cadr tw))))
-                     (cdr f))]
+           (let ([ts (cdr f)])
+             (for-each (lambda (tw next)
+                         (fprintf port "  thread ~s waits for ~a~%" (gthread-name (car tw))
+                                  (cycle-wait-text (cadr tw) (gthread-name (car next)))))
+                       ts (append (cdr ts) (list (car ts)))))]
           [(unreachable)
            (fprintf port "thread ~s is blocked for ever: it waits on ~a, which nothing that can run reaches~%"
                     (gthread-name (cadr f))
