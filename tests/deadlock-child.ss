@@ -69,6 +69,12 @@
      (say "ready")
      (semaphore-wait s)
      (say "signalled"))]
+  ;; waits on a channel for a Ctrl-C it catches (the parent sends SIGINT)
+  [(break)
+   (thread (lambda () (channel-get (make-channel))))
+   (guard (c [(break-condition? c) (say "caught")])
+     (say "ready")
+     (channel-get (make-channel)))]
   ;; the main OS thread sits in a foreign call while another thread waits for it
   [(foreign)
    (let* ([ch (make-channel)] [t (thread (lambda () (say (channel-get ch))))])

@@ -116,6 +116,14 @@
         10 #f)
       "signalled")))
 
+(test "a main thread whose handler may catch a Ctrl-C: not reported"
+  (check "caught"
+    (string-contains?
+      (check-not-reported 'break
+        (lambda (line in p) (sleep 0.8) (subprocess-kill p #f))
+        10 #f)
+      "caught")))
+
 (test "the main OS thread in a foreign call: not reported"
   (check "after" (string-contains? (check-not-reported 'foreign no-action 10 #f) "after-foreign-call")))
 

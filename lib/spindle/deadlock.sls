@@ -10,7 +10,10 @@
 ;;; runnable thread and no live timer; no descriptor has a waiter and
 ;;; nothing is watched level-triggered (a subprocess's end, a place's
 ;;; channel, a signal descriptor); no call-blocking job is queued or
-;;; running; no signal handler was installed since spindle started; and
+;;; running; no signal handler was installed since spindle started; the
+;;; main thread runs under no exception handler it did not have when it
+;;; was adopted (one may catch the break of a Ctrl-C: an uncaught one
+;;; would end the program anyway, so it does not count as a wake-up); and
 ;;; the process has no OS thread spindle does not know (one in a foreign
 ;;; call, or made with fork-thread, may call back in).  Then every parked
 ;;; thread waits for ever, and a fresh thread prints the report to the
@@ -35,10 +38,10 @@
           (only (spindle private core atomic) with-spin-lock)
           (only (spindle private core timers) timer-heap-live?)
           (only (spindle private core queue) queue-empty?)
-          (only (spindle private core scheduler) set-idle-check! main-gthread gthread? gthread-name
+          (only (spindle private core scheduler) set-idle-check! main-adoption-exn-state main-gthread gthread? gthread-name
                 gthread-pool gthread-state adopted-gthreads main-pool spawn! start-gthread!
                 gthread-finisher-set! exit-current-thread!)
-          (only (spindle private core gthread) gthread-winders)
+          (only (spindle private core gthread) gthread-winders gthread-exn-state)
           (only (spindle private core wait-targets) thread-wait-list)
           (only (spindle private core thread-dump) dump-object-text)
           (only (spindle private io poller) poller-may-wake?)
@@ -59,6 +62,30 @@
                    (and h (not (fx= n sigquit)) (not (memv h '(0 1)))
                         (not (eqv? h (vector-ref initial-handlers n)))))
                  (loop (fx+ n 1)))))))
+
+  ;; The number of handlers an exception state holds above Chez's default
+  ;; one: its one field is the handler stack, a list that ends in a
+  ;; cyclic pair of the default handler.  #f if it is not so.
+  (define (handler-depth s)
+    (guard (c [#t #f])
+      (let ([stack ((record-accessor (#%$record-type-descriptor s) 0) s)])
+        (let loop ([l stack] [n 0])
+          (cond
+            [(not (pair? l)) #f]
+            [(eq? (cdr l) l) n]
+            [(fx> n 100000) #f]
+            [else (loop (cdr l) (fx+ n 1))])))))
+
+  ;; #t if the parked main thread runs under a handler it did not have
+  ;; when it was adopted: a guard that may catch the break of a Ctrl-C,
+  ;; which would wake it.  (An uncaught break ends the program: no
+  ;; wake-up.)  When unsure, #t.
+  (define (main-handler-added?)
+    (let ([m (main-gthread)])
+      (or (not m)
+          (let ([now (handler-depth (gthread-exn-state m))]
+                [then (handler-depth (main-adoption-exn-state))])
+            (or (not now) (not then) (fx> now then))))))
 
   ;; Under each pool's lock: every worker asleep, nothing to run, no
   ;; wake-up on its way, no live timer.
@@ -92,6 +119,7 @@
       [(poller-may-wake?) 'busy]
       [(blocking-helpers-busy?) 'busy]
       [(handler-added?) 'busy]
+      [(main-handler-added?) 'busy]
       [(not (os-threads-known?)) 'unsure]
       ;; read again: a worker may have woken during the looks above
       [(not (pools-asleep?)) 'busy]

@@ -42,7 +42,7 @@
     ;; system-idle-evt
     other-threads-busy?
     ;; the deadlock watch
-    set-idle-check!
+    set-idle-check! main-adoption-exn-state
     ;; misc
     &break break-condition?
     &break-hang-up break-hang-up-condition?
@@ -87,7 +87,9 @@
            [t (make-gthread (if main? 'main 'adopted) p '(() . ()))])
       (worker-param w)
       (worker-current-set! w t)
-      (when main? (set! the-main-gthread t))
+      (when main?
+        (set! the-main-adoption-exn-state (current-exception-state))
+        (set! the-main-gthread t))
       (register-weakly! adopted t)
       (with-spin-lock (pool-lock p)
         (pool-workers-set! p (fx+ (pool-workers p) 1))
@@ -98,6 +100,11 @@
       (start-slice! w)
       (enable-interrupts)
       w))
+
+  ;; The main thread's exception state when it was adopted, for the
+  ;; deadlock watch (has a handler been installed since?).
+  (define the-main-adoption-exn-state #f)
+  (define (main-adoption-exn-state) the-main-adoption-exn-state)
 
   ;; Adopted OS threads (the main one too), held weakly, for dump-threads.
   (define adopted (box '()))
