@@ -262,8 +262,9 @@
                     (unless (eof-object? l)
                       (set-box! errs (string-append (unbox errs) l "\n"))
                       (loop err))))))
+      ;; bin/spindle dump PID sends the SIGQUIT
       (let-values ([(k o i e) (subprocess (current-output-port) #f (current-error-port)
-                                          "/bin/kill" "-QUIT" (number->string (subprocess-pid p)))])
+                                          spindle "dump" (number->string (subprocess-pid p)))])
         (close-port i)
         (subprocess-wait k))
       (wait-until (lambda () (string-contains? (unbox errs) "thread 1 (coroutine")) 8)
@@ -276,7 +277,7 @@
           (wait-until (lambda () #f) 0.1)
           (list (subprocess-status p) o (unbox errs)))))))
 
-(test "SIGQUIT prints the dump to stderr and the program goes on"
+(test "SIGQUIT (bin/spindle dump PID) prints the dump to stderr and the program goes on"
   (for-each
     (lambda (mode main-state)
       (let ([r (run-child mode)])
@@ -289,5 +290,14 @@
         (check (list mode "main thread" (caddr r))
                (string-contains? (caddr r) (format "thread main (main, main pool): ~a" main-state)))))
     '(idle spin) '(parked running)))
+
+(test "bin/spindle dump checks its argument"
+  (let-values ([(p o i e) (subprocess #f #f #f spindle "dump" "not-a-pid")])
+    (close-port i)
+    (let ([text (utf8->string (let ([b (get-bytevector-all e)]) (if (eof-object? b) (bytevector) b)))])
+      (close-port o) (close-port e)
+      (subprocess-wait p)
+      (check-equal "usage status" 2 (subprocess-status p))
+      (check "usage text" (string-contains? text "spindle dump PID")))))
 
 (done)
