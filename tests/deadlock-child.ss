@@ -6,7 +6,7 @@
 ;;; with status 0, or be killed by the parent, never reported.
 #!chezscheme
 (import (except (chezscheme) thread? sleep make-parameter parameterize make-mutex mutex? mutex-name)
-        (spindle) (only (srfi :18) make-mutex mutex-lock!) (only (places kinds) silent-place))
+        (spindle) (only (srfi :18) make-mutex mutex-lock!) (only (places kinds) silent-place echo-place))
 
 (define mode (string->symbol (cadr (command-line))))
 (define (say . xs) (for-each display xs) (newline) (flush-output-port (current-output-port)))
@@ -46,6 +46,13 @@
    (let ([p (silent-place)])
      (say "ready")
      (place-channel-get p))]
+  ;; a place has come and gone, then every thread waits on a channel
+  [(after-place)
+   (let ([p (echo-place)])
+     (place-channel-put p 'stop)
+     (place-wait p)
+     (say "ready")
+     (channel-get (make-channel)))]
   ;; waits for a line on stdin (the parent writes it late)
   [(console)
    (thread (lambda () (channel-get (make-channel))))

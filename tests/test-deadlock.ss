@@ -65,6 +65,11 @@
 ;; A child that waits for something that can still come: it ends with
 ;; status 0 (or is still running when killed, for kill? modes), and
 ;; never prints the report.
+(test "a place has ended, then every thread waits on a channel: reported"
+  (let ([r (run-child 'after-place no-action 20)])
+    (check-equal "status" 2 (car r))
+    (check "the report" (string-contains? (cadddr r) "spindle: deadlock: every thread is blocked for ever"))))
+
 (define (check-not-reported mode action limit kill? . env)
   (let* ([r (apply run-child mode action limit env)] [e (cadddr r)])
     (check (list mode "no report" e) (not (string-contains? e "deadlock")))

@@ -226,6 +226,8 @@
   ;; later (it was unsure for a reason that may pass), #f if not.  checks
   ;; counts the looks of this idle stretch: the wait doubles at each, and
   ;; after max-idle-checks the worker sleeps with no limit until woken.
+  ;; Any other end of a sleep (a wake-up, a descriptor, a timer) starts a
+  ;; new stretch: what made the answer "no" may have gone.
   ;; No cost while the worker has threads to run or timers to wait for.
   (define idle-check #f)
   (define (set-idle-check! proc) (set! idle-check proc))
@@ -280,7 +282,7 @@
                     [t0 (if (or dl quiet) (monotonic-ms) 0.)])
                (spin-unlock! lock)
                (let* ([found (poll-wait (if dl (flmax 0. (fl- dl t0)) quiet))]
-                      [checks (if (and quiet (null? found)) (idle-check-after! quiet t0 checks) checks)])
+                      [checks (if (and quiet (null? found)) (idle-check-after! quiet t0 checks) 0)])
                  (spin-lock! lock)
                  (pool-poll-sleeper?-set! p #f)
                  (pool-poll-kicked?-set! p #f)
@@ -303,7 +305,7 @@
                                     (and (fl> ms 0.) (os-semaphore-wait! (pool-wakeup p) ms)))
                                   (os-semaphore-wait! (pool-wakeup p) quiet))]
                       ;; checked while still counted idle
-                      [checks (if (and quiet (not woken?)) (idle-check-after! quiet t0 checks) checks)])
+                      [checks (if (and quiet (not woken?)) (idle-check-after! quiet t0 checks) 0)])
                  (spin-lock! lock)
                  (pool-idle-set! p (fx- (pool-idle p) 1))
                  (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))
