@@ -12,6 +12,8 @@
     memory-order-release &break break-condition? &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition? break-enabled parameterize-break
     srfi-18-thread-pool box-cas! vector-cas! dump-threads thread-state thread-waits
+    ;; (spindle deadlock)
+    find-deadlocks deadlock-report deadlock-exit-enabled
     ;; (spindle parameter)
     make-parameter parameterize make-thread-parameter
     ;; (spindle event)
@@ -85,7 +87,8 @@
           (except (spindle place) processor-count start-lifted-place place-child-main)
           (except (spindle fork-join) lift-places)
           (spindle tcp) (spindle unix-socket) (spindle port)
-          (except (spindle blocking) blocking-helper-count)
+          (except (spindle blocking) blocking-helper-count blocking-helpers-busy?)
+          (only (spindle deadlock) find-deadlocks deadlock-report deadlock-exit-enabled)
           (only (spindle custodian) make-custodian custodian? current-custodian custodian-shutdown-all
                 custodian-shut-down? custodian-managed-list)
           (except (spindle subprocess) port-descriptor)

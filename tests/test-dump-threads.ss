@@ -1,7 +1,9 @@
 #!chezscheme
 ;;; dump-threads, thread-state and thread-waits: what each thread waits on,
 ;;; for every kind of wait; a dump of many threads; SIGQUIT.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+(import (except (chezscheme) thread? sleep make-parameter parameterize make-mutex mutex? mutex-name)
+        (spindle) (harness)
+        (only (srfi :18) make-mutex mutex-lock! mutex-unlock! make-condition-variable)
         (only (places kinds) echo-place))
 
 (test-limit 30)
@@ -159,6 +161,55 @@
 (test "the main thread is listed"
   (check "main" (string-contains? (dump-text) "  thread main (main, main pool): running")))
 
+;; ---------------------------------------------------------------- more kinds of wait
+(test "a SRFI-18 mutex-lock! names the mutex and its holder"
+  (let* ([m (make-mutex 'the-lock)] [got (make-semaphore 0)] [done (make-semaphore 0)]
+         [holder (thread (lambda () (mutex-lock! m) (semaphore-post got) (semaphore-wait done) (mutex-unlock! m)))]
+         [_ (semaphore-wait got)]
+         [t (thread (lambda () (mutex-lock! m) (mutex-unlock! m)))])
+    (check "parked" (parked t))
+    (check-equal "reason, mutex, holder" (list (list 'mutex m 'held-by holder)) (thread-waits t))
+    (check "text" (string-contains? (dump-lines-of t) (format "on mutex #<mutex the-lock>@")))
+    (check "text: the holder" (string-contains? (dump-lines-of t) (format "held-by ~a" holder)))
+    (semaphore-post done)
+    (check "locks" (sync/timeout 5 (thread-dead-evt t)))))
+
+(test "a SRFI-18 condition-variable wait names the condition variable"
+  (let* ([m (make-mutex)] [cv (make-condition-variable 'ready)]
+         [t (thread (lambda () (mutex-lock! m) (mutex-unlock! m cv)))])
+    (check "parked" (parked t))
+    (check "reason and cv" (let ([w (car (thread-waits t))]) (and (eq? (car w) 'condition-variable) (eq? (cadr w) cv))))
+    (check "text" (string-contains? (dump-lines-of t) "on condition-variable #<condition-variable ready>@"))
+    (kill-thread t)))
+
+(test "subprocess-wait names the subprocess and its pid"
+  (let-values ([(p o i e) (subprocess (current-output-port) #f (current-error-port) "/bin/sleep" "20")])
+    (close-port i)
+    (let ([t (thread (lambda () (subprocess-wait p)))])
+      (check "parked" (parked t))
+      (check "the subprocess" (let ([w (car (thread-waits t))]) (and (eq? (car w) 'wait) (eq? (cadr w) p))))
+      (check "text" (string-contains? (dump-lines-of t) (format "on wait #<subprocess ~a>" (subprocess-pid p))))
+      (subprocess-kill p #t)
+      (check "ends" (sync/timeout 5 (thread-dead-evt t))))))
+
+(define c-usleep (foreign-procedure __collect_safe "usleep" (unsigned) int))
+
+(test "call-blocking names the call"
+  (let ([t (thread (lambda () (call-blocking c-usleep 300000)))])
+    (check "parked" (parked t))
+    (check "text" (string-contains? (dump-lines-of t) "on wait #<call-blocking #<procedure"))
+    (check "ends" (sync/timeout 5 (thread-dead-evt t)))))
+
+(test "a thread's custodian is shown"
+  (let* ([c (make-custodian)]
+         [t (parameterize ([current-custodian c]) (thread (lambda () (sync never-evt))))]
+         [r (thread (lambda () (sync never-evt)))])
+    (check "parked" (and (parked t) (parked r)))
+    (check "its custodian" (string-contains? (dump-lines-of t) "[#<custodian>@"))
+    (check "the root one" (string-contains? (dump-lines-of r) "[root custodian]"))
+    (custodian-shutdown-all c)
+    (kill-thread r)))
+
 ;; ---------------------------------------------------------------- places
 (test "places are listed with their pids; a place-channel-get names the inbox"
   (let* ([p (echo-place)] [t (thread (lambda () (place-channel-get p)))])
@@ -211,8 +262,9 @@
                     (unless (eof-object? l)
                       (set-box! errs (string-append (unbox errs) l "\n"))
                       (loop err))))))
+      ;; bin/spindle dump PID sends the SIGQUIT
       (let-values ([(k o i e) (subprocess (current-output-port) #f (current-error-port)
-                                          "/bin/kill" "-QUIT" (number->string (subprocess-pid p)))])
+                                          spindle "dump" (number->string (subprocess-pid p)))])
         (close-port i)
         (subprocess-wait k))
       (wait-until (lambda () (string-contains? (unbox errs) "thread 1 (coroutine")) 8)
@@ -225,7 +277,7 @@
           (wait-until (lambda () #f) 0.1)
           (list (subprocess-status p) o (unbox errs)))))))
 
-(test "SIGQUIT prints the dump to stderr and the program goes on"
+(test "SIGQUIT (bin/spindle dump PID) prints the dump to stderr and the program goes on"
   (for-each
     (lambda (mode main-state)
       (let ([r (run-child mode)])
@@ -238,5 +290,14 @@
         (check (list mode "main thread" (caddr r))
                (string-contains? (caddr r) (format "thread main (main, main pool): ~a" main-state)))))
     '(idle spin) '(parked running)))
+
+(test "bin/spindle dump checks its argument"
+  (let-values ([(p o i e) (subprocess #f #f #f spindle "dump" "not-a-pid")])
+    (close-port i)
+    (let ([text (utf8->string (let ([b (get-bytevector-all e)]) (if (eof-object? b) (bytevector) b)))])
+      (close-port o) (close-port e)
+      (subprocess-wait p)
+      (check-equal "usage status" 2 (subprocess-status p))
+      (check "usage text" (string-contains? text "spindle dump PID")))))
 
 (done)

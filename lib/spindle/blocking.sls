@@ -10,7 +10,7 @@
 ;;; collection; a foreign procedure it runs for long should be declared
 ;;; __collect_safe for the same reason.
 (library (spindle blocking)
-  (export call-blocking blocking-helper-count)
+  (export call-blocking blocking-helper-count blocking-helpers-busy?)
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private core evt-core) (spindle private core queue)
           (only (spindle private core sync) sync)
           (only (spindle private os signals) fork-os-thread)
@@ -26,6 +26,11 @@
   (define idle 0)                       ; helpers waiting for work, under lock
 
   (define (blocking-helper-count) (with-os-mutex lock helpers))
+
+  ;; For the deadlock watch: #t if a job is queued or running (its end
+  ;; may wake a thread).
+  (define (blocking-helpers-busy?)
+    (with-os-mutex lock (or (fx> helpers idle) (not (queue-empty? jobs)))))
 
   ;; A job: the thunk, and the latch its caller waits on.  The latch's
   ;; value is (ok . values) or (raised . condition).
@@ -61,6 +66,12 @@
         (fork-os-thread helper-loop))
       (condition-signal work-ready)))
 
+  ;; What a thread in call-blocking waits for, as dump-threads names it.
+  (define-record-type blocking-call (fields proc) (nongenerative spindle-blocking-call-v1) (sealed #t))
+  (define blocking-call-writer
+    (record-writer (record-type-descriptor blocking-call)
+      (lambda (b port wr) (display "#<call-blocking " port) (wr (blocking-call-proc b) port) (display ">" port))))
+
   ;; (call-blocking proc arg ...) -> proc's values, run on a helper OS
   ;; thread; an exception it raises is raised again here.  If the calling
   ;; thread is killed meanwhile, the call still runs to its end and its
@@ -69,7 +80,7 @@
     (unless (procedure? proc) (assertion-violation 'call-blocking "expected a procedure" proc))
     (watchdog-note-os-thread!)
     (let* ([outcome #f]
-           [done (make-latch (lambda (l) outcome))])
+           [done (make-owned-latch (lambda (l) outcome) (make-blocking-call proc))])
       (submit! (lambda ()
                  (set! outcome
                    (call/cc

@@ -25,7 +25,7 @@
           make-custodian-kind custodian-register! custodian-unregister!
           custodian-try-register!
           ;; for dump-threads
-          all-managed-objects)
+          all-managed-objects all-managed-owners)
   (import (except (chezscheme) make-parameter)
           (only (spindle private core scheduler) current-gthread)
           (only (spindle private core atomic) with-spin-lock)
@@ -240,6 +240,21 @@
   ;; collector has not taken (closed and dead ones too: their kind's
   ;; closed? is not asked), custodians left out.  Walks without locks, as
   ;; custodian-managed-list does.
+  ;; The custodian of each managed object, for the dump: an eq hashtable
+  ;; object -> custodian ('root for the root custodian).
+  (define (all-managed-owners)
+    (let ([owners (make-eq-hashtable)])
+      (let walk ([c root-custodian])
+        (for-each
+          (lambda (e)
+            (let ([obj (car e)])
+              (cond
+                [(or (not obj) (bwp-object? obj)) (void)]
+                [(eq? (cdr e) custodian-kind) (walk obj)]
+                [else (hashtable-set! owners obj (if (eq? c root-custodian) 'root c))])))
+          (spin-lock-custodian c (custodian-entries c))))
+      owners))
+
   (define (all-managed-objects)
     (let walk ([c root-custodian] [acc '()])
       (fold-left

@@ -37,6 +37,7 @@
           (only (spindle private core requests) request-break!)
           (only (spindle private core trace) tracing? trace-instant! trace-place-start! trace-write-place!)
           (only (spindle private core sync) sync register-evt-record-type! wrap-evt)
+          (only (spindle private io poller) level-watch-idle-when!)
           (only (spindle thread) processor-count current-thread sleep register-dump-kind!)
           (only (spindle custodian) custodian-register! make-custodian-kind))
 
@@ -164,6 +165,10 @@
           (close-fd theirs)
           (let ([ctl (descriptor->endpoint mine)])
             (endpoint-set-frame-hook! ctl (lambda (bv fds) (on-launcher-frame ctl pid bv fds)))
+            ;; with no place alive, the template has nothing to report
+            ;; that could wake a thread (for the deadlock watch)
+            (level-watch-idle-when! mine
+              (lambda () (with-os-mutex launcher-lock (fx= 0 (hashtable-size live-places)))))
             ctl)))))
 
   ;; Runs in the poller thread: spawn and exit reports from the template

@@ -26,9 +26,11 @@
           (only (spindle private core owner-lock) set-owner-death-evt!)
           (only (spindle parameter) snapshot-parameterization empty-parameterization)
           (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind
-                all-managed-objects)
+                all-managed-objects all-managed-owners)
           (only (spindle private os signals) sigquit)
           (only (spindle private core thread-dump) dump-text)
+          (only (spindle private core wait-targets) thread-wait-list)
+          (only (spindle deadlock) set-deadlock-dumper!)
           (only (spindle synchronized-port) with-port-lock)
           ;; invoked with this library (see console-installed below)
           (only (spindle console) stdout-port))
@@ -460,7 +462,7 @@
 
   (define (thread-waits t)
     (check-thread 'thread-waits t)
-    (thread-wait-descriptions t))
+    (thread-wait-list t))
 
   ;; Other kinds of custodian-held objects that the dump lists (places):
   ;; (pred . describe), describe: object -> a line of text.
@@ -474,7 +476,7 @@
       [(port)
        (unless (and (output-port? port) (textual-port? port))
          (assertion-violation 'dump-threads "expected a textual output port" port))
-       (put-string port (dump-text (adopted-gthreads) (all-managed-objects) dump-kinds))
+       (put-string port (dump-text (adopted-gthreads) (all-managed-objects) (all-managed-owners) dump-kinds))
        (flush-output-port port)]))
 
   ;; SIGQUIT prints the dump to the error port, and the program goes on.
@@ -494,6 +496,10 @@
     (exit-current-thread!))
 
   (define sigquit-installed (begin (register-signal-handler sigquit on-sigquit) #t))
+
+  ;; The deadlock report ends with the dump (and this reference makes
+  ;; every program that uses threads invoke (spindle deadlock): its watch).
+  (define deadlock-dumper-installed (begin (set-deadlock-dumper! dump-threads) #t))
 
   (register-evt-kind! gthread? (lambda (t) (wrap-evt (dead-latch (tdata-of t)) (lambda (l) t))))
   (set-owner-death-evt! (lambda (t) (dead-latch (tdata-of t)))))

@@ -30,7 +30,8 @@
           (spindle thread) (spindle event)
           (spindle private core queue)
           (only (spindle private core requests) request-kill!)
-          (only (spindle private core atomic) with-os-mutex))
+          (only (spindle private core atomic) with-os-mutex)
+          (only (spindle private core wait-targets) wait-target-alias!))
 
   ;; ---------------------------------------------------------------- conditions
   (define-condition-type &join-timeout &error make-join-timeout join-timeout-exception?)
@@ -197,13 +198,22 @@
                 (when (eq? (car was) 'abandoned)
                   (raise-srfi-18 (make-abandoned-mutex) 'mutex-lock! "mutex was abandoned" m))
                 #t]
-               [(if deadline
+               [(begin
+                  ;; the dump and the deadlock report name the mutex and its owner
+                  (wait-target-alias! (mutex-unit m) 'mutex m mutex-owner)
+                  (if deadline
                     (let ([left (- deadline (current-inexact-monotonic-milliseconds))])
                       (and (> left 0)
                            (sync/timeout (/ left 1000.) (semaphore-peek-evt (mutex-unit m)))))
-                    (sync (semaphore-peek-evt (mutex-unit m))))
+                    (sync (semaphore-peek-evt (mutex-unit m)))))
                 (loop)]
                [else #f]))))]))
+
+  (define (mutex-owner m) (let ([s (mutex-state m)]) (and (thread? s) s)))
+
+  (define mutex-writer
+    (record-writer (record-type-descriptor mutex)
+      (lambda (m port wr) (display "#<mutex " port) (display (mutex-name m) port) (display ">" port))))
 
   ;; Interrupts disabled throughout: a kill between the state change and the
   ;; post would leave the mutex unlocked in name but without its unit.
@@ -234,6 +244,7 @@
            (define (signalled-anyway?)
              (locked (or (queue-node-unlinked? node)
                          (begin (queue-remove! (condition-variable-waiters cv) node) #f))))
+           (wait-target-alias! me 'condition-variable cv (lambda (cv) #f))
            (release! m)
            (or (and (guard (c [#t (when (signalled-anyway?) (condition-variable-signal! cv)) (raise c)])
                       (if secs (sync/timeout secs me) (sync me)))
@@ -250,6 +261,10 @@
     (fields name (mutable specific) waiters)
     (protocol (lambda (new) (lambda (name) (new name #f (make-queue)))))
     (nongenerative spindle-srfi-18-condition-variable-v1) (sealed #t))
+
+  (define condition-variable-writer
+    (record-writer (record-type-descriptor condition-variable)
+      (lambda (cv port wr) (display "#<condition-variable " port) (display (condition-variable-name cv) port) (display ">" port))))
 
   (define make-condition-variable*
     (case-lambda

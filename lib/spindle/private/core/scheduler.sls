@@ -41,6 +41,8 @@
     add-timer! cancel-timer!
     ;; system-idle-evt
     other-threads-busy?
+    ;; the deadlock watch
+    set-idle-check! main-adoption-exn-state
     ;; misc
     &break break-condition?
     &break-hang-up break-hang-up-condition?
@@ -86,7 +88,9 @@
            [t (make-gthread (if main? 'main 'adopted) p '(() . ()))])
       (worker-param w)
       (worker-current-set! w t)
-      (when main? (set! the-main-gthread t))
+      (when main?
+        (set! the-main-adoption-exn-state (current-exception-state))
+        (set! the-main-gthread t))
       (register-weakly! adopted t)
       (with-spin-lock (pool-lock p)
         (pool-workers-set! p (fx+ (pool-workers p) 1))
@@ -97,6 +101,11 @@
       (start-slice! w)
       (enable-interrupts)
       w))
+
+  ;; The main thread's exception state when it was adopted, for the
+  ;; deadlock watch (has a handler been installed since?).
+  (define the-main-adoption-exn-state #f)
+  (define (main-adoption-exn-state) the-main-adoption-exn-state)
 
   ;; Adopted OS threads (the main one too), held weakly, for dump-threads.
   (define adopted (box '()))
@@ -221,25 +230,49 @@
              r)
            (let ([mask 0]) wait))]))
 
-  ;; Milliseconds until deadline dl (#f: none).
-  (define (wait-ms dl) (and dl (flmax 0. (fl- dl (monotonic-ms)))))
-
-  ;; Sleeps on p's wakeup until a post or deadline dl (#f: none), with the
-  ;; signal mask at sigmask; #t if it took a post.
-  (define (sleep-on-wakeup p dl sigmask)
+  ;; Sleeps on p's wakeup until a post, deadline dl, or (no deadline) quiet
+  ;; ms from t0 (#f: no limit), with the signal mask at sigmask; #t if it
+  ;; took a post.
+  (define (sleep-on-wakeup p dl quiet t0 sigmask)
     (if dl
-        (let ([ms (fl- dl (monotonic-ms))])
+        (let ([ms (fl- dl t0)])
           (and (fl> ms 0.) (os-semaphore-wait! (pool-wakeup p) ms sigmask)))
-        (os-semaphore-wait! (pool-wakeup p) #f sigmask)))
+        (os-semaphore-wait! (pool-wakeup p) quiet sigmask)))
 
   ;; About 20-50 us of polling an idle pool's run queue.
   (define spin-iterations 20000)
+
+  ;; The deadlock watch ((spindle deadlock)).  A worker about to sleep
+  ;; with no deadline (no timer of its pool) sleeps at most quiet-limit ms
+  ;; instead, and if that passes with nothing to do, calls (idle-check),
+  ;; which looks whether every thread of the process is blocked for ever
+  ;; (and then ends the program).  idle-check returns #t to be asked again
+  ;; later (it was unsure for a reason that may pass), #f if not.  checks
+  ;; counts the looks of this idle stretch: the wait doubles at each, and
+  ;; after max-idle-checks the worker sleeps with no limit until woken.
+  ;; Any other end of a sleep (a wake-up, a descriptor, a timer) starts a
+  ;; new stretch: what made the answer "no" may have gone.
+  ;; No cost while the worker has threads to run or timers to wait for.
+  (define idle-check #f)
+  (define (set-idle-check! proc) (set! idle-check proc))
+  (define idle-quiet-ms 100.)
+  (define max-idle-checks 6)
+  (define (quiet-limit checks)
+    (and idle-check (fx< checks max-idle-checks)
+         (fl* idle-quiet-ms (fixnum->flonum (fxsll 1 checks)))))
+  ;; After a limited wait (from t0) that found nothing: the next checks.
+  ;; A wait cut short (a signal) is no quiet stretch.
+  (define (idle-check-after! quiet t0 checks)
+    (cond
+      [(fl< (fl- (monotonic-ms) t0) quiet) checks]
+      [(idle-check) (fx+ checks 1)]
+      [else max-idle-checks]))
 
   ;; Picks the next runnable thread of w's pool, sleeping while none.
   ;; Returns #f when the worker should exit.
   (define (next-runnable w)
     (let* ([p (worker-pool w)] [lock (pool-lock p)] [rq (pool-run-queue p)])
-      (let loop ([spins 0])
+      (let loop ([spins 0] [checks 0])
         (fire-due-timers! p)
         (spin-lock! lock)
         (let ([t (queue-pop! rq #f)])
@@ -258,44 +291,49 @@
              ;; Ready descriptors come first.
              (spin-unlock! lock)
              (if (poll-io-now!)
-                 (loop spins)
+                 (loop spins checks)
                  (begin
                    (enable-interrupts)
                    (let spin ([i 0])
                      (when (and (fx< i spin-iterations) (queue-empty? rq)) (spin (fx+ i 1))))
                    (disable-interrupts)
-                   (loop (fx+ spins 1))))]
+                   (loop (fx+ spins 1) checks)))]
             [(take-poll-role!)
              ;; Sleep in the poller, until a descriptor is ready, the next
              ;; timer of this pool is due, or a waker kicks it.
              (pool-poll-sleeper?-set! p #t)
-             (let ([dl (next-deadline p)])
+             (let* ([dl (next-deadline p)] [quiet (and (not dl) (quiet-limit checks))]
+                    [t0 (if (or dl quiet) (monotonic-ms) 0.)])
                (spin-unlock! lock)
-               (let ([found (idle-wait w mask (poll-wait (wait-ms dl) mask))])
+               (let* ([found (idle-wait w mask (poll-wait (if dl (flmax 0. (fl- dl t0)) quiet) mask))]
+                      [checks (if (and quiet (null? found)) (idle-check-after! quiet t0 checks) 0)])
                  (spin-lock! lock)
                  (pool-poll-sleeper?-set! p #f)
                  (pool-poll-kicked?-set! p #f)
                  (spin-unlock! lock)
                  (poll-dispatch! found)             ; before the role goes (see poll-io-now!)
-                 (release-poll-role!)))
-             (worker-clock-set! w (real-time))
-             (interrupt-window!)
-             (loop 1)]
+                 (release-poll-role!)
+                 (worker-clock-set! w (real-time))
+                 (interrupt-window!)
+                 (loop 1 checks)))]
             [else
              ;; Sleep without the lock, deactivated (see (spindle private
              ;; ffi)): a condition-wait here, interrupts being disabled,
              ;; would block every collection while this worker is idle.
              (pool-idle-set! p (fx+ (pool-idle p) 1))
-             (let ([dl (next-deadline p)])
+             (let* ([dl (next-deadline p)] [quiet (and (not dl) (quiet-limit checks))]
+                    [t0 (if (or dl quiet) (monotonic-ms) 0.)])
                (spin-unlock! lock)
-               (let ([woken? (idle-wait w mask (sleep-on-wakeup p dl mask))])
+               (let* ([woken? (idle-wait w mask (sleep-on-wakeup p dl quiet t0 mask))]
+                      ;; checked while still counted idle
+                      [checks (if (and quiet (not woken?)) (idle-check-after! quiet t0 checks) 0)])
                  (spin-lock! lock)
                  (pool-idle-set! p (fx- (pool-idle p) 1))
                  (when woken? (pool-posted-set! p (fx- (pool-posted p) 1)))
-                 (spin-unlock! lock)))
-             (worker-clock-set! w (real-time))
-             (interrupt-window!)
-             (loop 1)])))))
+                 (spin-unlock! lock)
+                 (worker-clock-set! w (real-time))
+                 (interrupt-window!)
+                 (loop 1 checks)))])))))
 
   (define (count-switch! w)
     (let ([n (fx- (worker-switches-left w) 1)])

@@ -5,7 +5,7 @@
 ;;; until the heap is full, when timer-heap-add! drops it.
 (library (spindle private core timers)
   (export make-timer-heap timer-heap-add! timer-heap-take-due! timer-heap-next-deadline
-          timer-heap-empty? cancel-timer!)
+          timer-heap-empty? timer-heap-live? cancel-timer!)
   (import (chezscheme))
 
   (define-record-type timer
@@ -20,6 +20,15 @@
 
   ;; A racy read is fine: used to skip the lock when there are no timers.
   (define (timer-heap-empty? h) (fx= (timer-heap-count h) 0))
+
+  ;; #t if a timer not cancelled is in the heap (for the deadlock watch:
+  ;; cancelled ones stay until their deadline).  A walk of the heap, made
+  ;; only by an idle worker's check.
+  (define (timer-heap-live? h)
+    (let ([v (timer-heap-v h)])
+      (let loop ([i 0])
+        (and (fx< i (timer-heap-count h))
+             (or (not (timer-cancelled? (vector-ref v i))) (loop (fx+ i 1)))))))
 
   (define (heap-swap! v i j)
     (let ([x (vector-ref v i)]) (vector-set! v i (vector-ref v j)) (vector-set! v j x)))

@@ -30,7 +30,7 @@
 ;;; Settings: SPINDLE_WATCHDOG=off turns the stall report off;
 ;;; SPINDLE_LONG_SLICE_MS=N turns the long-slice report on.
 (library (spindle private core watchdog)
-  (export watchdog-note-spawn! watchdog-note-os-thread!
+  (export watchdog-note-spawn! watchdog-note-os-thread! watchdog-os-threads
           collect-stall-report-seconds long-slice-report-ms watchdog-report-handler)
   (import (chezscheme) (spindle private core pools) (spindle private core gthread)
           (spindle private core chez-threads)
@@ -98,6 +98,9 @@
   (define (start!)
     (when (box-cas! started #f #t)
       (fork-os-thread watchdog-main)))
+
+  ;; How many OS threads the watchdog runs (once started, it runs for good).
+  (define (watchdog-os-threads) (if (unbox started) 1 0))
 
   ;; From spawn!: main?: the thread is a coroutine thread of the main pool.
   (define (watchdog-note-spawn! main?)

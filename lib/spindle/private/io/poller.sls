@@ -26,7 +26,7 @@
 ;;; Closing the record makes both directions ready for good.
 (library (spindle private io poller)
   (export fd-watch fd-seq fd-idle! fd-ready-evt fd-wait! fd-unwatch! fd-operation-evt fd-wake!
-          watch-level! change-level! unwatch-level!)
+          watch-level! change-level! unwatch-level! poller-may-wake? level-watch-idle-when!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core atomic) (spindle private core evt-core)
           (only (spindle private core wakeup) set-io-hooks!)
           (spindle private core queue)
@@ -192,8 +192,33 @@
 
   (define (unwatch-level! fd)
     (with-interrupts-disabled
-      (with-spin-lock table-lock (hashtable-delete! table fd)))
+      (with-spin-lock table-lock (hashtable-delete! table fd) (hashtable-delete! idle-preds fd)))
     (epoll-unwatch! epoll-fd fd))
+
+  ;; For the deadlock watch: #t if a descriptor could still wake a thread:
+  ;; a level-triggered watch (a subprocess's end, a place's channel, a
+  ;; signal descriptor) or a thread waiting on a watched descriptor.  The
+  ;; table is copied under its lock, and looked at without it.
+  ;; (level-watch-idle-when! fd pred): fd's level watch cannot wake a
+  ;; thread while (pred) says #t (the place template's channel, while no
+  ;; place lives); pred runs with interrupts disabled and must not block.
+  (define idle-preds (make-eqv-hashtable))   ; fd -> pred, under table-lock
+  (define (level-watch-idle-when! fd pred)
+    (with-interrupts-disabled (with-spin-lock table-lock (hashtable-set! idle-preds fd pred))))
+  (define (poller-may-wake?)
+    (let* ([kvs (with-interrupts-disabled
+                  (with-spin-lock table-lock
+                    (call-with-values (lambda () (hashtable-entries table))
+                      (lambda (ks vs)
+                        (list ks vs (vector-map (lambda (k) (hashtable-ref idle-preds k #f)) ks))))))]
+           [xs (cadr kvs)] [preds (caddr kvs)])
+      (let loop ([i 0])
+        (and (fx< i (vector-length xs))
+             (let ([x (vector-ref xs i)])
+               (or (and (procedure? x) (let ([idle? (vector-ref preds i)]) (not (and idle? (idle?)))))
+                   (and (fd-record? x)
+                        (not (and (queue-empty? (fd-record-readers x)) (queue-empty? (fd-record-writers x)))))
+                   (loop (fx+ i 1))))))))
 
   ;; ---------------------------------------------------------------- readiness
   (define (fd-seq rec dir)

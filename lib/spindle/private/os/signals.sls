@@ -6,7 +6,8 @@
   (export sigint sigquit sigkill signal-set-size fill-signal-set!
           fork-os-thread hold-main-signals! release-main-signals!
           place-signals block-place-signals!
-          signals->descriptor read-signal signal-number signal-break-kind)
+          signals->descriptor read-signal signal-number signal-break-kind
+          signal-handlers)
   (import (chezscheme) (spindle private os libc)
           (only (spindle private os kernel-threads) note-kernel-thread! forget-kernel-thread!))
 
@@ -103,6 +104,21 @@
       (let ([signo (and (eqv? r signalfd-info-size) (foreign-ref 'unsigned-32 info 0))])
         (foreign-free info)
         signo)))
+
+  ;; The handler of every signal 1-64 as sigaction reports it, a vector
+  ;; indexed by signal number (0: SIG_DFL, 1: SIG_IGN, else an address;
+  ;; #f where sigaction refuses the number).  The deadlock watch compares
+  ;; it with the one it took at start: a handler installed since (by
+  ;; register-signal-handler, say) may wake a thread.
+  (define sigaction-size 152)         ; sizeof(struct sigaction); sa_handler first
+  (define c-sigaction (foreign-procedure "sigaction" (int uptr uptr) int))
+  (define (signal-handlers)
+    (let ([buf (foreign-alloc sigaction-size)] [v (make-vector 65 #f)])
+      (do ([n 1 (fx+ n 1)]) ((fx= n 65))
+        (when (fx= 0 (c-sigaction n 0 buf))
+          (vector-set! v n (foreign-ref 'uptr buf 0))))
+      (foreign-free buf)
+      v))
 
   ;; The signal of a break kind (place-kill, subprocess-kill).
   (define (signal-number kind)
