@@ -120,4 +120,13 @@
 (test "is-run: futures is not one of IS's modes"
   (check-raises "futures" (both (assertion-from? 'is-run) (irritant? 'futures)) (lambda () (is-run 'S 'futures 1))))
 
+;; the timed part's CPU, for comparisons on a loaded host (bench/nas-racket.sh)
+(test "is-run notes its timed part's allocation and CPU time"
+  (for-each
+    (lambda (mode np)
+      (check (format "~a np ~a" mode np)
+        (exists (lambda (n) (and (>= (string-length n) 12) (string=? "timed part: " (substring n 0 12))))
+                (notes (is-run 'S mode np)))))
+    '(serial places threads) '(1 2 2)))
+
 (done)
