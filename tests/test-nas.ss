@@ -50,6 +50,12 @@
               "nas.is.S.places.np2 " "nas.is.S.places.np2-speedup "
               "nas.is.S.places.np2-verification VERIFIED")))
 
+(test "bench/nas-racket.sh: a missing racketNAS checkout or a bad argument exits 2"
+  (check-equal "no directory" 2 (sh "bench/nas-racket.sh > /dev/null 2>&1"))
+  (check-equal "not a racketNAS" 2 (sh "bench/nas-racket.sh ~a > /dev/null 2>&1" work))
+  (sh "mkdir -p ~a/rnas && touch ~a/rnas/cg.rkt ~a/rnas/timer.rkt" work work work)
+  (check-equal "unknown option" 2 (sh "bench/nas-racket.sh ~a/rnas --bogus > /dev/null 2>&1" work)))
+
 (test "bench nas: a FAILED verification makes the run exit 1, after the other runs"
   ;; a (nas cg) that never verifies, found before bench/'s
   (with-output-to-file (string-append work "/nas/cg.sls")
