@@ -6,13 +6,22 @@
 
 (test-limit 90)
 
+(define (notes-starting prefix r)
+  (filter (lambda (n) (and (>= (string-length n) (string-length prefix))
+                           (string=? prefix (substring n 0 (string-length prefix)))))
+          (nas-result-notes r)))
+
 (for-each
   (lambda (mode np)
     (test (format "ft class S ~a np ~a verifies" mode np)
       (let* ([trip (collect-trip-bytes)] [r (ft-run 'S mode np)])
         (check-equal "the run it describes" (list 'ft 'S mode np) (nas-result-configuration r))
         (check-equal "the young generation's size restored" trip (collect-trip-bytes))
-        (check-equal "one note per checksum" 6 (length (nas-result-notes r)))
+        (check-equal "one note per checksum" 6
+          (length (notes-starting "checksum " r)))
+        ;; the timed part's allocation and CPU, except in futures mode
+        (check-equal "usage note" (if (eq? mode 'futures) 0 1)
+          (length (notes-starting "timed part: " r)))
         (check (format "verified: ~s" (nas-result-notes r)) (nas-result-verified? r)))))
   '(serial places places threads threads futures futures)
   '(1 1 2 1 2 1 2))

@@ -50,6 +50,12 @@
               "nas.is.S.places.np2 " "nas.is.S.places.np2-speedup "
               "nas.is.S.places.np2-verification VERIFIED")))
 
+(test "bench/nas-racket.sh: a missing racketNAS checkout or a bad argument exits 2"
+  (check-equal "no directory" 2 (sh "bench/nas-racket.sh > /dev/null 2>&1"))
+  (check-equal "not a racketNAS" 2 (sh "bench/nas-racket.sh ~a > /dev/null 2>&1" work))
+  (sh "mkdir -p ~a/rnas && touch ~a/rnas/cg.rkt ~a/rnas/timer.rkt" work work work)
+  (check-equal "unknown option" 2 (sh "bench/nas-racket.sh ~a/rnas --bogus > /dev/null 2>&1" work)))
+
 (test "bench nas: a FAILED verification makes the run exit 1, after the other runs"
   ;; a (nas cg) that never verifies, found before bench/'s
   (with-output-to-file (string-append work "/nas/cg.sls")
@@ -119,5 +125,14 @@
 
 (test "is-run: futures is not one of IS's modes"
   (check-raises "futures" (both (assertion-from? 'is-run) (irritant? 'futures)) (lambda () (is-run 'S 'futures 1))))
+
+;; the timed part's CPU, for comparisons on a loaded host (bench/nas-racket.sh)
+(test "is-run notes its timed part's allocation and CPU time"
+  (for-each
+    (lambda (mode np)
+      (check (format "~a np ~a" mode np)
+        (exists (lambda (n) (and (>= (string-length n) 12) (string=? "timed part: " (substring n 0 12))))
+                (notes (is-run 'S mode np)))))
+    '(serial places threads) '(1 2 2)))
 
 (done)

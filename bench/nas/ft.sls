@@ -23,7 +23,7 @@
   (export ft-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
-          (nas common) (nas ft-passes))
+          (nas common) (nas timed) (nas ft-passes))
 
   (define ft-classes '(S W A))
   (define ft-modes '(serial places threads futures))
@@ -81,8 +81,8 @@
       (forward! (make-ft-tables size))
       (collect-trip-bytes young-generation-bytes)
       (barrier)
-      (let-values ([(v seconds)
-                    (nas-seconds
+      (let-values ([(v seconds usage)
+                    (timed
                       (lambda ()
                         (let ([tables (make-ft-tables size)])
                           (forward! tables)
@@ -94,12 +94,13 @@
                               (global-double-set! partials (fx+ 1 (fx* 2 (fx+ id (fx* np t)))) im))
                             (barrier)))))])
         (and (fx= id 0)
-             (cons seconds
+             (list seconds
                    (checksums size np
                      (lambda (t m)
                        (let ([slot (fx* 2 (fx+ m (fx* np t)))])
                          (values (global-double-ref partials slot)
-                                 (global-double-ref partials (fx+ slot 1)))))))))))
+                                 (global-double-ref partials (fx+ slot 1))))))
+                   usage)))))
 
   ;; ---------------------------------------------------------------- modes
   ;; (proc u0 u1 partials) with the arrays of a run of np members, mapped.
@@ -166,10 +167,11 @@
                                                                cons))
                                                            tables))
                                                   sums))))))))])
-            (cons seconds
+            (list seconds
                   (checksums size np
                     (lambda (t m)
-                      (let ([s (vector-ref (vector-ref sums t) m)]) (values (car s) (cdr s))))))))
+                      (let ([s (vector-ref (vector-ref sums t) m)]) (values (car s) (cdr s)))))
+                  #f)))
         (lambda () (current-future-pool caller-pool) (parallel-thread-pool-close pool)))))
 
   ;; NPB's operation count of FT.
@@ -192,13 +194,13 @@
                       [(threads) (run-threads np size)]
                       [(futures) (run-futures np size)]))
                   (lambda () (collect-trip-bytes trip)))]
-           [seconds (car out)]
+           [seconds (car out)] [sums (cadr out)] [usage (caddr out)]
            [checks
             (let loop ([t 0] [refs (reference-checksums class)])
               (if (null? refs)
                   '()
-                  (let* ([c (make-rectangular (vector-ref (cdr out) (fx* 2 t))
-                                              (vector-ref (cdr out) (fx+ 1 (fx* 2 t))))]
+                  (let* ([c (make-rectangular (vector-ref sums (fx* 2 t))
+                                              (vector-ref sums (fx+ 1 (fx* 2 t))))]
                          [ref (make-rectangular (caar refs) (cdar refs))]
                          [err (/ (magnitude (- c ref)) (magnitude ref))])
                     (cons (cons (<= err epsilon)
@@ -206,6 +208,9 @@
                                         (fx+ t 1) (real-part c) (imag-part c) (caar refs) (cdar refs) err))
                           (loop (fx+ t 1) (cdr refs))))))])
       (make-nas-result 'ft class mode np seconds (ft-mops size seconds)
-                       (for-all car checks) (map cdr checks))))
+                       (for-all car checks)
+                       (append (map cdr checks)
+                               ;; futures mode runs in the pool's threads: no member usage
+                               (if usage (list (allocation-note usage mode)) '())))))
 
   (lift-places (nas ft)))

@@ -27,7 +27,7 @@
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
           (only (spindle unsafe) unsafe-shared-vector-address unsafe-shared-fxvector-ref unsafe-shared-fxvector-set!)
-          (nas common) (nas random))
+          (nas common) (nas timed) (nas random))
 
   (define is-classes '(S W A B))
   (define is-modes '(serial places threads))
@@ -154,10 +154,10 @@
       (barrier)
       (iteration! 1)                    ; untimed, as in the reference
       (set! passed 0)
-      (let-values ([(v s) (nas-seconds
-                            (lambda ()
-                              (do ([it 1 (fx+ it 1)]) ((fx> it iterations)) (iteration! it))))])
-        (and (fx= id 0) (cons s passed)))))
+      (let-values ([(v s usage) (timed
+                                  (lambda ()
+                                    (do ([it 1 (fx+ it 1)]) ((fx> it iterations)) (iteration! it))))])
+        (and (fx= id 0) (list s passed usage)))))
 
   ;; Full verification, after the last ranking: each key goes to the place
   ;; its rank gives in `sorted` (ranks are counted down per equal key), then
@@ -198,13 +198,14 @@
                   [(serial) (is-kernel 0 1 void class a)]
                   [(places) (run-places np class a)]
                   [(threads) (vector-ref (threads-spmd np (lambda (id barrier) (is-kernel id np barrier class a))) 0)])]
-             [seconds (car r)] [passed (cdr r)]
+             [seconds (car r)] [passed (cadr r)] [usage (caddr r)]
              [bad (full-verify a)]
              [partial-ok (fx= passed (fx* 5 iterations))])
         (make-nas-result 'is class mode np seconds
                          (/ (* n iterations) seconds 1e6)
                          (and partial-ok (fx= bad 0))
                          (list (format "partial verification: ~a of ~a test ranks right" passed (* 5 iterations))
-                               (format "full verification: ~a of ~a keys out of order" bad n))))))
+                               (format "full verification: ~a of ~a keys out of order" bad n)
+                               (allocation-note usage mode))))))
 
   (lift-places (nas is)))
