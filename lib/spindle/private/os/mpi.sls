@@ -23,6 +23,8 @@
           mpi-comm-rank mpi-comm-size
           mpi-isend mpi-improbe mpi-mrecv mpi-get-count mpi-test
           mpi-ibarrier mpi-ibcast mpi-iallreduce mpi-ireduce mpi-in-place
+          mpi-iallgather mpi-iallgatherv mpi-ialltoall mpi-ialltoallv
+          mpi-comm-split mpi-comm-null mpi-undefined
           mpi-error-string)
   (import (chezscheme) (spindle private os libc) (spindle private os memory))
 
@@ -71,6 +73,8 @@
     (handle (case op [(sum) "ompi_mpi_op_sum"] [(prod) "ompi_mpi_op_prod"]
                      [(min) "ompi_mpi_op_min"] [else "ompi_mpi_op_max"])))
   (define mpi-in-place 1)               ; Open MPI's MPI_IN_PLACE is (void *) 1
+  (define mpi-undefined -32766)         ; Open MPI's MPI_UNDEFINED
+  (define (mpi-comm-null) (handle "ompi_mpi_comm_null"))
 
   ;; Open MPI's MPI_Status: MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled (ints), _ucount (size_t).
   (define mpi-status-size 24)
@@ -95,6 +99,15 @@
   (define-mpi mpi-ibcast "MPI_Ibcast" (uptr int uptr int uptr uptr) int)
   (define-mpi mpi-iallreduce "MPI_Iallreduce" (uptr uptr int uptr uptr uptr uptr) int)
   (define-mpi mpi-ireduce "MPI_Ireduce" (uptr uptr int uptr uptr int uptr uptr) int)
+  (define-mpi mpi-iallgather "MPI_Iallgather" (uptr int uptr uptr int uptr uptr uptr) int)
+  ;; (sendbuf sendcount sendtype recvbuf recvcounts displs recvtype comm req)
+  (define-mpi mpi-iallgatherv "MPI_Iallgatherv" (uptr int uptr uptr uptr uptr uptr uptr uptr) int)
+  (define-mpi mpi-ialltoall "MPI_Ialltoall" (uptr int uptr uptr int uptr uptr uptr) int)
+  ;; (sendbuf sendcounts sdispls sendtype recvbuf recvcounts rdispls recvtype comm req)
+  (define-mpi mpi-ialltoallv "MPI_Ialltoallv" (uptr uptr uptr uptr uptr uptr uptr uptr uptr uptr) int)
+  ;; Blocking (MPI has no non-blocking split): (spindle mpi) calls it only
+  ;; once every rank of the communicator has arrived, so it returns soon.
+  (define-mpi c-comm-split __collect_safe "MPI_Comm_split" (uptr int int uptr) int)
 
   (define (int-out f)
     (let ([p (malloc 8)])
@@ -116,6 +129,12 @@
   (define (mpi-abort! code) (c-abort (mpi-comm-world) code))
   (define (mpi-comm-rank comm) (int-out (lambda (p) (c-comm-rank comm p))))
   (define (mpi-comm-size comm) (int-out (lambda (p) (c-comm-size comm p))))
+  ;; (values rc new-communicator-handle); the handle is MPI_COMM_NULL for
+  ;; color MPI_UNDEFINED.
+  (define (mpi-comm-split comm color key)
+    (let ([p (malloc 8)])
+      (let ([rc (c-comm-split comm color key p)])
+        (let ([h (foreign-ref 'uptr p 0)]) (free p) (values rc h)))))
 
   (define (mpi-error-string code)
     (let ([buf (malloc 512)] [len (malloc 8)])
