@@ -21,7 +21,7 @@
           mpi-status-size mpi-status-source mpi-status-tag
           mpi-init! mpi-initialized? mpi-finalized? mpi-finalize! mpi-abort!
           mpi-comm-rank mpi-comm-size
-          mpi-isend mpi-improbe mpi-mrecv mpi-get-count mpi-test
+          mpi-isend mpi-improbe mpi-mrecv mpi-mrecv-small mpi-get-count mpi-test
           mpi-ibarrier mpi-ibcast mpi-iallreduce mpi-ireduce mpi-in-place
           mpi-iallgather mpi-iallgatherv mpi-ialltoall mpi-ialltoallv
           mpi-comm-split mpi-comm-null mpi-undefined
@@ -63,15 +63,22 @@
                    (unless p (set! p make))
                    (p a ...)))))])))
 
+  ;; A handle, looked up once (foreign-entry is a symbol-table search).
+  (define-syntax define-handle
+    (syntax-rules ()
+      [(_ name c-name) (define name (let ([h #f]) (lambda () (or h (begin (set! h (foreign-entry c-name)) h)))))]))
   (define (handle name) (foreign-entry name))
-  (define (mpi-comm-world) (handle "ompi_mpi_comm_world"))
-  (define (mpi-byte) (handle "ompi_mpi_byte"))
-  (define (mpi-double) (handle "ompi_mpi_double"))
-  (define (mpi-int64) (handle "ompi_mpi_int64_t"))
+  (define-handle mpi-comm-world "ompi_mpi_comm_world")
+  (define-handle mpi-byte "ompi_mpi_byte")
+  (define-handle mpi-double "ompi_mpi_double")
+  (define-handle mpi-int64 "ompi_mpi_int64_t")
+  (define-handle op-sum "ompi_mpi_op_sum")
+  (define-handle op-prod "ompi_mpi_op_prod")
+  (define-handle op-min "ompi_mpi_op_min")
+  (define-handle op-max "ompi_mpi_op_max")
   ;; op: sum, prod, min or max.
   (define (mpi-op op)
-    (handle (case op [(sum) "ompi_mpi_op_sum"] [(prod) "ompi_mpi_op_prod"]
-                     [(min) "ompi_mpi_op_min"] [else "ompi_mpi_op_max"])))
+    (case op [(sum) (op-sum)] [(prod) (op-prod)] [(min) (op-min)] [else (op-max)]))
   (define mpi-in-place 1)               ; Open MPI's MPI_IN_PLACE is (void *) 1
   (define mpi-undefined -32766)         ; Open MPI's MPI_UNDEFINED
   (define (mpi-comm-null) (handle "ompi_mpi_comm_null"))
@@ -93,6 +100,9 @@
   (define-mpi mpi-isend "MPI_Isend" (uptr int uptr int int uptr uptr) int)
   (define-mpi mpi-improbe "MPI_Improbe" (int int uptr uptr uptr uptr) int)
   (define-mpi mpi-mrecv __collect_safe "MPI_Mrecv" (uptr int uptr uptr uptr) int)
+  ;; For a small matched message, whose bytes have arrived with its match
+  ;; (eager): the receive copies and returns, so no __collect_safe cost.
+  (define-mpi mpi-mrecv-small "MPI_Mrecv" (uptr int uptr uptr uptr) int)
   (define-mpi mpi-get-count "MPI_Get_count" (uptr uptr uptr) int)
   (define-mpi mpi-test "MPI_Test" (uptr uptr uptr) int)
   (define-mpi mpi-ibarrier "MPI_Ibarrier" (uptr uptr) int)

@@ -110,7 +110,7 @@
                        acc
                        (let ([x (if (fx= i me) v (recv-internal comm i))])
                          (loop (fx+ i 1) (if (fx= i 0) x (op acc x))))))
-                 (begin (send-bytes who comm r internal-tag (pack who v)) (void)))])
+                 (begin (send-message who comm r internal-tag v) (void)))])
         (if root result (rmpi-broadcast comm r result)))))
 
   (define (rmpi-reduce comm root op v)

@@ -7,7 +7,7 @@
 ;;; as its elements in foreign memory (MPI_BYTE, MPI_INT64_T, MPI_DOUBLE),
 ;;; a shared vector from its own memory.  Used by (spindle mpi).
 (library (spindle private places mpi-data)
-  (export pack unpack foreign-copy typed-op typed-buffer typed-result datatype
+  (export pack unpack encode-body foreign->value foreign-copy typed-op typed-buffer typed-result datatype
           element-kind element-count element-size kind-datatype
           elements->foreign foreign->elements! make-elements)
   (import (chezscheme)
@@ -25,6 +25,19 @@
         (bytevector-u8-set! out 0 (if raw? 1 0))
         (bytevector-copy! bv 0 out 1 n)
         out)))
+
+  ;; v's message body: (values bytes raw?), the bytes v itself for a bytevector.
+  (define (encode-body who v)
+    (let-values ([(bv fds raw?) (encode-message who v (lambda (x) #f) (lambda (x) #f))])
+      (unless (null? fds)
+        (assertion-violation who "place channels and shared vectors cannot be sent to another rank" v))
+      (values bv raw?)))
+
+  ;; The value of the n-byte message at foreign address p (kind byte first).
+  (define (foreign->value p n)
+    (let ([body (make-bytevector (fx- n 1))])
+      (memcpy-to-bytevector! body (+ p 1) (fx- n 1))
+      (decode-message body (eqv? (foreign-ref 'unsigned-8 p 0) 1) '() (lambda (fd) #f))))
 
   (define (unpack bv)
     (let* ([n (fx- (bytevector-length bv) 1)] [body (make-bytevector n)])

@@ -32,7 +32,7 @@
   (export make-rmpi-comm rmpi-comm? rmpi-comm-handle rmpi-comm-id rmpi-comm-cnt
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
           check-comm check-rank check-tag check-rc internal-tag
-          run-request! with-engine send-bytes recv-internal
+          run-request! with-engine send-message recv-internal
           rmpi-send rmpi-recv rmpi-recv-evt)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
@@ -179,29 +179,38 @@
 
   (define (push-early! m) (set! early (append early (list m))))
 
+  ;; Foreign memory used under engine-lock only: the flag, message handle,
+  ;; count and status of probe! and test!, a request and status for a
+  ;; send's first test, and a buffer for small messages, both ways.
+  (define scratch #f)
+  (define (scratch-at i)
+    (unless scratch (set! scratch (malloc (+ 40 (* 2 mpi-status-size)))))
+    (+ scratch i))
+  (define small-message 4096)     ; below Open MPI's eager limits (vader 4 KiB, tcp 64 KiB)
+  (define recv-buffer #f)
+  (define send-buffer #f)         ; handed to a send that did not complete at once
+
   ;; Under engine-lock: receives the next MPI message for (comm src tag)
   ;; as (comm src tag . value), or #f if none has arrived.
-  (define scratch #f)      ; foreign memory for probe! and test!, used under engine-lock
-  (define (scratch-at i)
-    (unless scratch (set! scratch (malloc (+ 24 mpi-status-size))))
-    (+ scratch i))
-
   (define (probe! who comm src tag)
     (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [cnt (scratch-at 16)] [st (scratch-at 24)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-improbe (or src -1) tag (rmpi-comm-handle comm) flag msg st)])
-        (let ([r (and (eqv? rc 0) (not (eqv? 0 (foreign-ref 'int flag 0)))
-                      (begin
-                        (check-rc who (mpi-get-count st (mpi-byte) cnt))
-                        (let* ([n (foreign-ref 'int cnt 0)] [buf (malloc (fxmax n 1))])
-                          (let ([rc (mpi-mrecv buf n (mpi-byte) msg st)])
-                            (let ([bv (make-bytevector n)])
-                              (memcpy-to-bytevector! bv buf n)
-                              (free buf)
-                              (check-rc who rc)
-                              (cons* comm (mpi-status-source st) tag (unpack bv)))))))])
-          (check-rc who rc)
-          r))))
+        (check-rc who rc)
+        (and (not (eqv? 0 (foreign-ref 'int flag 0)))
+             (begin
+               (check-rc who (mpi-get-count st (mpi-byte) cnt))
+               (let ([n (foreign-ref 'int cnt 0)])
+                 (if (fx<= n small-message)
+                     (let ([buf (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer))])
+                       (check-rc who (mpi-mrecv-small buf n (mpi-byte) msg st))
+                       (cons* comm (mpi-status-source st) tag (foreign->value buf n)))
+                     (let ([buf (malloc n)])
+                       (let ([rc (mpi-mrecv buf n (mpi-byte) msg st)])
+                         (let ([v (and (eqv? rc 0) (foreign->value buf n))])
+                           (free buf)
+                           (check-rc who rc)
+                           (cons* comm (mpi-status-source st) tag v)))))))))))
 
   ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),
   ;; 'moved (something completed) or 'waiting.
@@ -289,19 +298,55 @@
         (check-rc who (pending-result p)))))
 
   ;; ------------------------------------------------------------ messages
-  (define (send-bytes who comm dest tag bv)
-    (when (> (bytevector-length bv) max-message)
-      (error who (format "message of ~a bytes is too large (at most ~a)" (bytevector-length bv) max-message)))
-    (let ([buf (foreign-copy bv)])
-      (run-request! who (list buf)
-        (lambda (req) (mpi-isend buf (bytevector-length bv) (mpi-byte) dest tag (rmpi-comm-handle comm) req)))))
+  ;; Sends v (a message body, kind byte first) in one locked section: the
+  ;; bytes go to foreign memory (the reused send-buffer when small), then
+  ;; MPI_Isend and one MPI_Test.  A small message usually completes there
+  ;; (eager), with no allocation, latch or progress thread; one that does
+  ;; not keeps its buffer (send-buffer is replaced) and waits like any request.
+  (define (send-message who comm dest tag v)
+    (let-values ([(body raw?) (encode-body who v)])
+      (let ([n (fx+ 1 (bytevector-length body))])
+        (when (> n max-message)
+          (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
+        (let ([p (with-atomic
+                   (with-os-mutex engine-lock
+                     (when finalized? (error who "MPI has been finalised"))
+                     (let* ([small? (fx<= n small-message)]
+                            [buf (if small?
+                                     (or send-buffer (begin (set! send-buffer (malloc small-message)) send-buffer))
+                                     (malloc n))]
+                            [req (scratch-at (+ 24 mpi-status-size))] [st (scratch-at (+ 32 mpi-status-size))]
+                            [flag (scratch-at 0)])
+                       (foreign-set! 'unsigned-8 buf 0 (if raw? 1 0))
+                       (memcpy-from-bytevector! (+ buf 1) body (fx- n 1))
+                       (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) req)])
+                         (cond
+                           [(not (eqv? rc 0)) (unless small? (free buf)) rc]
+                           [else
+                            (foreign-set! 'int flag 0 0)
+                            (let ([rc (mpi-test req flag st)])
+                              (cond
+                                [(or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
+                                 (unless small? (free buf))
+                                 rc]
+                                [else
+                                 (when small? (set! send-buffer #f))
+                                 (let ([p (make-pending (malloc 8) (malloc mpi-status-size) (list buf)
+                                                        (make-latch (lambda (l) (void))) #f)])
+                                   (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
+                                   (set! requests (cons p requests))
+                                   (poke!)
+                                   p)]))])))))])
+          (if (pending? p)
+              (begin (sync (pending-latch p)) (check-rc who (pending-result p)))
+              (check-rc who p))))))
 
   (define rmpi-send
     (case-lambda
       [(comm dest v) (rmpi-send comm dest v 0)]
       [(comm dest v tag)
        (check-comm 'rmpi-send comm) (check-rank 'rmpi-send comm dest) (check-tag 'rmpi-send tag)
-       (send-bytes 'rmpi-send comm dest tag (pack 'rmpi-send v))]))
+       (send-message 'rmpi-send comm dest tag v)]))
 
   ;; The receive evt: its attempt looks in early, then asks MPI; if neither
   ;; has a message it registers a receiver for the progress thread.
@@ -360,10 +405,15 @@
   ;; the worker's other threads run.  (cons* comm src tag value) or #f.
   (define spin-recv-us 30.)
   (define (spin-for-message comm src tag)
-    (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
-      (let loop ()
-        (or (with-atomic (with-os-mutex engine-lock (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag))))
-            (and (< (current-inexact-monotonic-milliseconds) end) (begin (yield) (loop)))))))
+    (define (look) (with-atomic (with-os-mutex engine-lock (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag)))))
+    (or (look)
+        (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
+          (let loop ([k 0])
+            (yield)
+            (or (look)
+                ;; the clock every 8 looks: it costs as much as a look
+                (and (or (fx< k 8) (< (current-inexact-monotonic-milliseconds) end))
+                     (loop (if (fx< k 8) (fx+ k 1) 0))))))))
 
   ;; A blocking MPI call (thunk), serialised with every other: for calls
   ;; with no non-blocking form (MPI_Comm_split), made once every rank has
