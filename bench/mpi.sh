@@ -34,12 +34,14 @@ for btl in self,vader tcp,self; do
     || { echo "mpi.$name: spindle's ping-pong failed:"; cat "$work/s.$name"; continue; }
   c_rtt=$(figure "$work/c.$name" pingpong-8b-us); s_rtt=$(figure "$work/s.$name" pingpong-8b-us)
   c_bw=$(figure "$work/c.$name" bandwidth-1mb-mbs); s_bw=$(figure "$work/s.$name" bandwidth-1mb-mbs)
-  echo "mpi.$name.pingpong-8b-us $s_rtt us (C $c_rtt us)"
+  echo "mpi.$name.pingpong-8b-us $s_rtt us median (C $c_rtt us)"
+  echo "mpi.$name.pingpong-8b-mean-us $(figure "$work/s.$name" pingpong-8b-mean-us) us (C $(figure "$work/c.$name" pingpong-8b-mean-us) us)"
   echo "mpi.$name.pingpong-8b-vs-c $(ratio "$s_rtt" "$c_rtt") x (target 1.3)"
   echo "mpi.$name.bandwidth-1mb $s_bw MB/s (C $c_bw MB/s)"
   echo "mpi.$name.bandwidth-1mb-vs-c $(ratio "$c_bw" "$s_bw") x slower (target 1.1)"
 done
 "$root/bin/spindle" run "$root/bench/mpi/pingpong.ss" places "$iters" "$big" >"$work/places" 2>&1 \
   || { echo "mpi.places: the place-channel ping-pong failed:"; cat "$work/places"; exit 1; }
-echo "mpi.places.pingpong-8b-us $(figure "$work/places" pingpong-8b-us) us (place channels, one machine)"
+echo "mpi.places.pingpong-8b-us $(figure "$work/places" pingpong-8b-us) us median (place channels, one machine)"
+echo "mpi.places.pingpong-8b-mean-us $(figure "$work/places" pingpong-8b-mean-us) us"
 echo "mpi.places.bandwidth-1mb $(figure "$work/places" bandwidth-1mb-mbs) MB/s"

@@ -1,6 +1,7 @@
 #!chezscheme
 ;;; spindle's side of `spindle bench mpi` (bench/mpi.sh): the same figures
-;;; as bench/mpi/pingpong.c, "pingpong-8b-us X" and "bandwidth-1mb-mbs Y".
+;;; as bench/mpi/pingpong.c: "pingpong-8b-us X" (median), "pingpong-8b-mean-us
+;;; M" and "bandwidth-1mb-mbs Y".
 ;;;   mpi ITERS BIG     as ranks 0 and 1 of `spindle mpirun -np 2`
 ;;;   places ITERS BIG  between this program and a place, over place channels
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle mpi) (pingpong-place))
@@ -17,17 +18,19 @@
 (define (measure me send recv sync!)
   (do ([round 0 (+ round 1)]) ((= round 2))
     (sync!)
-    (let ([t0 (now)])
+    (let ([t0 (now)] [ts (make-vector iters 0.)])
       (do ([i 0 (+ i 1)]) ((= i iters))
-        (if (= me 0) (begin (send small) (recv)) (send (recv))))
-      (let ([rtt (/ (* 1000 (- (now) t0)) iters)])
+        (if (= me 0)
+            (let ([t (now)]) (send small) (recv) (vector-set! ts i (- (now) t)))
+            (send (recv))))
+      (let ([mean (/ (* 1000 (- (now) t0)) iters)] [rtt (* 1000 (vector-ref (vector-sort < ts) (quotient iters 2)))])
         (sync!)
         (let ([t1 (now)])
           (do ([i 0 (+ i 1)]) ((= i big)) (if (= me 0) (send mib) (recv)))
           (if (= me 0) (recv) (send small))
           (let ([mbs (/ (* big (expt 2 20)) (* 1000 (- (now) t1)))])
             (when (and (= me 0) (= round 1))
-              (printf "pingpong-8b-us ~,3f\nbandwidth-1mb-mbs ~,1f\n" rtt mbs))))))))
+              (printf "pingpong-8b-us ~,3f\npingpong-8b-mean-us ~,3f\nbandwidth-1mb-mbs ~,1f\n" rtt mean mbs))))))))
 
 (case (car args)
   [("mpi")

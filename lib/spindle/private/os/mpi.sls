@@ -18,7 +18,7 @@
 (library (spindle private os mpi)
   (export mpi-load! mpi-available?
           mpi-comm-world mpi-byte mpi-double mpi-int64 mpi-op
-          mpi-status-size mpi-status-source mpi-status-tag
+          mpi-status-size mpi-status-source mpi-status-tag mpi-status-bytes
           mpi-init! mpi-initialized? mpi-finalized? mpi-finalize! mpi-abort!
           mpi-comm-rank mpi-comm-size
           mpi-isend mpi-improbe mpi-mrecv mpi-mrecv-small mpi-get-count mpi-test
@@ -87,6 +87,8 @@
   (define mpi-status-size 24)
   (define (mpi-status-source st) (foreign-ref 'int st 0))
   (define (mpi-status-tag st) (foreign-ref 'int st 4))
+  ;; The message's size in bytes (_ucount; MPI_Get_count of MPI_BYTE reads it).
+  (define (mpi-status-bytes st) (foreign-ref 'size_t st 16))
 
   (define-mpi c-init-thread __collect_safe "MPI_Init_thread" (uptr uptr int uptr) int)
   (define-mpi c-initialized "MPI_Initialized" (uptr) int)

@@ -179,8 +179,8 @@
 
   (define (push-early! m) (set! early (append early (list m))))
 
-  ;; Foreign memory used under engine-lock only: the flag, message handle,
-  ;; count and status of probe! and test!, a request and status for a
+  ;; Foreign memory used under engine-lock only: the flag, message handle
+  ;; and status of probe! and test!, a request and status for a
   ;; send's first test, and a buffer for small messages, both ways.
   (define scratch #f)
   (define (scratch-at i)
@@ -193,14 +193,13 @@
   ;; Under engine-lock: receives the next MPI message for (comm src tag)
   ;; as (comm src tag . value), or #f if none has arrived.
   (define (probe! who comm src tag)
-    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [cnt (scratch-at 16)] [st (scratch-at 24)])
+    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-improbe (or src -1) tag (rmpi-comm-handle comm) flag msg st)])
         (check-rc who rc)
         (and (not (eqv? 0 (foreign-ref 'int flag 0)))
              (begin
-               (check-rc who (mpi-get-count st (mpi-byte) cnt))
-               (let ([n (foreign-ref 'int cnt 0)])
+               (let ([n (mpi-status-bytes st)])
                  (if (fx<= n small-message)
                      (let ([buf (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer))])
                        (check-rc who (mpi-mrecv-small buf n (mpi-byte) msg st))
