@@ -37,6 +37,7 @@
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
+          (only (spindle private os libc) bytes-at)
           (only (spindle private os processes) own-pid)
           (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
           (only (spindle private core evt-core) prim-evt make-latch latch-fire! commit-one! commit-partner!
@@ -203,13 +204,33 @@
                  (if (fx<= n small-message)
                      (let ([buf (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer))])
                        (check-rc who (mpi-mrecv-small buf n (mpi-byte) msg st))
-                       (cons* comm (mpi-status-source st) tag (foreign->value buf n)))
+                       (let ([from (mpi-status-source st)])
+                         (cons* comm from tag
+                           (if (fx= (foreign-ref 'unsigned-8 buf 0) header-kind)
+                               (receive-large! who comm from tag (foreign-ref 'integer-64 buf 1))
+                               (foreign->value buf n)))))
                      (let ([buf (malloc n)])
                        (let ([rc (mpi-mrecv buf n (mpi-byte) msg st)])
                          (let ([v (and (eqv? rc 0) (foreign->value buf n))])
                            (free buf)
                            (check-rc who rc)
                            (cons* comm (mpi-status-source st) tag v)))))))))))
+
+  ;; Under engine-lock: the body of a large message whose header came from
+  ;; `from`: MPI's next match from there, which the sender posted with the
+  ;; header, received straight into a new (locked) bytevector.
+  (define (receive-large! who comm from tag n)
+    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)] [bv (make-bytevector n)])
+      (let wait ()
+        (foreign-set! 'int flag 0 0)
+        (check-rc who (mpi-improbe from tag (rmpi-comm-handle comm) flag msg st))
+        (when (eqv? 0 (foreign-ref 'int flag 0)) (wait)))
+      (lock-object bv)
+      (let ([rc (mpi-mrecv (bytes-at bv 0) n (mpi-byte) msg st)])
+        (unlock-object bv)
+        (check-rc who rc)
+        (#%$bytevector-set-immutable! bv)
+        bv)))
 
   ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),
   ;; 'moved (something completed) or 'waiting.
@@ -264,6 +285,9 @@
                 (loop #f 0.05)]
                [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
 
+  ;; What a request owns: foreign memory, or a bytevector MPI reads in place.
+  (define (release! x) (if (bytevector? x) (unlock-object x) (free x)))
+
   ;; Under engine-lock: #t (and the latch fired, the request's memory
   ;; freed) once p completed.
   (define (test! p)
@@ -273,7 +297,7 @@
         (let ([done (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))])
           (when done
             (pending-result-set! p rc)
-            (free (pending-req p)) (free (pending-status p)) (for-each free (pending-owned p))
+            (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p))
             (latch-fire! (pending-latch p)))
           done))))
 
@@ -290,55 +314,86 @@
                     (let ([rc (start req)])
                       (if (eqv? rc 0)
                           (unless (test! p) (set! requests (cons p requests)) (poke!))
-                          (begin (free req) (free st) (for-each free owned)))
+                          (begin (free req) (free st) (for-each release! owned)))
                       rc)))])
         (check-rc who rc)
         (sync (pending-latch p))
         (check-rc who (pending-result p)))))
 
   ;; ------------------------------------------------------------ messages
-  ;; Sends v (a message body, kind byte first) in one locked section: the
-  ;; bytes go to foreign memory (the reused send-buffer when small), then
-  ;; MPI_Isend and one MPI_Test.  A small message usually completes there
-  ;; (eager), with no allocation, latch or progress thread; one that does
-  ;; not keeps its buffer (send-buffer is replaced) and waits like any request.
+  ;; A message is one kind byte then its body (mpi-data), in foreign memory:
+  ;; the reused send-buffer when small, a malloc'ed copy up to
+  ;; large-message.  A bytevector of large-message bytes or more is not
+  ;; copied: a header message (kind 2, then the length as 8 bytes) goes
+  ;; first, then the bytevector itself, locked (lock-object) so that the
+  ;; collector leaves it where MPI reads it until the send completes; MPI
+  ;; keeps messages of one sender and tag in order, so the receiver's next
+  ;; match after the header is the body.
+  (define large-message 65536)
+  (define header-kind 2)
+
   (define (send-message who comm dest tag v)
     (let-values ([(body raw?) (encode-body who v)])
       (let ([n (fx+ 1 (bytevector-length body))])
         (when (> n max-message)
           (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
-        (let ([p (with-atomic
-                   (with-os-mutex engine-lock
-                     (when finalized? (error who "MPI has been finalised"))
-                     (let* ([small? (fx<= n small-message)]
-                            [buf (if small?
-                                     (or send-buffer (begin (set! send-buffer (malloc small-message)) send-buffer))
-                                     (malloc n))]
-                            [req (scratch-at (+ 24 mpi-status-size))] [st (scratch-at (+ 32 mpi-status-size))]
-                            [flag (scratch-at 0)])
-                       (foreign-set! 'unsigned-8 buf 0 (if raw? 1 0))
-                       (memcpy-from-bytevector! (+ buf 1) body (fx- n 1))
-                       (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) req)])
-                         (cond
-                           [(not (eqv? rc 0)) (unless small? (free buf)) rc]
-                           [else
-                            (foreign-set! 'int flag 0 0)
-                            (let ([rc (mpi-test req flag st)])
-                              (cond
-                                [(or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
-                                 (unless small? (free buf))
-                                 rc]
-                                [else
-                                 (when small? (set! send-buffer #f))
-                                 (let ([p (make-pending (malloc 8) (malloc mpi-status-size) (list buf)
-                                                        (make-latch (lambda (l) (void))) #f)])
-                                   (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
-                                   (set! requests (cons p requests))
-                                   (poke!)
-                                   p)]))])))))])
-          (if (pending? p)
-              (begin (sync (pending-latch p)) (check-rc who (pending-result p)))
-              (check-rc who p))))))
+        (let ([results
+               (with-atomic
+                 (with-os-mutex engine-lock
+                   (when finalized? (error who "MPI has been finalised"))
+                   (if (and raw? (fx> n large-message))
+                       (let ([head (send-small! comm dest tag header-kind #f (fx- n 1))])
+                         (lock-object body)
+                         (let ([r (post-send! (bytes-at body 0) (fx- n 1) comm dest tag (list body))])
+                           (unless (pending? r) (unlock-object body))
+                           (list head r)))
+                       (list (if (fx<= n small-message)
+                                 (send-small! comm dest tag (if raw? 1 0) body 0)
+                                 (let ([buf (malloc n)])
+                                   (fill! buf (if raw? 1 0) body)
+                                   (let ([r (post-send! buf n comm dest tag (list buf))])
+                                     (unless (pending? r) (free buf))
+                                     r)))))))])
+          (for-each
+            (lambda (r)
+              (if (pending? r)
+                  (begin (sync (pending-latch r)) (check-rc who (pending-result r)))
+                  (check-rc who r)))
+            results)))))
+
+  (define (fill! buf kind body)
+    (foreign-set! 'unsigned-8 buf 0 kind)
+    (memcpy-from-bytevector! (+ buf 1) body (bytevector-length body)))
+
+  ;; Under engine-lock: a message of at most small-message bytes from
+  ;; send-buffer (kind then body, or kind then the 8-byte length).
+  (define (send-small! comm dest tag kind body length)
+    (let ([buf (or send-buffer (begin (set! send-buffer (malloc small-message)) send-buffer))])
+      (if body
+          (fill! buf kind body)
+          (begin (foreign-set! 'unsigned-8 buf 0 kind) (foreign-set! 'integer-64 buf 1 length)))
+      (let ([r (post-send! buf (if body (fx+ 1 (bytevector-length body)) 9) comm dest tag (list buf))])
+        (when (pending? r) (set! send-buffer #f))
+        r)))
+
+  ;; Under engine-lock: MPI_Isend of the n bytes at buf, then one MPI_Test.
+  ;; Returns MPI's error code (0: sent) when done, or else a pending
+  ;; request that owns `owned` (released when it completes).
+  (define (post-send! buf n comm dest tag owned)
+    (let ([req (scratch-at (+ 24 mpi-status-size))] [st (scratch-at (+ 32 mpi-status-size))] [flag (scratch-at 0)])
+      (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) req)])
+        (if (not (eqv? rc 0))
+            rc
+            (begin
+              (foreign-set! 'int flag 0 0)
+              (let ([rc (mpi-test req flag st)])
+                (if (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
+                    rc
+                    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) owned (make-latch (lambda (l) (void))) #f)])
+                      (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
+                      (set! requests (cons p requests))
+                      (poke!)
+                      p))))))))
 
   (define rmpi-send
     (case-lambda
