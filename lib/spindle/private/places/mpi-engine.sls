@@ -59,7 +59,7 @@
 
   (define world #f)
   (define world-lock (make-mutex))
-  (define failed? #f)             ; set when the rank ends by an error: abort, never finalise
+  (define failed? #f)             ; why the rank ends by an error (a string): abort, never finalise
 
   (define (rmpi-available?) (mpi-available?))
 
@@ -94,12 +94,13 @@
       (let ([old (base-exception-handler)])
         (base-exception-handler
           (lambda (x)
-            (unless (warning? x) (set! failed? #t))
+            (unless (or (warning? x) failed?) (set! failed? "an uncaught exception"))
             (old x))))
       (let ([old (exit-handler)])
         (exit-handler
           (lambda args
-            (unless (or (null? args) (eqv? (car args) 0) (eq? (car args) (void))) (set! failed? #t))
+            (unless (or (null? args) (eqv? (car args) 0) (eq? (car args) (void)) failed?)
+              (set! failed? (format "exit code ~s" (car args))))
             (apply old args))))
       (add-exit-hook!
         (lambda ()
@@ -107,7 +108,7 @@
             (if failed?
                 (begin
                   (let ([e (current-error-port)])
-                    (format e "spindle mpi: rank ~a failed; aborting the job~%" (rmpi-comm-id c))
+                    (format e "spindle mpi: rank ~a failed (~a); aborting the job~%" (rmpi-comm-id c) failed?)
                     (flush-output-port e))
                   (mpi-abort! 1))
                 (finalize!)))))
