@@ -68,6 +68,35 @@
               (check-ok 2 text "stream")))
           '("self,vader" "tcp,self")))
 
+      (test "several hosts on one machine: 3 network namespaces joined by a bridge, 2, 2 and 1 ranks, launched through ip netns exec (or one host if the sandbox refuses)"
+        (let* ([name (format "spt~a" (own-pid))]
+               [log (format "~a/netns.out" work)]
+               [up? (eqv? 0 (shell-command (format "tests/mpi/netns.sh up ~a 3 >~a 2>&1" name log)))])
+          (define (run scenario . args)
+            (let ([out (format "~a/hosts.out" work)])
+              (let ([rc (shell-command
+                          (format "SPINDLE_NETNS_NP=5 SPINDLE_NETNS_HOSTS=10.77.0.1:2,10.77.0.2:2,10.77.0.3:1 timeout -k 5 60 tests/mpi/netns.sh run ~a 3 tests/mpi/mpi-child.ss ~a ~a >~a 2>&1"
+                                  name scenario (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
+                (values rc (read-file out)))))
+          (if up?
+              (begin
+                (let-values ([(rc text) (run "hosts" 3)])
+                  (check-equal "hosts: exit code" 0 rc)
+                  (unless (eqv? rc 0) (display text))
+                  (check-ok 5 text "hosts"))
+                (let-values ([(rc text) (run "collectives" 5)])
+                  (check-equal "collectives across hosts: exit code" 0 rc)
+                  (unless (eqv? rc 0) (display text))
+                  (check-ok 5 text "collectives"))
+                (shell-command (format "tests/mpi/netns.sh down ~a" name))
+                (check-equal "the namespaces are removed" 0
+                  (shell-command (format "test -z \"$(ip netns list | grep '^~a-')\"" name))))
+              (begin
+                (printf "  network namespaces refused (~a): falling back to one host\n" (read-file log))
+                (let-values ([(rc text secs) (mpirun 5 60 "collectives" 5)])
+                  (check-equal "collectives on one host: exit code" 0 rc)
+                  (check-ok 5 text "collectives"))))))
+
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
           (check-equal "exit code" 0 rc)

@@ -188,6 +188,26 @@
    (if (= me (- n 1))
        (error 'mpi-child "deliberate failure")
        (rmpi-recv w (- n 1)))]
+  [("hosts")
+   ;; ranks on several hosts (tests/mpi/netns.sh): each says its host name
+   ;; and whether its network namespace holds that host's address
+   (let* ([text (lambda (path) (call-with-input-file path get-string-all))]
+          [host (let ([h (text "/proc/sys/kernel/hostname")]) (substring h 0 (- (string-length h) 1)))]
+          [k (let loop ([i (- (string-length host) 1)]) (if (char=? (string-ref host i) #\-) (substring host (+ i 1) (string-length host)) (loop (- i 1))))]
+          [mine? (contains? (text "/proc/self/net/fib_trie") (string-append "10.77.0." k "\n"))]
+          [all (rmpi-allgather w (list host mine?))]
+          [hosts (let loop ([l (vector->list all)] [seen '()])
+                   (cond [(null? l) seen] [(member (caar l) seen) (loop (cdr l) seen)] [else (loop (cdr l) (cons (caar l) seen))]))])
+     (say "on ~a" host)
+     (expect "host count" (string->number (cadr args)) (length hosts))
+     (expect "every rank in its host's network namespace" #t (for-all cadr (vector->list all)))
+     ;; messages across hosts, in order
+     (let ([last (- n 1)])
+       (cond
+         [(= me 0) (do ([i 0 (+ i 1)]) ((= i 2000)) (rmpi-send w last i))]
+         [(= me last) (do ([i 0 (+ i 1)]) ((= i 2000)) (expect "a message across hosts, in order" i (rmpi-recv w 0)))]))
+     (rmpi-barrier w)
+     (say "ok hosts"))]
   [("exit")
    ;; the last rank exits with code 3; the others wait for a message that never comes
    (rmpi-barrier w)
