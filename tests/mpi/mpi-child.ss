@@ -33,9 +33,8 @@
     (let loop ([i 0]) (and (<= (+ i k) n) (or (string=? (substring s i (+ i k)) part) (loop (+ i 1)))))))
 (define (raises? thunk) (guard (c [#t (and (who-condition? c) (condition-who c))]) (thunk) #f))
 
-(case scenario
-  [("collectives")
-   (expect "rank count" (string->number (cadr args)) n)
+(define (collectives count)
+   (expect "rank count" count n)
    (rmpi-barrier w)
    (expect "broadcast" '(from 0 #(1 "two" 3.0)) (rmpi-broadcast w 0 (and (= me 0) '(from 0 #(1 "two" 3.0)))))
    (expect "broadcast from the last rank" (bytevector 7 (- n 1)) (rmpi-broadcast w (- n 1) (bytevector 7 me)))
@@ -125,7 +124,10 @@
      (rmpi-send w (modulo (+ me 1) n) (list 'ring me))
      (expect "ring message" (list 'ring (modulo (- me 1) n)) (rmpi-recv w (modulo (- me 1) n))))
    (rmpi-barrier w)
-   (say "ok collectives")]
+   (say "ok collectives"))
+
+(case scenario
+  [("collectives") (collectives (string->number (cadr args)))]
   [("stream")
    ;; COUNT messages 0 -> 1, in order and exactly once; tags keep streams apart
    (let ([count (string->number (cadr args))])
@@ -189,8 +191,9 @@
        (error 'mpi-child "deliberate failure")
        (rmpi-recv w (- n 1)))]
   [("hosts")
-   ;; ranks on several hosts (tests/mpi/netns.sh): each says its host name
-   ;; and whether its network namespace holds that host's address
+   ;; `hosts H N`: N ranks on H hosts (tests/mpi/netns.sh): each says its
+   ;; host name and whether its network namespace holds that host's
+   ;; address; then the collectives
    (let* ([text (lambda (path) (call-with-input-file path get-string-all))]
           [host (let ([h (text "/proc/sys/kernel/hostname")]) (substring h 0 (- (string-length h) 1)))]
           [k (let loop ([i (- (string-length host) 1)]) (if (char=? (string-ref host i) #\-) (substring host (+ i 1) (string-length host)) (loop (- i 1))))]
@@ -207,7 +210,8 @@
          [(= me 0) (do ([i 0 (+ i 1)]) ((= i 2000)) (rmpi-send w last i))]
          [(= me last) (do ([i 0 (+ i 1)]) ((= i 2000)) (expect "a message across hosts, in order" i (rmpi-recv w 0)))]))
      (rmpi-barrier w)
-     (say "ok hosts"))]
+     (say "ok hosts"))
+   (collectives (string->number (caddr args)))]
   [("exit")
    ;; the last rank exits with code 3; the others wait for a message that never comes
    (rmpi-barrier w)
