@@ -463,12 +463,14 @@
     (define (look) (with-atomic (with-os-mutex engine-lock (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag)))))
     (or (look)
         (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
-          (let loop ([k 0])
-            (yield)
+          ;; a yield every 4 looks (about a microsecond): often enough for
+          ;; the other threads, rarely enough that an answer is seen soon;
+          ;; the clock every 16: it costs as much as a look
+          (let loop ([k 1])
+            (when (fx= 0 (fxand k 3)) (yield))
             (or (look)
-                ;; the clock every 8 looks: it costs as much as a look
-                (and (or (fx< k 8) (< (current-inexact-monotonic-milliseconds) end))
-                     (loop (if (fx< k 8) (fx+ k 1) 0))))))))
+                (and (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
+                     (loop (fx+ k 1))))))))
 
   ;; A blocking MPI call (thunk), serialised with every other: for calls
   ;; with no non-blocking form (MPI_Comm_split), made once every rank has
