@@ -2,7 +2,9 @@
 ;;; spindle's side of `spindle bench mpi` (bench/mpi.sh): the same figures
 ;;; as bench/mpi/pingpong.c: "pingpong-8b-us X" (median), "pingpong-8b-mean-us
 ;;; M" and "bandwidth-1mb-mbs Y".
-;;;   mpi ITERS BIG     as ranks 0 and 1 of `spindle mpirun -np 2`
+;;;   mpi ITERS BIG     as ranks 0 and 1 of `spindle mpirun -np 2`; as the
+;;;                     one rank of `-np 1`: "self-8b-cpu-us Z", the CPU
+;;;                     time of an 8-byte rmpi-send to itself and its rmpi-recv
 ;;;   places ITERS BIG  between this program and a place, over place channels
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle mpi) (pingpong-place))
 
@@ -35,7 +37,13 @@
 (case (car args)
   [("mpi")
    (let* ([w (rmpi-world)] [me (rmpi-id w)] [peer (- 1 me)])
-     (measure me (lambda (v) (rmpi-send w peer v)) (lambda () (rmpi-recv w peer)) (lambda () (rmpi-barrier w))))]
+     (if (= (rmpi-cnt w) 1)
+         (let ([n (* 10 iters)])
+           (do ([round 0 (+ round 1)]) ((= round 2))
+             (let ([c0 (cpu-time)])
+               (do ([i 0 (+ i 1)]) ((= i n)) (rmpi-send w 0 small) (rmpi-recv w 0))
+               (when (= round 1) (printf "self-8b-cpu-us ~,3f\n" (/ (* 1000. (- (cpu-time) c0)) n))))))
+         (measure me (lambda (v) (rmpi-send w peer v)) (lambda () (rmpi-recv w peer)) (lambda () (rmpi-barrier w)))))]
   [("places")
    (let ([p (echo-place big)])
      ;; the place answers each message; the bandwidth round ends with its count
