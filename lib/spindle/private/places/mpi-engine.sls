@@ -279,12 +279,14 @@
                    (push-early! m))
                  #f])))
           receivers))
-      (set! requests
-        (filter
-          (lambda (p)
-            (if (test! p) (begin (set! moved #t) #f) #t))
-          requests))
+      (let ([before (length requests)])
+        (reap!)
+        (unless (fx= before (length requests)) (set! moved #t)))
       (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting]))))
+
+  ;; Under engine-lock: tests the requests, dropping the completed.
+  (define (reap!)
+    (set! requests (filter (lambda (p) (not (test! p))) requests)))
 
   ;; The backoff: yield for spin-ms after the last completion, then sleep
   ;; from 0.05 ms doubling to max-sleep-ms.  A short cap matters more than
@@ -374,6 +376,10 @@
         (when (> n max-message)
           (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
         (let ([rc (with-engine-lock
+                    ;; completes earlier sends first: a sender that never
+                    ;; waits may not let the progress thread run, and their
+                    ;; buffers are wanted back
+                    (unless (or finalized? (null? requests)) (reap!))
                     (cond
                       [finalized? 'finalized]
                       [(and raw? (fx> n large-message))
