@@ -57,6 +57,9 @@ for btl in self,vader tcp,self; do
   echo "mpi.$name.pingpong-8b-vs-c $(ratio "$s_rtt" "$c_rtt") x (target 1.3)"
   echo "mpi.$name.bandwidth-1mb $s_bw MB/s (C $c_bw MB/s)"
   echo "mpi.$name.bandwidth-1mb-vs-c $(ratio "$c_bw" "$s_bw") x slower (target 1.1)"
+  s_ibw=$(best "$work/s.$name" bandwidth-1mb-immutable-mbs max)
+  echo "mpi.$name.bandwidth-1mb-immutable $s_ibw MB/s (an immutable bytevector: sent without a copy)"
+  echo "mpi.$name.bandwidth-1mb-immutable-vs-c $(ratio "$c_bw" "$s_ibw") x slower"
 done
 for i in $(seq 1 "$runs"); do
   "$root/bin/spindle" run "$root/bench/mpi/pingpong.ss" places "$iters" "$big" >"$work/places.$i" 2>&1 \

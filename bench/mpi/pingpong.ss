@@ -1,7 +1,8 @@
 #!chezscheme
 ;;; spindle's side of `spindle bench mpi` (bench/mpi.sh): the same figures
 ;;; as bench/mpi/pingpong.c: "pingpong-8b-us X" (median), "pingpong-8b-mean-us
-;;; M" and "bandwidth-1mb-mbs Y".
+;;; M" and "bandwidth-1mb-mbs Y", and "bandwidth-1mb-immutable-mbs I" (an
+;;; immutable bytevector, which rmpi-send does not copy).
 ;;;   mpi ITERS BIG     as ranks 0 and 1 of `spindle mpirun -np 2`; as the
 ;;;                     one rank of `-np 1`: "self-8b-cpu-us Z", the CPU
 ;;;                     time of an 8-byte rmpi-send to itself and its rmpi-recv
@@ -26,13 +27,19 @@
             (let ([t (now)]) (send small) (recv) (vector-set! ts i (- (now) t)))
             (send (recv))))
       (let ([mean (/ (* 1000 (- (now) t0)) iters)] [rtt (* 1000 (vector-ref (vector-sort < ts) (quotient iters 2)))])
-        (sync!)
-        (let ([t1 (now)])
-          (do ([i 0 (+ i 1)]) ((= i big)) (if (= me 0) (send mib) (recv)))
-          (if (= me 0) (recv) (send small))
-          (let ([mbs (/ (* big (expt 2 20)) (* 1000 (- (now) t1)))])
+        ;; 1 MiB one way: a mutable bytevector (copied by rmpi-send), then
+        ;; an immutable one (sent in place)
+        (let ([bandwidth
+               (lambda (bv)
+                 (sync!)
+                 (let ([t1 (now)])
+                   (do ([i 0 (+ i 1)]) ((= i big)) (if (= me 0) (send bv) (recv)))
+                   (if (= me 0) (recv) (send small))
+                   (/ (* big (expt 2 20)) (* 1000 (- (now) t1)))))])
+          (let* ([mbs (bandwidth mib)] [imbs (bandwidth (bytevector->immutable-bytevector mib))])
             (when (and (= me 0) (= round 1))
-              (printf "pingpong-8b-us ~,3f\npingpong-8b-mean-us ~,3f\nbandwidth-1mb-mbs ~,1f\n" rtt mean mbs))))))))
+              (printf "pingpong-8b-us ~,3f\npingpong-8b-mean-us ~,3f\nbandwidth-1mb-mbs ~,1f\nbandwidth-1mb-immutable-mbs ~,1f\n"
+                      rtt mean mbs imbs))))))))
 
 (case (car args)
   [("mpi")
