@@ -16,6 +16,13 @@
           rmpi-send rmpi-recv rmpi-recv-evt rmpi-barrier rmpi-broadcast
           rmpi-reduce rmpi-allreduce rmpi-allgather rmpi-alltoall rmpi-alltoallv
           rmpi-comm-split rmpi-partition rmpi-finish)
-  (import (spindle private places mpi-world)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (rename (spindle private places mpi-world) (rmpi-world world))
           (spindle private places mpi-engine)
-          (spindle private places mpi-collectives)))
+          (spindle private places mpi-collectives)
+          (only (spindle thread) thread thread-dead?))
+
+  ;; The engine's progress thread is a spindle thread; every program calls
+  ;; rmpi-world first, which invokes this library and so installs it.
+  (define installed (set-progress-spawner! (lambda (loop) (thread loop)) thread-dead?))
+  (define (rmpi-world) (world)))

@@ -14,7 +14,7 @@
 ;;; outstanding it probes and tests them, yielding between rounds for the
 ;;; first millisecond and then sleeping on an alarm from 50 us doubling to
 ;;; 2 ms (so a rank idle in a receive makes one probe per 2 ms and never
-;;; spins a core); when nothing is outstanding it waits on a semaphore.  A
+;;; spins a core); when nothing is outstanding it waits on a latch.  A
 ;;; receive evt looks first in its own attempt (a message that has already
 ;;; arrived commits at once, with no progress-thread hop), so a ping-pong
 ;;; whose peer answers quickly never sleeps.
@@ -27,7 +27,7 @@
 
 (library (spindle private places mpi-engine)
   (export run-request! with-engine send-message recv-internal
-          rmpi-send rmpi-recv rmpi-recv-evt)
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-from-bytevector!)
@@ -38,8 +38,7 @@
                 record-prints-as! evt-trace-reason!)
           (spindle private places mpi-data)
           (spindle private places mpi-world)
-          (only (spindle thread) thread thread-dead? sleep yield)
-          (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
+          (only (spindle private core scheduler) yield!)
           (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
   ;; ------------------------------------------------------------ the engine
   (define receivers '())          ; recv-waiter, oldest first
@@ -47,22 +46,30 @@
   (define requests '())           ; pending requests
   (define progress-thread #f)
   (define progress-sleeping? #f)
-  (define wake (make-semaphore 0))
+  (define wake #f)                ; the latch poke! fires while the thread may sleep; a new one per sleep
+
+  ;; Green threads are the public layer's: (spindle mpi) gives the
+  ;; procedures that start the progress thread and say whether it died.
+  (define spawn-progress #f)
+  (define progress-dead? #f)
+  (define (set-progress-spawner! spawn dead?)
+    (set! spawn-progress spawn)
+    (set! progress-dead? dead?))
 
   (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
   ;; owned: foreign memory freed with the request once MPI is done with it.
   (define-record-type pending (fields req status owned latch (mutable result)) (sealed #t))
 
   ;; Called under engine-lock: makes sure the progress thread will look
-  ;; soon (it may be asleep on the semaphore or in its backoff).
+  ;; soon (it may be asleep on its latch or in its backoff).
   (define (poke!)
     (cond
       ;; (restarted if it died: killed with the custodian of the thread
       ;; that started it, say)
-      [(or (not progress-thread) (thread-dead? progress-thread))
+      [(or (not progress-thread) (progress-dead? progress-thread))
        (set! progress-sleeping? #f)
-       (set! progress-thread (thread progress-loop))]
-      [progress-sleeping? (set! progress-sleeping? #f) (semaphore-post wake)]))
+       (set! progress-thread (spawn-progress progress-loop))]
+      [progress-sleeping? (set! progress-sleeping? #f) (latch-fire! wake)]))
 
   (define (matches? comm src tag c s t)
     (and (eq? comm c) (or (not src) (eqv? src s)) (eqv? tag t)))
@@ -182,19 +189,23 @@
 
   (define (progress-loop)
     (let loop ([spin-since #f] [pause 0.05])
-      (let ([state (with-atomic
-                     (with-os-mutex engine-lock
-                       (let ([s (progress-step!)])
-                         (set! progress-sleeping? (not (eq? s 'moved)))
-                         s)))])
+      (let* ([r (with-atomic
+                  (with-os-mutex engine-lock
+                    (let ([s (progress-step!)])
+                      ;; a new latch unless the last is still unfired
+                      (unless (or (eq? s 'moved) progress-sleeping?)
+                        (set! wake (make-latch (lambda (l) (void)))))
+                      (set! progress-sleeping? (not (eq? s 'moved)))
+                      (cons s wake))))]
+             [state (car r)] [wake (cdr r)])
         (case state
-          [(idle) (semaphore-wait wake) (loop #f 0.05)]
+          [(idle) (sync wake) (loop #f 0.05)]
           [(moved) (loop #f 0.05)]
           [else
            (let ([now (current-inexact-monotonic-milliseconds)])
              (cond
-               [(not spin-since) (yield) (loop now pause)]
-               [(< (- now spin-since) spin-ms) (yield) (loop spin-since pause)]
+               [(not spin-since) (yield!) (loop now pause)]
+               [(< (- now spin-since) spin-ms) (yield!) (loop spin-since pause)]
                [(sync (choice-evt (wrap-evt wake (lambda (_) #t))
                                   (wrap-evt (alarm-evt (+ now pause) #t) (lambda (_) #f))))
                 (loop #f 0.05)]
@@ -406,7 +417,7 @@
           ;; the other threads, rarely enough that an answer is seen soon;
           ;; the clock every 16: it costs as much as a look
           (let loop ([k 1])
-            (when (fx= 0 (fxand k 3)) (yield))
+            (when (fx= 0 (fxand k 3)) (yield!))
             (or (look)
                 (and (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
                      (loop (fx+ k 1))))))))
