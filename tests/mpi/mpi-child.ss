@@ -28,11 +28,13 @@
 (define (close-vectors? a b)
   (let loop ([i 0]) (or (= i (vector-length a)) (and (< (abs (- (vector-ref a i) (vector-ref b i))) 1e-9) (loop (+ i 1))))))
 
+(define (contains? s part)
+  (let ([n (string-length s)] [k (string-length part)])
+    (let loop ([i 0]) (and (<= (+ i k) n) (or (string=? (substring s i (+ i k)) part) (loop (+ i 1)))))))
 (define (raises? thunk) (guard (c [#t (and (who-condition? c) (condition-who c))]) (thunk) #f))
 
-(case scenario
-  [("collectives")
-   (expect "rank count" (string->number (cadr args)) n)
+(define (collectives count)
+   (expect "rank count" count n)
    (rmpi-barrier w)
    (expect "broadcast" '(from 0 #(1 "two" 3.0)) (rmpi-broadcast w 0 (and (= me 0) '(from 0 #(1 "two" 3.0)))))
    (expect "broadcast from the last rank" (bytevector 7 (- n 1)) (rmpi-broadcast w (- n 1) (bytevector 7 me)))
@@ -58,14 +60,76 @@
    (let ([v (make-shared-bytes 5 (if (= me 0) 9 0))])
      (rmpi-broadcast w 0 v)
      (expect "broadcast into shared bytes" 9 (shared-bytes-ref v 4)))
+;; allgather, alltoall, alltoallv, comm-split, partition: each
+   ;; against the same computation done sequentially from every rank's data
+   (expect "allgather of fixnums" (list->vector (iota n)) (rmpi-allgather w me))
+   (expect "allgather of flonums" (vector-map (lambda (r) (* r 1.5)) (list->vector (iota n))) (rmpi-allgather w (* me 1.5)))
+   (expect "allgather of any values" (vector-map (lambda (r) (list 'r r (make-string r #\x))) (list->vector (iota n)))
+     (rmpi-allgather w (list 'r me (make-string me #\x))))
+   (expect "allgather of fxvectors into an fxvector" (apply fxvector (apply append (map (lambda (r) (list r (* r r) -7)) (iota n))))
+     (rmpi-allgather w (fxvector me (* me me) -7) (make-fxvector (* 3 n) 0)))
+   (let ([out (make-shared-flvector (* 2 n) 0.)])
+     (rmpi-allgather w (shared-flvector (* (fixnum->flonum me) .5) 3.25) out)
+     (do ([r 0 (+ r 1)]) ((= r n))
+       (expect "allgather into a shared flvector" (list (* (fixnum->flonum r) .5) 3.25)
+         (list (shared-flvector-ref out (* 2 r)) (shared-flvector-ref out (+ 1 (* 2 r)))))))
+   (expect "alltoall of any values" (vector-map (lambda (j) (list j '-> me)) (list->vector (iota n)))
+     (rmpi-alltoall w (vector-map (lambda (i) (list me '-> i)) (list->vector (iota n)))))
+   (expect "alltoall of flonums" (vector-map (lambda (j) (+ j (/ me 10.))) (list->vector (iota n)))
+     (rmpi-alltoall w (vector-map (lambda (i) (+ me (/ i 10.))) (list->vector (iota n)))))
+   (let ([block (lambda (from to) (map (lambda (t) (+ (* from 1000) (* to 10) t)) '(0 1 2)))])
+     (expect "alltoall of fxvector blocks" (apply fxvector (apply append (map (lambda (j) (block j me)) (iota n))))
+       (rmpi-alltoall w (apply fxvector (apply append (map (lambda (i) (block me i)) (iota n))))))
+     (let ([in (make-shared-fxvector (* 3 n) 0)])
+       (rmpi-alltoall w (apply shared-fxvector (apply append (map (lambda (i) (block me i)) (iota n)))) in)
+       (expect "alltoall of shared fxvector blocks, in place" (apply append (map (lambda (j) (block j me)) (iota n)))
+         (map (lambda (i) (shared-fxvector-ref in i)) (iota (* 3 n))))))
+   (expect "alltoall of bytevector blocks" (apply bytevector (apply append (map (lambda (j) (list j me)) (iota n))))
+     (rmpi-alltoall w (apply bytevector (apply append (map (lambda (i) (list me i)) (iota n))))))
+   ;; alltoallv: rank a sends (a + b) mod 3 elements a*100 + b*10 + t to rank b
+   (let* ([count (lambda (a b) (mod (+ a b) 3))]
+          [elts (lambda (a b) (map (lambda (t) (+ (* a 100) (* b 10) t)) (iota (count a b))))]
+          [displs (lambda (counts) (let loop ([c counts] [at 0] [acc '()]) (if (null? c) (reverse acc) (loop (cdr c) (+ at (car c)) (cons at acc)))))]
+          [sc (map (lambda (b) (count me b)) (iota n))] [rc (map (lambda (a) (count a me)) (iota n))]
+          [want (apply append (map (lambda (a) (elts a me)) (iota n)))]
+          [out (apply append (map (lambda (b) (elts me b)) (iota n)))])
+     (expect "alltoallv of fxvectors" (apply fxvector want)
+       (rmpi-alltoallv w (apply fxvector out) (apply fxvector sc) (apply fxvector (displs sc))
+                       (make-fxvector (length want) -1) (apply fxvector rc) (apply fxvector (displs rc))))
+     (expect "alltoallv of any values" (list->vector (map (lambda (x) (list x)) want))
+       (rmpi-alltoallv w (list->vector (map list out)) (list->vector sc) (list->vector (displs sc))
+                       (make-vector (length want) #f) (list->vector rc) (list->vector (displs rc))))
+     (let ([in (make-shared-flvector (max 1 (length want)) -1.)])
+       (rmpi-alltoallv w (apply shared-flvector (map exact->inexact (if (null? out) '(0) out))) (apply fxvector sc) (apply fxvector (displs sc))
+                       in (apply fxvector rc) (apply fxvector (displs rc)))
+       (expect "alltoallv of shared flvectors, in place" (map exact->inexact want)
+         (map (lambda (i) (shared-flvector-ref in i)) (iota (length want))))))
+   ;; comm-split: by parity, keys reversing the order; the last rank of 3 or more joins none
+   (let* ([out? (and (>= n 3) (= me (- n 1)))]
+          [sub (rmpi-comm-split w (if out? #f (mod me 2)) (- n me))]
+          [members (filter (lambda (r) (and (= (mod r 2) (mod me 2)) (not (and (>= n 3) (= r (- n 1)))))) (iota n))])
+     (if out?
+         (expect "comm-split with color #f" #f sub)
+         (begin
+           (expect "comm-split: count" (length members) (rmpi-cnt sub))
+           (expect "comm-split: id by key" (length (filter (lambda (r) (> r me)) members)) (rmpi-id sub))
+           (expect "comm-split: allreduce in the new communicator" (apply + members) (rmpi-allreduce sub + me))
+           (expect "comm-split: allgather in key order" (list->vector (reverse members)) (rmpi-allgather sub me)))))
+   (let ([shares (rmpi-allgather w (call-with-values (lambda () (rmpi-partition w 10)) cons))])
+     (expect "partition covers 0..9 in order"
+       (iota 10) (apply append (map (lambda (p) (map (lambda (i) (+ i (car p))) (iota (cdr p)))) (vector->list shares))))
+     (expect "partition is balanced" #t (<= (- (apply max (map cdr (vector->list shares))) (apply min (map cdr (vector->list shares)))) 1)))
    ;; a ring of point-to-point messages
    (when (> n 1)
      (rmpi-send w (modulo (+ me 1) n) (list 'ring me))
      (expect "ring message" (list 'ring (modulo (- me 1) n)) (rmpi-recv w (modulo (- me 1) n))))
    (rmpi-barrier w)
-   (say "ok collectives")]
+   (say "ok collectives"))
+
+(case scenario
+  [("collectives") (collectives (string->number (cadr args)))]
   [("stream")
-   ;; 10^4 messages 0 -> 1, in order and exactly once; tags keep streams apart
+   ;; COUNT messages 0 -> 1, in order and exactly once; tags keep streams apart
    (let ([count (string->number (cadr args))])
      (case me
        [(0) (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 i) (when (= 0 (mod i 100)) (rmpi-send w 1 (- i) 5)))
@@ -126,6 +190,50 @@
    (if (= me (- n 1))
        (error 'mpi-child "deliberate failure")
        (rmpi-recv w (- n 1)))]
+  [("hosts")
+   ;; `hosts H N`: N ranks on H hosts (tests/mpi/netns.sh): each says its
+   ;; host name and whether its network namespace holds that host's
+   ;; address; then the collectives
+   (let* ([text (lambda (path) (call-with-input-file path get-string-all))]
+          [host (let ([h (text "/proc/sys/kernel/hostname")]) (substring h 0 (- (string-length h) 1)))]
+          [k (let loop ([i (- (string-length host) 1)]) (if (char=? (string-ref host i) #\-) (substring host (+ i 1) (string-length host)) (loop (- i 1))))]
+          [mine? (contains? (text "/proc/self/net/fib_trie") (string-append "10.77.0." k "\n"))]
+          [all (rmpi-allgather w (list host mine?))]
+          [hosts (let loop ([l (vector->list all)] [seen '()])
+                   (cond [(null? l) seen] [(member (caar l) seen) (loop (cdr l) seen)] [else (loop (cdr l) (cons (caar l) seen))]))])
+     (say "on ~a" host)
+     (expect "host count" (string->number (cadr args)) (length hosts))
+     (expect "every rank in its host's network namespace" #t (for-all cadr (vector->list all)))
+     ;; messages across hosts, in order
+     (let ([last (- n 1)])
+       (cond
+         [(= me 0) (do ([i 0 (+ i 1)]) ((= i 2000)) (rmpi-send w last i))]
+         [(= me last) (do ([i 0 (+ i 1)]) ((= i 2000)) (expect "a message across hosts, in order" i (rmpi-recv w 0)))]))
+     (rmpi-barrier w)
+     (say "ok hosts"))
+   (collectives (string->number (caddr args)))]
+  [("exchange")
+   ;; both ranks send 1 MiB messages before either receives (a send that
+   ;; waited for its receiver would deadlock here); a mutable bytevector
+   ;; changed right after rmpi-send returns still arrives as it was sent;
+   ;; an immutable one travels without a copy
+   (let* ([peer (- 1 me)] [mk (lambda (r k) (let ([b (make-bytevector (expt 2 20) (+ (* 10 r) k))]) b))]
+          [mutable (mk me 1)] [fixed (bytevector->immutable-bytevector (mk me 2))])
+     (rmpi-send w peer mutable)
+     (bytevector-fill! mutable 99)
+     (rmpi-send w peer fixed)
+     (rmpi-send w peer (mk me 3))
+     (expect "the first 1 MiB message, as sent" #t (equal? (rmpi-recv w peer) (mk peer 1)))
+     (expect "the immutable one" #t (equal? (rmpi-recv w peer) (mk peer 2)))
+     (expect "the third" #t (equal? (rmpi-recv w peer) (mk peer 3)))
+     (rmpi-barrier w)
+     (say "ok exchange"))]
+  [("exit")
+   ;; the last rank exits with code 3; the others wait for a message that never comes
+   (rmpi-barrier w)
+   (if (= me (- n 1))
+       (exit 3)
+       (rmpi-recv w (- n 1)))]
   [("broken-sender")
    ;; a thread broken while its large send waits for the receiver: MPI
    ;; still reads the message's memory, which must stay intact
@@ -166,9 +274,24 @@
    (expect "bad tag" 'rmpi-recv (raises? (lambda () (rmpi-recv w 0 -1))))
    (expect "bad communicator" 'rmpi-id (raises? (lambda () (rmpi-id 'world))))
    (expect "a place channel" 'rmpi-send (raises? (lambda () (let-values ([(a b) (place-channel)]) (rmpi-send w me a)))))
+   (expect "a tag that is not a fixnum" 'rmpi-send (raises? (lambda () (rmpi-send w 0 'x 'tag))))
+   (expect "a rank of another communicator's size" 'rmpi-recv-evt (raises? (lambda () (rmpi-recv-evt w -1))))
+   ;; 2 GiB, never touched (make-bytevector without a fill does not write it)
+   (let ([huge (guard (c [#t #f]) (make-bytevector (expt 2 31)))])
+     (when huge
+       (expect "a message too large" 'rmpi-send (raises? (lambda () (rmpi-send w 0 huge))))
+       (let ([msg (guard (c [(message-condition? c) (condition-message c)]) (rmpi-send w 0 huge) "")])
+         (unless (contains? msg "too large") (fail "the message says ~s" msg)))))
+   (expect "alltoall of a wrong length" 'rmpi-alltoall (raises? (lambda () (rmpi-alltoall w (make-vector (+ n 1) 0)))))
+   (expect "alltoallv with too few counts" 'rmpi-alltoallv
+     (raises? (lambda () (rmpi-alltoallv w (fxvector) (fxvector) (fxvector) (fxvector) (fxvector) (fxvector)))))
+   (expect "comm-split with a negative color" 'rmpi-comm-split (raises? (lambda () (rmpi-comm-split w -1 0))))
    (rmpi-barrier w)
    (rmpi-finish w)
    (expect "after finish" 'rmpi-barrier (raises? (lambda () (rmpi-barrier w))))
+   (expect "a receive after finish" 'rmpi-recv (raises? (lambda () (rmpi-recv w 0))))
+   (expect "a send after finish" 'rmpi-send (raises? (lambda () (rmpi-send w 0 'x))))
+   (expect "allgather after finish" 'rmpi-allgather (raises? (lambda () (rmpi-allgather w 1))))
    (say "ok errors")]
   [("places")
    ;; a rank starts places (from their template: the rank never forks); a

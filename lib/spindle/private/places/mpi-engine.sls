@@ -1,0 +1,437 @@
+#!chezscheme
+;;; The MPI engine of (spindle mpi): the progress thread that completes
+;;; non-blocking requests, and point-to-point messages with the receive
+;;; evt (the world, communicators and checks: mpi-world).  The
+;;; collectives (spindle private places mpi-collectives) start requests
+;;; through run-request!.
+;;;
+;;; Every operation is a non-blocking MPI request (MPI_Isend, MPI_Ibarrier,
+;;; MPI_Ibcast, MPI_Iallreduce, ...; a receive is a matched probe,
+;;; MPI_Improbe, then MPI_Mrecv of exactly the probed size), so a green
+;;; thread that must wait parks on an evt and the other threads of the rank
+;;; keep running.  What completes them is the progress thread, a green
+;;; thread started on the first wait: while requests or receivers are
+;;; outstanding it probes and tests them, yielding between rounds for the
+;;; first millisecond and then sleeping on an alarm from 50 us doubling to
+;;; 2 ms (so a rank idle in a receive makes one probe per 2 ms and never
+;;; spins a core); when nothing is outstanding it waits on a latch.  A
+;;; receive evt looks first in its own attempt (a message that has already
+;;; arrived commits at once, with no progress-thread hop), so a ping-pong
+;;; whose peer answers quickly never sleeps.
+;;;
+;;; engine-lock (a Chez mutex, held with interrupts disabled) serialises
+;;; every MPI call and guards the receivers, the early messages and the
+;;; requests.  A message matched for a receiver whose sync another branch
+;;; won goes to `early`, which every receive looks at before MPI, so no
+;;; message is lost and the order per (source, tag) is MPI's.
+
+(library (spindle private places mpi-engine)
+  (export run-request! with-engine send-message recv-internal
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!)
+  (import (except (chezscheme) sleep make-parameter parameterize)
+          (spindle private os mpi)
+          (only (spindle private os memory) malloc free memcpy-from-bytevector!)
+          (only (spindle private os libc) bytes-at)
+          (only (spindle private places buffer-pool) buffer-alloc buffer-free)
+          (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
+          (only (spindle private core evt-core) prim-evt make-latch latch-fire! commit-one! commit-partner!
+                record-prints-as! evt-trace-reason!)
+          (spindle private places mpi-data)
+          (spindle private places mpi-world)
+          (only (spindle private core scheduler) yield!)
+          (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
+  ;; ------------------------------------------------------------ the engine
+  (define receivers '())          ; recv-waiter, oldest first
+  (define early '())              ; (comm src tag . value), oldest first
+  (define requests '())           ; pending requests
+  (define progress-thread #f)
+  (define progress-sleeping? #f)
+  (define wake #f)                ; the latch poke! fires while the thread may sleep; a new one per sleep
+
+  ;; Green threads are the public layer's: (spindle mpi) gives the
+  ;; procedures that start the progress thread and say whether it died.
+  (define spawn-progress #f)
+  (define progress-dead? #f)
+  (define (set-progress-spawner! spawn dead?)
+    (set! spawn-progress spawn)
+    (set! progress-dead? dead?))
+
+  (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
+  ;; owned: foreign memory freed with the request once MPI is done with it.
+  (define-record-type pending (fields req status owned latch (mutable result)) (sealed #t))
+
+  ;; Called under engine-lock: makes sure the progress thread will look
+  ;; soon (it may be asleep on its latch or in its backoff).
+  (define (poke!)
+    (cond
+      ;; (restarted if it died: killed with the custodian of the thread
+      ;; that started it, say)
+      [(or (not progress-thread) (progress-dead? progress-thread))
+       (set! progress-sleeping? #f)
+       (set! progress-thread (spawn-progress progress-loop))]
+      [progress-sleeping? (set! progress-sleeping? #f) (latch-fire! wake)]))
+
+  (define (matches? comm src tag c s t)
+    (and (eq? comm c) (or (not src) (eqv? src s)) (eqv? tag t)))
+
+  ;; Under engine-lock: the first early message for (comm src tag), removed; or #f.
+  (define (take-early! comm src tag)
+    (let loop ([l early] [prev #f])
+      (cond
+        [(null? l) #f]
+        [(let ([m (car l)]) (matches? comm src tag (car m) (cadr m) (caddr m)))
+         (if prev (set-cdr! prev (cdr l)) (set! early (cdr l)))
+         (car l)]
+        [else (loop (cdr l) l)])))
+
+  (define (push-early! m) (set! early (append early (list m))))
+
+  ;; Foreign memory used under engine-lock only: the flag, message handle
+  ;; and status of probe! and test!, a request and status for a
+  ;; send's first test, and a buffer for small messages, both ways.
+  (define scratch #f)
+  (define (scratch-at i)
+    (unless scratch (set! scratch (malloc (+ 40 (* 2 mpi-status-size)))))
+    (+ scratch i))
+  (define small-message 4096)     ; below Open MPI's eager limits (vader 4 KiB, tcp 64 KiB)
+  (define recv-buffer #f)
+  (define send-buffer #f)         ; handed to a send that did not complete at once
+
+  ;; Under engine-lock, raising nothing: the next MPI message for (comm
+  ;; src tag), received but not decoded, as (src raw? . body) (raw?
+  ;; 'large: body is the received bytevector itself); #f if none has
+  ;; arrived; or MPI's error code.
+  (define (probe-raw! comm src tag)
+    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)])
+      (foreign-set! 'int flag 0 0)
+      (let ([rc (mpi-improbe (or src -1) tag (rmpi-comm-handle comm) flag msg st)])
+        (cond
+          [(not (eqv? rc 0)) rc]
+          [(eqv? 0 (foreign-ref 'int flag 0)) #f]
+          [else
+           (let* ([n (mpi-status-bytes st)] [small? (fx<= n small-message)]
+                  [buf (if small? (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer)) (malloc n))])
+             (let ([rc (if small? (mpi-mrecv-small buf n (mpi-byte) msg st) (mpi-mrecv buf n (mpi-byte) msg st))]
+                   [from (mpi-status-source st)])
+               (let ([r (cond
+                          [(not (eqv? rc 0)) rc]
+                          [(fx= (foreign-ref 'unsigned-8 buf 0) header-kind)
+                           (let ([bv (receive-large! comm from tag (foreign-ref 'integer-64 buf 1))])
+                             (if (fixnum? bv) bv (cons* from 'large bv)))]
+                          [else (let-values ([(raw? body) (foreign->body buf n)]) (cons* from raw? body))])])
+                 (unless small? (free buf))
+                 r)))]))))
+
+  ;; (comm src tag . value) of what probe-raw! returned (not #f).
+  (define (raw->message who comm tag r)
+    (if (fixnum? r)
+        (begin (check-rc who r) #f)
+        (cons* comm (car r) tag (if (eq? (cadr r) 'large) (cddr r) (body->value (cadr r) (cddr r))))))
+
+  ;; Under engine-lock: the next message for (comm src tag), decoded, or #f.
+  (define (probe! who comm src tag)
+    (let ([r (probe-raw! comm src tag)])
+      (and r (raw->message who comm tag r))))
+
+  ;; Under engine-lock: the body of a large message whose header came from
+  ;; `from`: MPI's next match from there, which the sender posted with the
+  ;; header, received straight into a new (locked) bytevector; or MPI's
+  ;; error code.
+  (define (receive-large! comm from tag n)
+    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)] [bv (make-bytevector n)])
+      (let ([rc (let wait ()
+                  (foreign-set! 'int flag 0 0)
+                  (let ([rc (mpi-improbe from tag (rmpi-comm-handle comm) flag msg st)])
+                    (if (and (eqv? rc 0) (eqv? 0 (foreign-ref 'int flag 0))) (wait) rc)))])
+        (if (not (eqv? rc 0))
+            rc
+            (begin
+              (lock-object bv)
+              (let ([rc (mpi-mrecv (bytes-at bv 0) n (mpi-byte) msg st)])
+                (unlock-object bv)
+                (#%$bytevector-set-immutable! bv)
+                (if (eqv? rc 0) bv rc)))))))
+
+  ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),
+  ;; 'moved (something completed) or 'waiting.
+  (define (progress-step!)
+   (if (world-finalized?)
+    'idle
+    (let ([moved #f])
+      (set! receivers
+        (filter
+          (lambda (w)
+            (let ([m (probe! 'rmpi-recv (recv-waiter-comm w) (recv-waiter-src w) (recv-waiter-tag w))])
+              (cond
+                [(not m) #t]
+                [else
+                 (set! moved #t)
+                 (unless (commit-partner! (recv-waiter-syncer w) (recv-waiter-branch w) (list (cdddr m)))
+                   (push-early! m))
+                 #f])))
+          receivers))
+      (let ([before (length requests)])
+        (reap!)
+        (unless (fx= before (length requests)) (set! moved #t)))
+      (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting]))))
+
+  ;; Under engine-lock: tests the requests, dropping the completed.
+  (define (reap!)
+    (set! requests (filter (lambda (p) (not (test! p))) requests)))
+
+  ;; The backoff: yield for spin-ms after the last completion, then sleep
+  ;; from 0.05 ms doubling to max-sleep-ms.  A short cap matters more than
+  ;; it seems: in a ping-pong, a rank that sleeps long answers late, so its
+  ;; peer sleeps long too, and the pair settles at about twice the cap per
+  ;; round trip.  A new receiver or request wakes the thread at once.
+  (define spin-ms 1.0)
+  (define max-sleep-ms 2.0)
+
+  (define (progress-loop)
+    (let loop ([spin-since #f] [pause 0.05])
+      (let* ([r (with-atomic
+                  (with-os-mutex engine-lock
+                    (let ([s (progress-step!)])
+                      ;; a new latch unless the last is still unfired
+                      (unless (or (eq? s 'moved) progress-sleeping?)
+                        (set! wake (make-latch (lambda (l) (void)))))
+                      (set! progress-sleeping? (not (eq? s 'moved)))
+                      (cons s wake))))]
+             [state (car r)] [wake (cdr r)])
+        (case state
+          [(idle) (sync wake) (loop #f 0.05)]
+          [(moved) (loop #f 0.05)]
+          [else
+           (let ([now (current-inexact-monotonic-milliseconds)])
+             (cond
+               [(not spin-since) (yield!) (loop now pause)]
+               [(< (- now spin-since) spin-ms) (yield!) (loop spin-since pause)]
+               [(sync (choice-evt (wrap-evt wake (lambda (_) #t))
+                                  (wrap-evt (alarm-evt (+ now pause) #t) (lambda (_) #f))))
+                (loop #f 0.05)]
+               [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
+
+  ;; What a request owns: foreign memory, a pooled buffer (address .
+  ;; size), or a bytevector MPI reads in place.
+  (define (release! x)
+    (cond [(bytevector? x) (unlock-object x)] [(pair? x) (buffer-free (car x) (cdr x))] [else (free x)]))
+
+  ;; Under engine-lock: #t (and the latch fired, the request's memory
+  ;; freed) once p completed.
+  (define (test! p)
+    (let ([flag (scratch-at 0)])
+      (foreign-set! 'int flag 0 0)
+      (let ([rc (mpi-test (pending-req p) flag (pending-status p))])
+        (let ([done (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))])
+          (when done
+            (pending-result-set! p rc)
+            (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p))
+            (latch-fire! (pending-latch p)))
+          done))))
+
+  ;; Starts a request with (start req-pointer) and waits for it.  The
+  ;; request's memory and `owned` are freed by whoever sees it complete,
+  ;; never by the waiter: a waiter that is killed or broken leaves MPI's
+  ;; buffers alone.  Memory the waiter reads afterwards is its own to free
+  ;; on a normal return (on an abnormal one it is left, not freed early).
+  (define (run-request! who owned start)
+    (let* ([req (malloc 8)] [st (malloc mpi-status-size)]
+           [p (make-pending req st owned (make-latch (lambda (l) (void))) #f)])
+      (let ([rc (with-atomic
+                  (with-os-mutex engine-lock
+                    (let ([rc (start req)])
+                      (if (eqv? rc 0)
+                          (unless (test! p) (set! requests (cons p requests)) (poke!))
+                          (begin (free req) (free st) (for-each release! owned)))
+                      rc)))])
+        (check-rc who rc)
+        (sync (pending-latch p))
+        (check-rc who (pending-result p)))))
+
+  ;; ------------------------------------------------------------ messages
+  ;; A message is one kind byte then its body (mpi-data), in foreign memory:
+  ;; the reused send-buffer when small, else a malloc'ed copy.  A send
+  ;; never waits for the receiver, as Racket's rmpi-send does not (so two
+  ;; ranks that send each other large messages before receiving do not
+  ;; deadlock): a request MPI does not complete at once keeps its memory
+  ;; and the progress thread completes it.  A bytevector of more than
+  ;; large-message bytes goes as a header message (kind 2, then the length
+  ;; as 8 bytes) and then its bytes alone, which the receiver takes
+  ;; straight into a new bytevector; an immutable one is not even copied
+  ;; (a mutable one is, as the caller may change it once rmpi-send returns):
+  ;; MPI reads it in place, locked (lock-object) against the collector until
+  ;; the send completes.  MPI keeps the messages of one sender and tag in
+  ;; order, so the receiver's next match after a header is its body.
+  (define large-message 65536)
+  (define header-kind 2)
+
+  (define (send-message who comm dest tag v)
+    (let-values ([(body raw?) (encode-body who v)])
+      (let ([n (fx+ 1 (bytevector-length body))])
+        (when (> n max-message)
+          (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
+        (let ([rc (with-engine-lock
+                    ;; completes earlier sends first: a sender that never
+                    ;; waits may not let the progress thread run, and their
+                    ;; buffers are wanted back
+                    (unless (or (world-finalized?) (null? requests)) (reap!))
+                    (cond
+                      [(world-finalized?) 'finalized]
+                      [(and raw? (fx> n large-message))
+                       (let ([rc (send-small! comm dest tag header-kind #f (fx- n 1))] [len (fx- n 1)])
+                         (if (not (sent? rc))
+                             rc
+                             (if (immutable-bytevector? body)
+                                 (begin
+                                   (lock-object body)
+                                   (let ([rc (post-send! (bytes-at body 0) len comm dest tag body)])
+                                     (unless (eq? rc 'pending) (unlock-object body))
+                                     rc))
+                                 ;; from the buffer pool: a fresh malloc of
+                                 ;; this size is an mmap, whose page faults
+                                 ;; cost more than the copy
+                                 (let ([buf (buffer-alloc len)])
+                                   (memcpy-from-bytevector! buf body len)
+                                   (let ([rc (post-send! buf len comm dest tag (cons buf len))])
+                                     (unless (eq? rc 'pending) (buffer-free buf len))
+                                     rc)))))]
+                      [(fx<= n small-message) (send-small! comm dest tag (if raw? 1 0) body 0)]
+                      [else
+                       (let ([buf (malloc n)])
+                         (fill! buf (if raw? 1 0) body)
+                         (let ([rc (post-send! buf n comm dest tag buf)])
+                           (unless (eq? rc 'pending) (free buf))
+                           rc))]))])
+          (when (eq? rc 'finalized) (error who "MPI has been finalised"))
+          (unless (sent? rc) (check-rc who rc))))))
+
+  (define (sent? rc) (or (eqv? rc 0) (eq? rc 'pending)))
+
+  (define (fill! buf kind body)
+    (foreign-set! 'unsigned-8 buf 0 kind)
+    (memcpy-from-bytevector! (+ buf 1) body (bytevector-length body)))
+
+  ;; Under engine-lock: a message of at most small-message bytes from
+  ;; send-buffer (kind then body, or kind then the 8-byte length).
+  (define (send-small! comm dest tag kind body length)
+    (let ([buf (or send-buffer (begin (set! send-buffer (malloc small-message)) send-buffer))])
+      (if body
+          (fill! buf kind body)
+          (begin (foreign-set! 'unsigned-8 buf 0 kind) (foreign-set! 'integer-64 buf 1 length)))
+      (let ([rc (post-send! buf (if body (fx+ 1 (bytevector-length body)) 9) comm dest tag buf)])
+        (when (eq? rc 'pending) (set! send-buffer #f))
+        rc)))
+
+  ;; Under engine-lock: MPI_Isend of the n bytes at buf, then one MPI_Test.
+  ;; Returns MPI's error code (0: sent) when done; else 'pending, the
+  ;; request then owning `owned` (foreign memory or a locked bytevector,
+  ;; released when the progress thread sees it complete) and 0 on failure.
+  (define (post-send! buf n comm dest tag owned)
+    (let ([req (scratch-at (+ 24 mpi-status-size))] [st (scratch-at (+ 32 mpi-status-size))] [flag (scratch-at 0)])
+      (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) req)])
+        (if (not (eqv? rc 0))
+            rc
+            (begin
+              (foreign-set! 'int flag 0 0)
+              (let ([rc (mpi-test req flag st)])
+                (if (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
+                    rc
+                    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) (list owned) (make-latch (lambda (l) (void))) #f)])
+                      (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
+                      (set! requests (cons p requests))
+                      (poke!)
+                      'pending))))))))
+
+  (define rmpi-send
+    (case-lambda
+      [(comm dest v) (rmpi-send comm dest v 0)]
+      [(comm dest v tag)
+       (check-comm 'rmpi-send comm) (check-rank 'rmpi-send comm dest) (check-tag 'rmpi-send tag)
+       (send-message 'rmpi-send comm dest tag v)]))
+
+  ;; The receive evt: its attempt looks in early, then asks MPI; if neither
+  ;; has a message it registers a receiver for the progress thread.
+  (define-record-type recv-evt
+    (parent prim-evt)
+    (fields comm src tag)
+    (protocol (lambda (new) (lambda (c s t) ((new recv-attempt recv-cancel) c s t))))
+    (sealed #t))
+  (define recv-evt-registered
+    (begin
+      (record-prints-as! (record-type-descriptor recv-evt) "rmpi-recv-evt")
+      (evt-trace-reason! (record-type-descriptor recv-evt) 'io
+        (lambda (e) (list 'rmpi-recv (or (recv-evt-src e) 'any) (recv-evt-tag e))))))
+
+  (define (recv-attempt e s branch register?)
+    (assert-atomic 'recv-attempt)
+    (let ([comm (recv-evt-comm e)] [src (recv-evt-src e)] [tag (recv-evt-tag e)])
+      (with-os-mutex engine-lock
+        (let ([m (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag))])
+          (cond
+            [m (or (commit-one! s branch (list (cdddr m)))
+                   (begin (set! early (cons m early)) #f))]
+            [register?
+             (let ([w (make-recv-waiter comm src tag s branch)])
+               (set! receivers (append receivers (list w)))
+               (poke!)
+               w)]
+            [else #f])))))
+
+  (define (recv-cancel e w)
+    (assert-atomic 'recv-cancel)
+    (with-os-mutex engine-lock (set! receivers (remq w receivers))))
+
+  (define rmpi-recv-evt
+    (case-lambda
+      [(comm src) (rmpi-recv-evt comm src 0)]
+      [(comm src tag)
+       (check-comm 'rmpi-recv-evt comm)
+       (when src (check-rank 'rmpi-recv-evt comm src))
+       (check-tag 'rmpi-recv-evt tag)
+       (make-recv-evt comm src tag)]))
+
+  (define rmpi-recv
+    (case-lambda
+      [(comm src) (rmpi-recv comm src 0)]
+      [(comm src tag)
+       (check-comm 'rmpi-recv comm)
+       (when src (check-rank 'rmpi-recv comm src))
+       (check-tag 'rmpi-recv tag)
+       (let ([m (spin-for-message comm src tag)])
+         (if m (cdddr m) (sync (make-recv-evt comm src tag))))]))
+
+  ;; A ping-pong's answer usually comes within microseconds: rmpi-recv looks
+  ;; for up to spin-recv-us before it parks (parking and the progress
+  ;; thread's wake-up cost more than that), yielding between looks so
+  ;; the worker's other threads run.  (cons* comm src tag value) or #f.
+  (define spin-recv-us 30.)
+  (define (spin-for-message comm src tag)
+    (define (look)
+      (let ([r (with-engine-lock (or (take-early! comm src tag) (probe-raw! comm src tag)))])
+        (cond
+          [(or (not r) (rmpi-comm? (car r))) r]    ; nothing, or an early message
+          [else (raw->message 'rmpi-recv comm tag r)])))
+    (or (look)
+        (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
+          ;; a yield every 4 looks (about a microsecond): often enough for
+          ;; the other threads, rarely enough that an answer is seen soon;
+          ;; the clock every 16: it costs as much as a look
+          (let loop ([k 1])
+            (when (fx= 0 (fxand k 3)) (yield!))
+            (or (look)
+                (and (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
+                     (loop (fx+ k 1))))))))
+
+  ;; A blocking MPI call (thunk), serialised with every other: for calls
+  ;; with no non-blocking form (MPI_Comm_split), made once every rank has
+  ;; arrived so that they return soon.
+  (define (with-engine who thunk)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (when (world-finalized?) (error who "MPI has been finalised"))
+        (thunk))))
+
+  ;; The next message from src on the internal tag (collectives' own traffic).
+  (define (recv-internal comm src)
+    (let ([m (spin-for-message comm src internal-tag)])
+      (if m (cdddr m) (sync (make-recv-evt comm src internal-tag))))))
