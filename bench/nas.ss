@@ -120,9 +120,9 @@
 (define (read-file path)
   (call-with-input-file path (lambda (p) (let ([s (get-string-all p)]) (if (eof-object? s) "" s)))))
 
-;; The datum after "nas-mpi-result " in text, or #f.
-(define (mpi-result-line text)
-  (let ([key "nas-mpi-result "])
+;; The datum after "nas-mpi-result BENCH " in text, or #f.
+(define (mpi-result-line text bench)
+  (let ([key (format "nas-mpi-result ~a " bench)])
     (let loop ([i 0])
       (cond
         [(> (+ i (string-length key)) (string-length text)) #f]
@@ -139,7 +139,7 @@
                                     root np root bench class out))]
          [text (read-file out)])
     (delete-file out)
-    (let ([v (and (eqv? rc 0) (mpi-result-line text))])
+    (let ([v (and (eqv? rc 0) (mpi-result-line text bench))])
       (unless v
         (error 'nas (format "the mpi job failed (exit code ~a): ~a" rc text)))
       (apply (lambda (seconds mops verified? notes bytes gc wall)

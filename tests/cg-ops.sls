@@ -1,10 +1,13 @@
 #!chezscheme
-;;; A message-passing fork-join program (tests/mpi/cg-program.ss) that runs
+;;; A message-passing fork-join program (tests/cg-program.ss) that runs
 ;;; unchanged over places and over MPI ranks: every CG operation, checked
 ;;; against what a sequential computation gives.  Each member returns a
 ;;; list of the checks that failed (empty when all passed).
+;;;
+;;; cg-misuse: bad calls of the operations, in member 0 of np; returns for
+;;; each the (who message) of what it raised.
 (library (cg-ops)
-  (export cg-ops)
+  (export cg-ops cg-misuse)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle fork-join))
 
   ;; Member m's reduction data: 100 flonums.
@@ -50,5 +53,26 @@
         (expect "pipeline" (iota (+ me 1)) (CGpipeline cg prev '() (append prev (list me))))
         (expect "n0-only" (if (= me 0) 'zero (void)) (CG-n0-only cg 'zero))
         (reverse failed))))
+
+  (define (cg-misuse np)
+    (vector-ref
+      (fork-join np cg ()
+        (if (= (CG-id cg) 0)
+            (let ([np (CG-np cg)])
+             (map (lambda (thunk)
+                   (guard (c [#t (list (and (who-condition? c) (condition-who c))
+                                       (and (message-condition? c) (condition-message c)))])
+                     (thunk)
+                     'no-error))
+                 (list (lambda () (CGsend cg np 'x))
+                       (lambda () (CGsend cg -1 'x))
+                       (lambda () (CGrecv cg 'one))
+                       (lambda () (CGrecv cg 0))
+                       (lambda () (CGsend cg 0 (lambda () 'not-a-message)))
+                       (lambda () (CGalltoall cg (make-vector (+ np 1) 0)))
+                       (lambda () (CGbroadcast cg np 'x))
+                       (lambda () (CGallreduce cg 'average 1.0)))))
+            '()))
+      0))
 
   (lift-places (cg-ops)))
