@@ -58,6 +58,65 @@
    (let ([v (make-shared-bytes 5 (if (= me 0) 9 0))])
      (rmpi-broadcast w 0 v)
      (expect "broadcast into shared bytes" 9 (shared-bytes-ref v 4)))
+;; allgather, alltoall, alltoallv, comm-split, partition: each
+   ;; against the same computation done sequentially from every rank's data
+   (expect "allgather of fixnums" (list->vector (iota n)) (rmpi-allgather w me))
+   (expect "allgather of flonums" (vector-map (lambda (r) (* r 1.5)) (list->vector (iota n))) (rmpi-allgather w (* me 1.5)))
+   (expect "allgather of any values" (vector-map (lambda (r) (list 'r r (make-string r #\x))) (list->vector (iota n)))
+     (rmpi-allgather w (list 'r me (make-string me #\x))))
+   (expect "allgather of fxvectors into an fxvector" (apply fxvector (apply append (map (lambda (r) (list r (* r r) -7)) (iota n))))
+     (rmpi-allgather w (fxvector me (* me me) -7) (make-fxvector (* 3 n) 0)))
+   (let ([out (make-shared-flvector (* 2 n) 0.)])
+     (rmpi-allgather w (shared-flvector (* (fixnum->flonum me) .5) 3.25) out)
+     (do ([r 0 (+ r 1)]) ((= r n))
+       (expect "allgather into a shared flvector" (list (* (fixnum->flonum r) .5) 3.25)
+         (list (shared-flvector-ref out (* 2 r)) (shared-flvector-ref out (+ 1 (* 2 r)))))))
+   (expect "alltoall of any values" (vector-map (lambda (j) (list j '-> me)) (list->vector (iota n)))
+     (rmpi-alltoall w (vector-map (lambda (i) (list me '-> i)) (list->vector (iota n)))))
+   (expect "alltoall of flonums" (vector-map (lambda (j) (+ j (/ me 10.))) (list->vector (iota n)))
+     (rmpi-alltoall w (vector-map (lambda (i) (+ me (/ i 10.))) (list->vector (iota n)))))
+   (let ([block (lambda (from to) (map (lambda (t) (+ (* from 1000) (* to 10) t)) '(0 1 2)))])
+     (expect "alltoall of fxvector blocks" (apply fxvector (apply append (map (lambda (j) (block j me)) (iota n))))
+       (rmpi-alltoall w (apply fxvector (apply append (map (lambda (i) (block me i)) (iota n))))))
+     (let ([in (make-shared-fxvector (* 3 n) 0)])
+       (rmpi-alltoall w (apply shared-fxvector (apply append (map (lambda (i) (block me i)) (iota n)))) in)
+       (expect "alltoall of shared fxvector blocks, in place" (apply append (map (lambda (j) (block j me)) (iota n)))
+         (map (lambda (i) (shared-fxvector-ref in i)) (iota (* 3 n))))))
+   (expect "alltoall of bytevector blocks" (apply bytevector (apply append (map (lambda (j) (list j me)) (iota n))))
+     (rmpi-alltoall w (apply bytevector (apply append (map (lambda (i) (list me i)) (iota n))))))
+   ;; alltoallv: rank a sends (a + b) mod 3 elements a*100 + b*10 + t to rank b
+   (let* ([count (lambda (a b) (mod (+ a b) 3))]
+          [elts (lambda (a b) (map (lambda (t) (+ (* a 100) (* b 10) t)) (iota (count a b))))]
+          [displs (lambda (counts) (let loop ([c counts] [at 0] [acc '()]) (if (null? c) (reverse acc) (loop (cdr c) (+ at (car c)) (cons at acc)))))]
+          [sc (map (lambda (b) (count me b)) (iota n))] [rc (map (lambda (a) (count a me)) (iota n))]
+          [want (apply append (map (lambda (a) (elts a me)) (iota n)))]
+          [out (apply append (map (lambda (b) (elts me b)) (iota n)))])
+     (expect "alltoallv of fxvectors" (apply fxvector want)
+       (rmpi-alltoallv w (apply fxvector out) (apply fxvector sc) (apply fxvector (displs sc))
+                       (make-fxvector (length want) -1) (apply fxvector rc) (apply fxvector (displs rc))))
+     (expect "alltoallv of any values" (list->vector (map (lambda (x) (list x)) want))
+       (rmpi-alltoallv w (list->vector (map list out)) (list->vector sc) (list->vector (displs sc))
+                       (make-vector (length want) #f) (list->vector rc) (list->vector (displs rc))))
+     (let ([in (make-shared-flvector (max 1 (length want)) -1.)])
+       (rmpi-alltoallv w (apply shared-flvector (map exact->inexact (if (null? out) '(0) out))) (apply fxvector sc) (apply fxvector (displs sc))
+                       in (apply fxvector rc) (apply fxvector (displs rc)))
+       (expect "alltoallv of shared flvectors, in place" (map exact->inexact want)
+         (map (lambda (i) (shared-flvector-ref in i)) (iota (length want))))))
+   ;; comm-split: by parity, keys reversing the order; the last rank of 3 or more joins none
+   (let* ([out? (and (>= n 3) (= me (- n 1)))]
+          [sub (rmpi-comm-split w (if out? #f (mod me 2)) (- n me))]
+          [members (filter (lambda (r) (and (= (mod r 2) (mod me 2)) (not (and (>= n 3) (= r (- n 1)))))) (iota n))])
+     (if out?
+         (expect "comm-split with color #f" #f sub)
+         (begin
+           (expect "comm-split: count" (length members) (rmpi-cnt sub))
+           (expect "comm-split: id by key" (length (filter (lambda (r) (> r me)) members)) (rmpi-id sub))
+           (expect "comm-split: allreduce in the new communicator" (apply + members) (rmpi-allreduce sub + me))
+           (expect "comm-split: allgather in key order" (list->vector (reverse members)) (rmpi-allgather sub me)))))
+   (let ([shares (rmpi-allgather w (call-with-values (lambda () (rmpi-partition w 10)) cons))])
+     (expect "partition covers 0..9 in order"
+       (iota 10) (apply append (map (lambda (p) (map (lambda (i) (+ i (car p))) (iota (cdr p)))) (vector->list shares))))
+     (expect "partition is balanced" #t (<= (- (apply max (map cdr (vector->list shares))) (apply min (map cdr (vector->list shares)))) 1)))
    ;; a ring of point-to-point messages
    (when (> n 1)
      (rmpi-send w (modulo (+ me 1) n) (list 'ring me))

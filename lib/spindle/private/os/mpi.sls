@@ -18,11 +18,13 @@
 (library (spindle private os mpi)
   (export mpi-load! mpi-available?
           mpi-comm-world mpi-byte mpi-double mpi-int64 mpi-op
-          mpi-status-size mpi-status-source mpi-status-tag
+          mpi-status-size mpi-status-source mpi-status-tag mpi-status-bytes
           mpi-init! mpi-initialized? mpi-finalized? mpi-finalize! mpi-abort!
           mpi-comm-rank mpi-comm-size
-          mpi-isend mpi-improbe mpi-mrecv mpi-get-count mpi-test
+          mpi-isend mpi-improbe mpi-mrecv mpi-mrecv-small mpi-get-count mpi-test
           mpi-ibarrier mpi-ibcast mpi-iallreduce mpi-ireduce mpi-in-place
+          mpi-iallgather mpi-iallgatherv mpi-ialltoall mpi-ialltoallv
+          mpi-comm-split mpi-comm-null mpi-undefined
           mpi-error-string)
   (import (chezscheme) (spindle private os libc) (spindle private os memory))
 
@@ -61,21 +63,32 @@
                    (unless p (set! p make))
                    (p a ...)))))])))
 
+  ;; A handle, looked up once (foreign-entry is a symbol-table search).
+  (define-syntax define-handle
+    (syntax-rules ()
+      [(_ name c-name) (define name (let ([h #f]) (lambda () (or h (begin (set! h (foreign-entry c-name)) h)))))]))
   (define (handle name) (foreign-entry name))
-  (define (mpi-comm-world) (handle "ompi_mpi_comm_world"))
-  (define (mpi-byte) (handle "ompi_mpi_byte"))
-  (define (mpi-double) (handle "ompi_mpi_double"))
-  (define (mpi-int64) (handle "ompi_mpi_int64_t"))
+  (define-handle mpi-comm-world "ompi_mpi_comm_world")
+  (define-handle mpi-byte "ompi_mpi_byte")
+  (define-handle mpi-double "ompi_mpi_double")
+  (define-handle mpi-int64 "ompi_mpi_int64_t")
+  (define-handle op-sum "ompi_mpi_op_sum")
+  (define-handle op-prod "ompi_mpi_op_prod")
+  (define-handle op-min "ompi_mpi_op_min")
+  (define-handle op-max "ompi_mpi_op_max")
   ;; op: sum, prod, min or max.
   (define (mpi-op op)
-    (handle (case op [(sum) "ompi_mpi_op_sum"] [(prod) "ompi_mpi_op_prod"]
-                     [(min) "ompi_mpi_op_min"] [else "ompi_mpi_op_max"])))
+    (case op [(sum) (op-sum)] [(prod) (op-prod)] [(min) (op-min)] [else (op-max)]))
   (define mpi-in-place 1)               ; Open MPI's MPI_IN_PLACE is (void *) 1
+  (define mpi-undefined -32766)         ; Open MPI's MPI_UNDEFINED
+  (define (mpi-comm-null) (handle "ompi_mpi_comm_null"))
 
   ;; Open MPI's MPI_Status: MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled (ints), _ucount (size_t).
   (define mpi-status-size 24)
   (define (mpi-status-source st) (foreign-ref 'int st 0))
   (define (mpi-status-tag st) (foreign-ref 'int st 4))
+  ;; The message's size in bytes (_ucount; MPI_Get_count of MPI_BYTE reads it).
+  (define (mpi-status-bytes st) (foreign-ref 'size_t st 16))
 
   (define-mpi c-init-thread __collect_safe "MPI_Init_thread" (uptr uptr int uptr) int)
   (define-mpi c-initialized "MPI_Initialized" (uptr) int)
@@ -89,12 +102,24 @@
   (define-mpi mpi-isend "MPI_Isend" (uptr int uptr int int uptr uptr) int)
   (define-mpi mpi-improbe "MPI_Improbe" (int int uptr uptr uptr uptr) int)
   (define-mpi mpi-mrecv __collect_safe "MPI_Mrecv" (uptr int uptr uptr uptr) int)
+  ;; For a small matched message, whose bytes have arrived with its match
+  ;; (eager): the receive copies and returns, so no __collect_safe cost.
+  (define-mpi mpi-mrecv-small "MPI_Mrecv" (uptr int uptr uptr uptr) int)
   (define-mpi mpi-get-count "MPI_Get_count" (uptr uptr uptr) int)
   (define-mpi mpi-test "MPI_Test" (uptr uptr uptr) int)
   (define-mpi mpi-ibarrier "MPI_Ibarrier" (uptr uptr) int)
   (define-mpi mpi-ibcast "MPI_Ibcast" (uptr int uptr int uptr uptr) int)
   (define-mpi mpi-iallreduce "MPI_Iallreduce" (uptr uptr int uptr uptr uptr uptr) int)
   (define-mpi mpi-ireduce "MPI_Ireduce" (uptr uptr int uptr uptr int uptr uptr) int)
+  (define-mpi mpi-iallgather "MPI_Iallgather" (uptr int uptr uptr int uptr uptr uptr) int)
+  ;; (sendbuf sendcount sendtype recvbuf recvcounts displs recvtype comm req)
+  (define-mpi mpi-iallgatherv "MPI_Iallgatherv" (uptr int uptr uptr uptr uptr uptr uptr uptr) int)
+  (define-mpi mpi-ialltoall "MPI_Ialltoall" (uptr int uptr uptr int uptr uptr uptr) int)
+  ;; (sendbuf sendcounts sdispls sendtype recvbuf recvcounts rdispls recvtype comm req)
+  (define-mpi mpi-ialltoallv "MPI_Ialltoallv" (uptr uptr uptr uptr uptr uptr uptr uptr uptr uptr) int)
+  ;; Blocking (MPI has no non-blocking split): (spindle mpi) calls it only
+  ;; once every rank of the communicator has arrived, so it returns soon.
+  (define-mpi c-comm-split __collect_safe "MPI_Comm_split" (uptr int int uptr) int)
 
   (define (int-out f)
     (let ([p (malloc 8)])
@@ -116,6 +141,12 @@
   (define (mpi-abort! code) (c-abort (mpi-comm-world) code))
   (define (mpi-comm-rank comm) (int-out (lambda (p) (c-comm-rank comm p))))
   (define (mpi-comm-size comm) (int-out (lambda (p) (c-comm-size comm p))))
+  ;; (values rc new-communicator-handle); the handle is MPI_COMM_NULL for
+  ;; color MPI_UNDEFINED.
+  (define (mpi-comm-split comm color key)
+    (let ([p (malloc 8)])
+      (let ([rc (c-comm-split comm color key p)])
+        (let ([h (foreign-ref 'uptr p 0)]) (free p) (values rc h)))))
 
   (define (mpi-error-string code)
     (let ([buf (malloc 512)] [len (malloc 8)])

@@ -2,12 +2,19 @@
 ;;; How values travel between MPI ranks: a message is one kind byte (1:
 ;;; raw, 0: encoded) then a bytevector's bytes or spindle's place-message
 ;;; encoding; a typed reduction's operand is foreign memory of doubles or
-;;; 64-bit integers (MPI_DOUBLE, MPI_INT64_T).  Used by (spindle mpi).
+;;; 64-bit integers (MPI_DOUBLE, MPI_INT64_T); a typed vector (bytevector,
+;;; fxvector, shared vector) travels in the collectives
+;;; as its elements in foreign memory (MPI_BYTE, MPI_INT64_T, MPI_DOUBLE),
+;;; a shared vector from its own memory.  Used by (spindle mpi).
 (library (spindle private places mpi-data)
-  (export pack unpack foreign-copy typed-op typed-buffer typed-result datatype)
+  (export pack unpack encode-body foreign->value foreign-copy typed-op typed-buffer typed-result datatype
+          element-kind element-count element-size kind-datatype
+          elements->foreign foreign->elements! make-elements)
   (import (chezscheme)
-          (only (spindle private os mpi) mpi-double mpi-int64)
-          (only (spindle private os memory) malloc memcpy-from-bytevector!)
+          (only (spindle private os mpi) mpi-double mpi-int64 mpi-byte)
+          (only (spindle private os memory) malloc memcpy-from-bytevector! memcpy-to-bytevector!)
+          (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length
+                shared-vector-address make-shared-bytes make-shared-fxvector make-shared-flvector)
           (only (spindle private places place-message) encode-message decode-message))
 
   (define (pack who v)
@@ -18,6 +25,19 @@
         (bytevector-u8-set! out 0 (if raw? 1 0))
         (bytevector-copy! bv 0 out 1 n)
         out)))
+
+  ;; v's message body: (values bytes raw?), the bytes v itself for a bytevector.
+  (define (encode-body who v)
+    (let-values ([(bv fds raw?) (encode-message who v (lambda (x) #f) (lambda (x) #f))])
+      (unless (null? fds)
+        (assertion-violation who "place channels and shared vectors cannot be sent to another rank" v))
+      (values bv raw?)))
+
+  ;; The value of the n-byte message at foreign address p (kind byte first).
+  (define (foreign->value p n)
+    (let ([body (make-bytevector (fx- n 1))])
+      (memcpy-to-bytevector! body (+ p 1) (fx- n 1))
+      (decode-message body (eqv? (foreign-ref 'unsigned-8 p 0) 1) '() (lambda (fd) #f))))
 
   (define (unpack bv)
     (let* ([n (fx- (bytevector-length bv) 1)] [body (make-bytevector n)])
@@ -70,4 +90,63 @@
       [else (let ([r (make-fxvector n)])
               (do ([i 0 (fx+ i 1)]) ((fx= i n) r) (fxvector-set! r i (int i))))]))
 
-  (define (datatype kind) (if (memq kind '(double double-vector)) (mpi-double) (mpi-int64))))
+  (define (datatype kind) (if (memq kind '(double double-vector)) (mpi-double) (mpi-int64)))
+
+  ;; ------------------------------------------------------------ typed vectors
+  ;; The element kind of a typed vector: bytes, int64 or double; #f for
+  ;; any other value.
+  (define (element-kind v)
+    (cond
+      [(bytevector? v) 'bytes]
+      [(fxvector? v) 'int64]
+      [(shared-vector? v) (case (shared-vector-kind v) [(bytes) 'bytes] [(fx) 'int64] [else 'double])]
+      [else #f]))
+
+  (define (element-count v)
+    (cond
+      [(bytevector? v) (bytevector-length v)]
+      [(fxvector? v) (fxvector-length v)]
+      [else (shared-vector-length v)]))
+
+  (define (element-size kind) (if (eq? kind 'bytes) 1 8))
+  (define (kind-datatype kind)
+    (case kind [(bytes) (mpi-byte)] [(int64) (mpi-int64)] [else (mpi-double)]))
+
+  ;; v's elements as foreign memory: (values address owned?); a shared
+  ;; vector is its own memory (owned? #f), anything else a malloc'ed copy.
+  (define (elements->foreign v)
+    (if (shared-vector? v)
+        (values (shared-vector-address v) #f)
+        (let* ([n (element-count v)] [p (malloc (fxmax 8 (fx* 8 n)))])
+          (cond
+            [(bytevector? v) (memcpy-from-bytevector! p v n)]
+            [else (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'integer-64 p (fx* 8 i) (fxvector-ref v i)))])
+          (values p #t))))
+
+  ;; Copies n elements of kind from foreign memory p (from element from)
+  ;; into v (from element at); v is not a shared vector.
+  (define (foreign->elements! who kind p from v at n)
+    (let ([base (fx* from (element-size kind))])
+      (case kind
+        [(bytes)
+         (if (fx= at 0)
+             (memcpy-to-bytevector! v (+ p base) n)
+             (let ([tmp (make-bytevector n)])
+               (memcpy-to-bytevector! tmp (+ p base) n)
+               (bytevector-copy! tmp 0 v at n)))]
+        [else
+         (do ([i 0 (fx+ i 1)]) ((fx= i n))
+           (let ([x (foreign-ref 'integer-64 p (fx+ base (fx* 8 i)))])
+             (unless (fixnum? x) (error who "a received element is not a fixnum" x))
+             (fxvector-set! v (fx+ at i) x)))])))
+
+  ;; A new vector like v (bytevector, fxvector or shared vector of v's
+  ;; kind) of n elements.
+  (define (make-elements v n)
+    (cond
+      [(bytevector? v) (make-bytevector n 0)]
+      [(fxvector? v) (make-fxvector n 0)]
+      [(shared-vector? v)
+       (case (shared-vector-kind v)
+         [(bytes) (make-shared-bytes n)] [(fx) (make-shared-fxvector n)] [else (make-shared-flvector n)])])))
+

@@ -1,0 +1,484 @@
+#!chezscheme
+;;; The MPI engine of (spindle mpi): the world communicator and its end,
+;;; argument checks, the progress thread that completes non-blocking
+;;; requests, and point-to-point messages with the receive evt.  The
+;;; collectives (spindle private places mpi-collectives) start requests
+;;; through run-request!.
+;;;
+;;; Every operation is a non-blocking MPI request (MPI_Isend, MPI_Ibarrier,
+;;; MPI_Ibcast, MPI_Iallreduce, ...; a receive is a matched probe,
+;;; MPI_Improbe, then MPI_Mrecv of exactly the probed size), so a green
+;;; thread that must wait parks on an evt and the other threads of the rank
+;;; keep running.  What completes them is the progress thread, a green
+;;; thread started on the first wait: while requests or receivers are
+;;; outstanding it probes and tests them, yielding between rounds for the
+;;; first millisecond and then sleeping on an alarm from 50 us doubling to
+;;; 2 ms (so a rank idle in a receive makes one probe per 2 ms and never
+;;; spins a core); when nothing is outstanding it waits on a semaphore.  A
+;;; receive evt looks first in its own attempt (a message that has already
+;;; arrived commits at once, with no progress-thread hop), so a ping-pong
+;;; whose peer answers quickly never sleeps.
+;;;
+;;; engine-lock (a Chez mutex, held with interrupts disabled) serialises
+;;; every MPI call and guards the receivers, the early messages and the
+;;; requests.  A message matched for a receiver whose sync another branch
+;;; won goes to `early`, which every receive looks at before MPI, so no
+;;; message is lost and the order per (source, tag) is MPI's.
+;;;
+;;; A rank never forks: places in a rank start from their template process,
+;;; which posix_spawn executes afresh (no MPI state), and are forked from it.
+;;; A place is not a rank: rmpi-world refuses in one.
+(library (spindle private places mpi-engine)
+  (export make-rmpi-comm rmpi-comm? rmpi-comm-handle rmpi-comm-id rmpi-comm-cnt
+          rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
+          check-comm check-rank check-tag check-rc internal-tag
+          run-request! with-engine send-message recv-internal
+          rmpi-send rmpi-recv rmpi-recv-evt)
+  (import (except (chezscheme) sleep make-parameter parameterize)
+          (spindle private os mpi)
+          (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
+          (only (spindle private os libc) bytes-at)
+          (only (spindle private os processes) own-pid)
+          (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
+          (only (spindle private core evt-core) prim-evt make-latch latch-fire! commit-one! commit-partner!
+                record-prints-as! evt-trace-reason!)
+          (only (spindle private core exit-hooks) add-exit-hook!)
+          (spindle private places mpi-data)
+          (only (spindle thread) thread thread-dead? sleep yield)
+          (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
+          (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
+  ;; ------------------------------------------------------------ communicators
+  (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
+    (fields handle id cnt)
+    (nongenerative spindle-rmpi-comm-v1) (sealed #t))
+  (define comm-printer (record-writer (record-type-descriptor rmpi-comm)
+    (lambda (c port wr) (format port "#<rmpi-comm ~a/~a>" (rmpi-comm-id c) (rmpi-comm-cnt c)))))
+
+  (define internal-tag 32767)     ; MPI guarantees tags up to 32767; user tags stop below
+  (define max-message (- (expt 2 31) 2))
+
+  (define world #f)
+  (define world-lock (make-mutex))
+  (define failed? #f)             ; set when the rank ends by an error: abort, never finalise
+
+  (define (rmpi-available?) (mpi-available?))
+
+  ;; A place of a rank inherits the rank's environment, OMPI_* included, and
+  ;; would join MPI as that rank.  So the rank marks the environment with its
+  ;; pid when it loads this library (before it can start a place's
+  ;; template), and rmpi-world refuses in any other process.
+  (define rank-marked
+    (when (and (getenv "OMPI_COMM_WORLD_RANK") (not (getenv "SPINDLE_MPI_RANK_PID")))
+      (putenv "SPINDLE_MPI_RANK_PID" (number->string (own-pid)))))
+
+  (define (rmpi-world)
+    (or world
+        (with-atomic
+          (with-os-mutex world-lock
+            (or world (begin (set! world (init-world)) world))))))
+
+  (define (init-world)
+    (let ([why (mpi-load!)])
+      (unless (eq? why #t) (error 'rmpi-world why)))
+    (unless (getenv "OMPI_COMM_WORLD_RANK")
+      (error 'rmpi-world "not an MPI rank: start the program with `spindle mpirun -np N prog.ss`"))
+    (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
+      (when (and owner (not (string=? owner (number->string (own-pid)))))
+        (error 'rmpi-world "a place is not an MPI rank: only the rank process started by mpirun may use MPI")))
+    (let ([level (mpi-init!)])
+      (unless (= level 3)
+        (error 'rmpi-world (format "MPI provides thread level ~a; spindle needs MPI_THREAD_MULTIPLE (3)" level))))
+    (let* ([h (mpi-comm-world)] [c (make-rmpi-comm h (mpi-comm-rank h) (mpi-comm-size h))])
+      ;; An error that ends the rank aborts the job (MPI_Abort names the
+      ;; rank); a normal end finalises, which waits for the other ranks.
+      (let ([old (base-exception-handler)])
+        (base-exception-handler
+          (lambda (x)
+            (unless (warning? x) (set! failed? #t))
+            (old x))))
+      (let ([old (exit-handler)])
+        (exit-handler
+          (lambda args
+            (unless (or (null? args) (eqv? (car args) 0) (eq? (car args) (void))) (set! failed? #t))
+            (apply old args))))
+      (add-exit-hook!
+        (lambda ()
+          (when (and (mpi-initialized?) (not (mpi-finalized?)))
+            (if failed?
+                (begin
+                  (let ([e (current-error-port)])
+                    (format e "spindle mpi: rank ~a failed; aborting the job~%" (rmpi-comm-id c))
+                    (flush-output-port e))
+                  (mpi-abort! 1))
+                (finalize!)))))
+      c))
+
+  ;; Ends MPI use now (MPI_Finalize); done at exit otherwise.
+  (define (rmpi-finish comm)
+    (check-comm 'rmpi-finish comm)
+    (finalize!))
+
+  ;; Under engine-lock, so that the progress thread is not inside an MPI
+  ;; call, and it makes no call afterwards (progress-step! checks).
+  (define (finalize!)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (unless (mpi-finalized?) (set! finalized? #t) (mpi-finalize!)))))
+
+  (define (check-comm who c)
+    (unless (rmpi-comm? c) (assertion-violation who "expected an rmpi communicator" c))
+    (when finalized? (error who "MPI has been finalised")))
+  (define (check-rank who c r)
+    (unless (and (fixnum? r) (fx<= 0 r) (fx< r (rmpi-comm-cnt c)))
+      (assertion-violation who (format "expected a rank in [0, ~a)" (rmpi-comm-cnt c)) r)))
+  (define (check-tag who t)
+    (unless (and (fixnum? t) (fx<= 0 t) (fx< t internal-tag))
+      (assertion-violation who (format "expected a tag in [0, ~a)" internal-tag) t)))
+  (define (check-rc who rc)
+    (unless (eqv? rc 0) (error who (mpi-error-string rc))))
+
+  (define (rmpi-id comm) (check-comm 'rmpi-id comm) (rmpi-comm-id comm))
+  (define (rmpi-cnt comm) (check-comm 'rmpi-cnt comm) (rmpi-comm-cnt comm))
+
+  ;; ------------------------------------------------------------ the engine
+  (define engine-lock (make-mutex))
+  (define receivers '())          ; recv-waiter, oldest first
+  (define early '())              ; (comm src tag . value), oldest first
+  (define requests '())           ; pending requests
+  (define progress-thread #f)
+  (define finalized? #f)
+  (define progress-sleeping? #f)
+  (define wake (make-semaphore 0))
+
+  (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
+  ;; owned: foreign memory freed with the request once MPI is done with it.
+  (define-record-type pending (fields req status owned latch (mutable result)) (sealed #t))
+
+  ;; Called under engine-lock: makes sure the progress thread will look
+  ;; soon (it may be asleep on the semaphore or in its backoff).
+  (define (poke!)
+    (cond
+      ;; (restarted if it died: killed with the custodian of the thread
+      ;; that started it, say)
+      [(or (not progress-thread) (thread-dead? progress-thread))
+       (set! progress-sleeping? #f)
+       (set! progress-thread (thread progress-loop))]
+      [progress-sleeping? (set! progress-sleeping? #f) (semaphore-post wake)]))
+
+  (define (matches? comm src tag c s t)
+    (and (eq? comm c) (or (not src) (eqv? src s)) (eqv? tag t)))
+
+  ;; Under engine-lock: the first early message for (comm src tag), removed; or #f.
+  (define (take-early! comm src tag)
+    (let loop ([l early] [prev #f])
+      (cond
+        [(null? l) #f]
+        [(let ([m (car l)]) (matches? comm src tag (car m) (cadr m) (caddr m)))
+         (if prev (set-cdr! prev (cdr l)) (set! early (cdr l)))
+         (car l)]
+        [else (loop (cdr l) l)])))
+
+  (define (push-early! m) (set! early (append early (list m))))
+
+  ;; Foreign memory used under engine-lock only: the flag, message handle
+  ;; and status of probe! and test!, a request and status for a
+  ;; send's first test, and a buffer for small messages, both ways.
+  (define scratch #f)
+  (define (scratch-at i)
+    (unless scratch (set! scratch (malloc (+ 40 (* 2 mpi-status-size)))))
+    (+ scratch i))
+  (define small-message 4096)     ; below Open MPI's eager limits (vader 4 KiB, tcp 64 KiB)
+  (define recv-buffer #f)
+  (define send-buffer #f)         ; handed to a send that did not complete at once
+
+  ;; Under engine-lock: receives the next MPI message for (comm src tag)
+  ;; as (comm src tag . value), or #f if none has arrived.
+  (define (probe! who comm src tag)
+    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)])
+      (foreign-set! 'int flag 0 0)
+      (let ([rc (mpi-improbe (or src -1) tag (rmpi-comm-handle comm) flag msg st)])
+        (check-rc who rc)
+        (and (not (eqv? 0 (foreign-ref 'int flag 0)))
+             (begin
+               (let ([n (mpi-status-bytes st)])
+                 (if (fx<= n small-message)
+                     (let ([buf (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer))])
+                       (check-rc who (mpi-mrecv-small buf n (mpi-byte) msg st))
+                       (let ([from (mpi-status-source st)])
+                         (cons* comm from tag
+                           (if (fx= (foreign-ref 'unsigned-8 buf 0) header-kind)
+                               (receive-large! who comm from tag (foreign-ref 'integer-64 buf 1))
+                               (foreign->value buf n)))))
+                     (let ([buf (malloc n)])
+                       (let ([rc (mpi-mrecv buf n (mpi-byte) msg st)])
+                         (let ([v (and (eqv? rc 0) (foreign->value buf n))])
+                           (free buf)
+                           (check-rc who rc)
+                           (cons* comm (mpi-status-source st) tag v)))))))))))
+
+  ;; Under engine-lock: the body of a large message whose header came from
+  ;; `from`: MPI's next match from there, which the sender posted with the
+  ;; header, received straight into a new (locked) bytevector.
+  (define (receive-large! who comm from tag n)
+    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)] [bv (make-bytevector n)])
+      (let wait ()
+        (foreign-set! 'int flag 0 0)
+        (check-rc who (mpi-improbe from tag (rmpi-comm-handle comm) flag msg st))
+        (when (eqv? 0 (foreign-ref 'int flag 0)) (wait)))
+      (lock-object bv)
+      (let ([rc (mpi-mrecv (bytes-at bv 0) n (mpi-byte) msg st)])
+        (unlock-object bv)
+        (check-rc who rc)
+        (#%$bytevector-set-immutable! bv)
+        bv)))
+
+  ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),
+  ;; 'moved (something completed) or 'waiting.
+  (define (progress-step!)
+   (if finalized?
+    'idle
+    (let ([moved #f])
+      (set! receivers
+        (filter
+          (lambda (w)
+            (let ([m (probe! 'rmpi-recv (recv-waiter-comm w) (recv-waiter-src w) (recv-waiter-tag w))])
+              (cond
+                [(not m) #t]
+                [else
+                 (set! moved #t)
+                 (unless (commit-partner! (recv-waiter-syncer w) (recv-waiter-branch w) (list (cdddr m)))
+                   (push-early! m))
+                 #f])))
+          receivers))
+      (set! requests
+        (filter
+          (lambda (p)
+            (if (test! p) (begin (set! moved #t) #f) #t))
+          requests))
+      (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting]))))
+
+  ;; The backoff: yield for spin-ms after the last completion, then sleep
+  ;; from 0.05 ms doubling to max-sleep-ms.  A short cap matters more than
+  ;; it seems: in a ping-pong, a rank that sleeps long answers late, so its
+  ;; peer sleeps long too, and the pair settles at about twice the cap per
+  ;; round trip.  A new receiver or request wakes the thread at once.
+  (define spin-ms 1.0)
+  (define max-sleep-ms 2.0)
+
+  (define (progress-loop)
+    (let loop ([spin-since #f] [pause 0.05])
+      (let ([state (with-atomic
+                     (with-os-mutex engine-lock
+                       (let ([s (progress-step!)])
+                         (set! progress-sleeping? (not (eq? s 'moved)))
+                         s)))])
+        (case state
+          [(idle) (semaphore-wait wake) (loop #f 0.05)]
+          [(moved) (loop #f 0.05)]
+          [else
+           (let ([now (current-inexact-monotonic-milliseconds)])
+             (cond
+               [(not spin-since) (yield) (loop now pause)]
+               [(< (- now spin-since) spin-ms) (yield) (loop spin-since pause)]
+               [(sync (choice-evt (wrap-evt wake (lambda (_) #t))
+                                  (wrap-evt (alarm-evt (+ now pause) #t) (lambda (_) #f))))
+                (loop #f 0.05)]
+               [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
+
+  ;; What a request owns: foreign memory, or a bytevector MPI reads in place.
+  (define (release! x) (if (bytevector? x) (unlock-object x) (free x)))
+
+  ;; Under engine-lock: #t (and the latch fired, the request's memory
+  ;; freed) once p completed.
+  (define (test! p)
+    (let ([flag (scratch-at 0)])
+      (foreign-set! 'int flag 0 0)
+      (let ([rc (mpi-test (pending-req p) flag (pending-status p))])
+        (let ([done (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))])
+          (when done
+            (pending-result-set! p rc)
+            (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p))
+            (latch-fire! (pending-latch p)))
+          done))))
+
+  ;; Starts a request with (start req-pointer) and waits for it.  The
+  ;; request's memory and `owned` are freed by whoever sees it complete,
+  ;; never by the waiter: a waiter that is killed or broken leaves MPI's
+  ;; buffers alone.  Memory the waiter reads afterwards is its own to free
+  ;; on a normal return (on an abnormal one it is left, not freed early).
+  (define (run-request! who owned start)
+    (let* ([req (malloc 8)] [st (malloc mpi-status-size)]
+           [p (make-pending req st owned (make-latch (lambda (l) (void))) #f)])
+      (let ([rc (with-atomic
+                  (with-os-mutex engine-lock
+                    (let ([rc (start req)])
+                      (if (eqv? rc 0)
+                          (unless (test! p) (set! requests (cons p requests)) (poke!))
+                          (begin (free req) (free st) (for-each release! owned)))
+                      rc)))])
+        (check-rc who rc)
+        (sync (pending-latch p))
+        (check-rc who (pending-result p)))))
+
+  ;; ------------------------------------------------------------ messages
+  ;; A message is one kind byte then its body (mpi-data), in foreign memory:
+  ;; the reused send-buffer when small, a malloc'ed copy up to
+  ;; large-message.  A bytevector of large-message bytes or more is not
+  ;; copied: a header message (kind 2, then the length as 8 bytes) goes
+  ;; first, then the bytevector itself, locked (lock-object) so that the
+  ;; collector leaves it where MPI reads it until the send completes; MPI
+  ;; keeps messages of one sender and tag in order, so the receiver's next
+  ;; match after the header is the body.
+  (define large-message 65536)
+  (define header-kind 2)
+
+  (define (send-message who comm dest tag v)
+    (let-values ([(body raw?) (encode-body who v)])
+      (let ([n (fx+ 1 (bytevector-length body))])
+        (when (> n max-message)
+          (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
+        (let ([results
+               (with-atomic
+                 (with-os-mutex engine-lock
+                   (when finalized? (error who "MPI has been finalised"))
+                   (if (and raw? (fx> n large-message))
+                       (let ([head (send-small! comm dest tag header-kind #f (fx- n 1))])
+                         (lock-object body)
+                         (let ([r (post-send! (bytes-at body 0) (fx- n 1) comm dest tag (list body))])
+                           (unless (pending? r) (unlock-object body))
+                           (list head r)))
+                       (list (if (fx<= n small-message)
+                                 (send-small! comm dest tag (if raw? 1 0) body 0)
+                                 (let ([buf (malloc n)])
+                                   (fill! buf (if raw? 1 0) body)
+                                   (let ([r (post-send! buf n comm dest tag (list buf))])
+                                     (unless (pending? r) (free buf))
+                                     r)))))))])
+          (for-each
+            (lambda (r)
+              (if (pending? r)
+                  (begin (sync (pending-latch r)) (check-rc who (pending-result r)))
+                  (check-rc who r)))
+            results)))))
+
+  (define (fill! buf kind body)
+    (foreign-set! 'unsigned-8 buf 0 kind)
+    (memcpy-from-bytevector! (+ buf 1) body (bytevector-length body)))
+
+  ;; Under engine-lock: a message of at most small-message bytes from
+  ;; send-buffer (kind then body, or kind then the 8-byte length).
+  (define (send-small! comm dest tag kind body length)
+    (let ([buf (or send-buffer (begin (set! send-buffer (malloc small-message)) send-buffer))])
+      (if body
+          (fill! buf kind body)
+          (begin (foreign-set! 'unsigned-8 buf 0 kind) (foreign-set! 'integer-64 buf 1 length)))
+      (let ([r (post-send! buf (if body (fx+ 1 (bytevector-length body)) 9) comm dest tag (list buf))])
+        (when (pending? r) (set! send-buffer #f))
+        r)))
+
+  ;; Under engine-lock: MPI_Isend of the n bytes at buf, then one MPI_Test.
+  ;; Returns MPI's error code (0: sent) when done, or else a pending
+  ;; request that owns `owned` (released when it completes).
+  (define (post-send! buf n comm dest tag owned)
+    (let ([req (scratch-at (+ 24 mpi-status-size))] [st (scratch-at (+ 32 mpi-status-size))] [flag (scratch-at 0)])
+      (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) req)])
+        (if (not (eqv? rc 0))
+            rc
+            (begin
+              (foreign-set! 'int flag 0 0)
+              (let ([rc (mpi-test req flag st)])
+                (if (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
+                    rc
+                    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) owned (make-latch (lambda (l) (void))) #f)])
+                      (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
+                      (set! requests (cons p requests))
+                      (poke!)
+                      p))))))))
+
+  (define rmpi-send
+    (case-lambda
+      [(comm dest v) (rmpi-send comm dest v 0)]
+      [(comm dest v tag)
+       (check-comm 'rmpi-send comm) (check-rank 'rmpi-send comm dest) (check-tag 'rmpi-send tag)
+       (send-message 'rmpi-send comm dest tag v)]))
+
+  ;; The receive evt: its attempt looks in early, then asks MPI; if neither
+  ;; has a message it registers a receiver for the progress thread.
+  (define-record-type recv-evt
+    (parent prim-evt)
+    (fields comm src tag)
+    (protocol (lambda (new) (lambda (c s t) ((new recv-attempt recv-cancel) c s t))))
+    (sealed #t))
+  (define recv-evt-registered
+    (begin
+      (record-prints-as! (record-type-descriptor recv-evt) "rmpi-recv-evt")
+      (evt-trace-reason! (record-type-descriptor recv-evt) 'io
+        (lambda (e) (list 'rmpi-recv (or (recv-evt-src e) 'any) (recv-evt-tag e))))))
+
+  (define (recv-attempt e s branch register?)
+    (assert-atomic 'recv-attempt)
+    (let ([comm (recv-evt-comm e)] [src (recv-evt-src e)] [tag (recv-evt-tag e)])
+      (with-os-mutex engine-lock
+        (let ([m (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag))])
+          (cond
+            [m (or (commit-one! s branch (list (cdddr m)))
+                   (begin (set! early (cons m early)) #f))]
+            [register?
+             (let ([w (make-recv-waiter comm src tag s branch)])
+               (set! receivers (append receivers (list w)))
+               (poke!)
+               w)]
+            [else #f])))))
+
+  (define (recv-cancel e w)
+    (assert-atomic 'recv-cancel)
+    (with-os-mutex engine-lock (set! receivers (remq w receivers))))
+
+  (define rmpi-recv-evt
+    (case-lambda
+      [(comm src) (rmpi-recv-evt comm src 0)]
+      [(comm src tag)
+       (check-comm 'rmpi-recv-evt comm)
+       (when src (check-rank 'rmpi-recv-evt comm src))
+       (check-tag 'rmpi-recv-evt tag)
+       (make-recv-evt comm src tag)]))
+
+  (define rmpi-recv
+    (case-lambda
+      [(comm src) (rmpi-recv comm src 0)]
+      [(comm src tag)
+       (check-comm 'rmpi-recv comm)
+       (when src (check-rank 'rmpi-recv comm src))
+       (check-tag 'rmpi-recv tag)
+       (let ([m (spin-for-message comm src tag)])
+         (if m (cdddr m) (sync (make-recv-evt comm src tag))))]))
+
+  ;; A ping-pong's answer usually comes within microseconds: rmpi-recv looks
+  ;; for up to spin-recv-us before it parks (parking and the progress
+  ;; thread's wake-up cost more than that), yielding between looks so
+  ;; the worker's other threads run.  (cons* comm src tag value) or #f.
+  (define spin-recv-us 30.)
+  (define (spin-for-message comm src tag)
+    (define (look) (with-atomic (with-os-mutex engine-lock (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag)))))
+    (or (look)
+        (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
+          (let loop ([k 0])
+            (yield)
+            (or (look)
+                ;; the clock every 8 looks: it costs as much as a look
+                (and (or (fx< k 8) (< (current-inexact-monotonic-milliseconds) end))
+                     (loop (if (fx< k 8) (fx+ k 1) 0))))))))
+
+  ;; A blocking MPI call (thunk), serialised with every other: for calls
+  ;; with no non-blocking form (MPI_Comm_split), made once every rank has
+  ;; arrived so that they return soon.
+  (define (with-engine who thunk)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (when finalized? (error who "MPI has been finalised"))
+        (thunk))))
+
+  ;; The next message from src on the internal tag (collectives' own traffic).
+  (define (recv-internal comm src)
+    (let ([m (spin-for-message comm src internal-tag)])
+      (if m (cdddr m) (sync (make-recv-evt comm src internal-tag))))))
