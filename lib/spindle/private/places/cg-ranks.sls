@@ -12,8 +12,8 @@
 ;;; failed is raised by the next flush (rank-flush!, at the group's end).
 ;;;
 ;;; Each kind of traffic has its own tag (above any tag a program is likely
-;;; to use with rmpi directly, below rmpi's own), so a pipeline value or an
-;;; all-to-all block is never taken for a point-to-point message.
+;;; to use with rmpi directly, below rmpi's own), so a pipeline value is
+;;; never taken for a point-to-point message.  The collectives are rmpi's.
 (library (spindle private places cg-ranks)
   (export rank-process? make-ranks ranks? ranks-comm
           ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
@@ -26,7 +26,6 @@
 
   (define tag-p2p 32700)
   (define tag-pipeline 32701)
-  (define tag-alltoall 32702)
 
   ;; #t in a process started by mpirun as a rank (not in a place of one:
   ;; (spindle mpi) marks the rank's environment with its pid when it loads).
@@ -72,12 +71,7 @@
   (define (ranks-allreduce r op v) (rmpi-allreduce (ranks-comm r) op v))
 
   ;; vs: one value per member; -> the values sent to me, by source.
-  (define (ranks-alltoall r vs)
-    (let* ([comm (ranks-comm r)] [me (rmpi-id comm)] [np (rmpi-cnt comm)] [out (make-vector np)])
-      (do ([d 0 (fx+ d 1)]) ((fx= d np))
-        (unless (fx= d me) (send-tagged! r d (vector-ref vs d) tag-alltoall)))
-      (do ([s 0 (fx+ s 1)]) ((fx= s np) out)
-        (vector-set! out s (if (fx= s me) (vector-ref vs me) (recv-tagged r s tag-alltoall))))))
+  (define (ranks-alltoall r vs) (rmpi-alltoall (ranks-comm r) vs))
 
   ;; The pipeline step: the previous member's value (or init at member 0),
   ;; through proc, to the next member.
@@ -88,5 +82,4 @@
       v))
 
   ;; Every member's value, by id, at every member.
-  (define (ranks-gather r v)
-    (list->vector (rmpi-allreduce (ranks-comm r) append (list v)))))
+  (define (ranks-gather r v) (rmpi-allgather (ranks-comm r) v)))
