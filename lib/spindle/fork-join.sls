@@ -37,9 +37,9 @@
 ;;;
 ;;; Over MPI: `np` may be an rmpi communicator, whose ranks are then the
 ;;; members (each rank calls fork-join; the body runs in the rank itself,
-;;; and the operations are those of private/places/cg-ranks.sls).  A rank
-;;; that fails ends the whole job (spindle mpi's rule), which stands for
-;;; "group aborted".
+;;; and the operations go over MPI: see "ranks" below).  A rank that
+;;; fails ends the whole job (spindle mpi's rule), which stands for "group
+;;; aborted".
 (library (spindle fork-join)
   (export fork-join lift-places CG? CG-id CG-np CGfor CGfor/stride CGBarrier
           CGpipeline CG-n0-only CGsend CGrecv CGbroadcast CGallreduce CGalltoall
@@ -48,8 +48,10 @@
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
           (spindle private places cg-barrier)
-          (spindle private places cg-ranks)
-          (only (spindle mpi) rmpi-comm? rmpi-world rmpi-id rmpi-cnt)
+          (spindle mpi)
+          (only (spindle private places mpi-data) pack unpack)
+          (only (spindle private os processes) own-pid)
+          (only (spindle thread) thread thread-wait)
           (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
@@ -96,6 +98,79 @@
 
   (define (peer-ended? c)
     (and (error? c) (message-condition? c) (equal? (condition-message c) "peer place ended")))
+
+  ;; ---------------------------------------------------------------- ranks
+  ;; Sends are buffered, as a place channel's are: the value is encoded at
+  ;; once (so the caller may change it afterwards) and handed to a green
+  ;; thread that makes the MPI send and may block in it (a large message
+  ;; waits for its receiver; a member that sends to everyone before
+  ;; receiving, as an all-to-all does, must not).  Each destination's sender
+  ;; threads form a chain, every one waiting for its predecessor before it
+  ;; sends, so messages to one member arrive in the order sent.  A send that
+  ;; failed is raised by the next flush (ranks-flush!, at the group's end).
+  ;;
+  ;; Each kind of traffic has its own tag (above any tag a program is likely
+  ;; to use with rmpi directly, below rmpi's own), so a pipeline value is
+  ;; never taken for a point-to-point message.  The collectives are rmpi's.
+  (define tag-p2p 32700)
+  (define tag-pipeline 32701)
+
+  ;; #t in a process started by mpirun as a rank (not in a place of one:
+  ;; (spindle mpi) marks the rank's environment with its pid when it loads).
+  (define (rank-process?)
+    (and (getenv "OMPI_COMM_WORLD_RANK")
+         (rmpi-available?)               ; (spindle mpi) is loaded, so the mark is made
+         (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
+           (and owner (string=? owner (number->string (own-pid)))))))
+
+  ;; last: per destination, its newest sender thread, or #f.
+  (define-record-type ranks
+    (fields comm last)
+    (protocol (lambda (new) (lambda (comm) (new comm (make-vector (rmpi-cnt comm) #f)))))
+    (sealed #t))
+
+  (define (send-tagged! r dest v tag)
+    (let ([bv (pack 'CGsend v)] [prev (vector-ref (ranks-last r) dest)] [comm (ranks-comm r)])
+      (vector-set! (ranks-last r) dest
+        (thread (lambda ()
+                  (or (and prev (thread-wait prev))
+                      (guard (c [#t c]) (rmpi-send comm dest bv tag) #f)))
+                #f 'results))))
+
+  (define (recv-tagged r src tag) (unpack (rmpi-recv (ranks-comm r) src tag)))
+
+  (define (ranks-send! r dest v) (send-tagged! r dest v tag-p2p))
+  (define (ranks-recv r src) (recv-tagged r src tag-p2p))
+
+  ;; Waits until every send has left; raises the first failure.
+  (define (ranks-flush! r)
+    (let ([last (ranks-last r)])
+      (do ([d 0 (fx+ d 1)]) ((fx= d (vector-length last)))
+        (let ([t (vector-ref last d)])
+          (when t
+            (vector-set! last d #f)
+            (let ([failure (thread-wait t)])
+              (when failure (raise failure))))))))
+
+  (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))
+
+  (define (ranks-broadcast r root v) (rmpi-broadcast (ranks-comm r) root v))
+
+  (define (ranks-allreduce r op v) (rmpi-allreduce (ranks-comm r) op v))
+
+  ;; vs: one value per member; -> the values sent to me, by source.
+  (define (ranks-alltoall r vs) (rmpi-alltoall (ranks-comm r) vs))
+
+  ;; The pipeline step: the previous member's value (or init at member 0),
+  ;; through proc, to the next member.
+  (define (ranks-pipeline r init proc)
+    (let* ([comm (ranks-comm r)] [me (rmpi-id comm)]
+           [v (proc (if (fx= me 0) init (recv-tagged r (fx- me 1) tag-pipeline)))])
+      (when (fx< me (fx- (rmpi-cnt comm) 1)) (send-tagged! r (fx+ me 1) v tag-pipeline))
+      v))
+
+  ;; Every member's value, by id, at every member.
+  (define (ranks-gather r v) (rmpi-allgather (ranks-comm r) v))
 
   ;; ---------------------------------------------------------------- member 0
   (define (check-np np)
