@@ -51,7 +51,7 @@
           (spindle mpi)
           (only (spindle private places mpi-data) pack unpack)
           (only (spindle private os processes) own-pid)
-          (only (spindle thread) thread thread-wait)
+          (only (spindle thread) thread thread-wait thread-dead?)
           (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
@@ -129,13 +129,22 @@
     (protocol (lambda (new) (lambda (comm) (new comm (make-vector (rmpi-cnt comm) #f)))))
     (sealed #t))
 
+  ;; A small message (MPI sends it eagerly, without its receiver) with no
+  ;; earlier send to its destination still going is sent at once, with no
+  ;; thread: a send completes then in microseconds.
+  (define eager-bytes 4096)
+
   (define (send-tagged! r dest v tag)
     (let ([bv (pack 'CGsend v)] [prev (vector-ref (ranks-last r) dest)] [comm (ranks-comm r)])
-      (vector-set! (ranks-last r) dest
-        (thread (lambda ()
-                  (or (and prev (thread-wait prev))
-                      (guard (c [#t c]) (rmpi-send comm dest bv tag) #f)))
-                #f 'results))))
+      (if (and (fx<= (bytevector-length bv) eager-bytes) (or (not prev) (thread-dead? prev)))
+          (begin
+            (when prev (vector-set! (ranks-last r) dest #f) (let ([failure (thread-wait prev)]) (when failure (raise failure))))
+            (rmpi-send comm dest bv tag))
+          (vector-set! (ranks-last r) dest
+            (thread (lambda ()
+                      (or (and prev (thread-wait prev))
+                          (guard (c [#t c]) (rmpi-send comm dest bv tag) #f)))
+                    #f 'results)))))
 
   (define (recv-tagged r src tag) (unpack (rmpi-recv (ranks-comm r) src tag)))
 
