@@ -43,8 +43,13 @@
           [(fx= b buckets) (vector-set! first r b) (loop b before (fx+ r 1))]
           [else (loop (fx+ b 1) (fx+ before (fxvector-ref sizes b)) r)]))))
 
-  (define (u32 bv i) (bytevector-u32-native-ref bv (fx* 4 i)))
-  (define (u32-set! bv i x) (bytevector-u32-native-set! bv (fx* 4 i) x))
+  ;; Unchecked in the loops over keys: every index below is inside its
+  ;; vector (a key is below Bmax, a bucket below 2^10, a received key
+  ;; inside my run).
+  (define-syntax u32 (syntax-rules () [(_ bv i) (#3%bytevector-u32-native-ref bv (#3%fx* 4 i))]))
+  (define-syntax u32-set! (syntax-rules () [(_ bv i x) (#3%bytevector-u32-native-set! bv (#3%fx* 4 i) x)]))
+  (define-syntax fx@ (syntax-rules () [(_ v i) (#3%fxvector-ref v i)]))
+  (define-syntax fx! (syntax-rules () [(_ v i x) (#3%fxvector-set! v i x)]))
 
   (define (is-member cg class)
     (let* ([me (CG-id cg)] [np (CG-np cg)]
@@ -60,8 +65,9 @@
                             (let ([i (vector-ref test-index t)])
                               (when (and (fx<= start i) (fx< i end)) (fxvector-set! v t (u32 mine (fx- i start))))))
                           (CGallreduce cg + v)))]
+           [sorted (make-bytevector (bytevector-length mine))] ; my keys in bucket order, each ranking
            [passed 0]
-           [last #f])               ; (received lo base ranks) of the last ranking
+           [last #f])               ; -> (received lo base ranks) of the last ranking
       (define (rank! it)
         ;; member 0's block holds keys 0 .. 2*iterations (is-run checks)
         (when (fx= me 0)
@@ -69,40 +75,48 @@
           (u32-set! mine (fx+ it iterations) (fx- max-key it)))
         (let ([mine-sizes (make-fxvector buckets 0)])
           (do ([i 0 (fx+ i 1)]) ((fx= i m))
-            (let ([b (fxsrl (u32 mine i) shift)])
-              (fxvector-set! mine-sizes b (fx+ (fxvector-ref mine-sizes b) 1))))
+            (let ([b (#3%fxsrl (u32 mine i) shift)])
+              (fx! mine-sizes b (#3%fx+ (fx@ mine-sizes b) 1))))
           (let* ([sizes (CGallreduce cg + mine-sizes)]
                  [first (split-buckets sizes n np)]
-                 [owner (make-fxvector buckets)]
-                 [fill (make-fxvector np 0)]
-                 [out (make-vector np)])
-            ;; my keys, by owner of their bucket
-            (do ([r 0 (fx+ r 1)]) ((fx= r np))
-              (let ([count (do ([b (vector-ref first r) (fx+ b 1)]
-                                [c 0 (fx+ c (fxvector-ref mine-sizes b))])
-                               ((fx= b (vector-ref first (fx+ r 1))) c)
-                             (fxvector-set! owner b r))])
-                (vector-set! out r (make-bytevector (fx* 4 count)))))
+                 [next (make-fxvector buckets)]      ; where a key of bucket b goes in sorted
+                 [out (make-vector np #f)])
+            ;; after the scatter below, next[b] is where bucket b+1 starts;
+            ;; my own stretch stays in sorted (out[me] is #f)
+            (define (stretch r)
+              (let ([at (lambda (b) (if (fx= b 0) 0 (fx@ next (fx- b 1))))])
+                (values (at (vector-ref first r)) (at (vector-ref first (fx+ r 1))))))
+            ;; my keys in bucket order (so each owner's keys are one stretch)
+            (do ([b 0 (fx+ b 1)] [at 0 (fx+ at (fx@ mine-sizes b))]) ((fx= b buckets))
+              (fx! next b at))
             (do ([i 0 (fx+ i 1)]) ((fx= i m))
-              (let* ([k (u32 mine i)] [r (fxvector-ref owner (fxsrl k shift))] [j (fxvector-ref fill r)])
-                (u32-set! (vector-ref out r) j k)
-                (fxvector-set! fill r (fx+ j 1))))
+              (let* ([k (u32 mine i)] [b (#3%fxsrl k shift)] [j (fx@ next b)])
+                (u32-set! sorted j k)
+                (fx! next b (#3%fx+ j 1))))
+            (do ([r 0 (fx+ r 1)]) ((fx= r np))
+              (unless (fx= r me)
+                (let-values ([(start end) (stretch r)])
+                  (vector-set! out r (let ([bv (make-bytevector (fx* 4 (fx- end start)))])
+                                       (bytevector-copy! sorted (fx* 4 start) bv 0 (fx* 4 (fx- end start)))
+                                       bv)))))
             (let* ([received (CGalltoall cg out)]
                    [lo (fxsll (vector-ref first me) shift)]
                    [hi (fxsll (vector-ref first (fx+ me 1)) shift)]
                    [base (do ([b 0 (fx+ b 1)] [s 0 (fx+ s (fxvector-ref sizes b))])
                              ((fx= b (vector-ref first me)) s))]
                    [ranks (make-fxvector (fx- hi lo) 0)])
-              (vector-for-each
-                (lambda (bv)
-                  (do ([i 0 (fx+ i 1)]) ((fx= i (fxquotient (bytevector-length bv) 4)))
-                    (let ([v (fx- (u32 bv i) lo)])
-                      (fxvector-set! ranks v (fx+ (fxvector-ref ranks v) 1)))))
-                received)
+              (do ([s 0 (fx+ s 1)]) ((fx= s np))
+                (let-values ([(bv start end) (if (fx= s me)
+                                                 (let-values ([(start end) (stretch me)]) (values sorted start end))
+                                                 (let ([bv (vector-ref received s)])
+                                                   (values bv 0 (fxquotient (bytevector-length bv) 4))))])
+                  (do ([i start (fx+ i 1)]) ((fx= i end))
+                    (let ([v (#3%fx- (u32 bv i) lo)])
+                      (fx! ranks v (#3%fx+ (fx@ ranks v) 1))))))
               (let loop ([v 0] [acc base])   ; the running count, from base
                 (unless (fx= v (fx- hi lo))
-                  (let ([acc (fx+ acc (fxvector-ref ranks v))])
-                    (fxvector-set! ranks v acc)
+                  (let ([acc (#3%fx+ acc (fx@ ranks v))])
+                    (fx! ranks v acc)
                     (loop (fx+ v 1) acc))))
               (do ([t 0 (fx+ t 1)]) ((fx= t 5))
                 (let ([k (fxvector-ref test-keys t)])
@@ -110,7 +124,14 @@
                              (fx= (fxvector-ref ranks (fx- (fx- k 1) lo))
                                   (expected-rank class t (vector-ref test-rank t) it)))
                     (set! passed (fx+ passed 1)))))
-              (set! last (list received lo base ranks))))))
+              ;; full-verify's arguments, if this ranking is the last
+              (set! last (lambda ()
+                           (list (let-values ([(start end) (stretch me)])
+                                   (let ([bv (make-bytevector (fx* 4 (fx- end start)))])
+                                     (bytevector-copy! sorted (fx* 4 start) bv 0 (fx* 4 (fx- end start)))
+                                     (vector-set! received me bv)
+                                     received))
+                                 lo base ranks)))))))
       (CGBarrier cg)
       (rank! 1)                         ; untimed, as in the reference
       (set! passed 0)
@@ -118,7 +139,7 @@
                             (lambda ()
                               (do ([it 1 (fx+ it 1)]) ((fx> it iterations)) (rank! it))
                               (CGBarrier cg)))])
-        (let-values ([(bad count) (apply full-verify last)])
+        (let-values ([(bad count) (apply full-verify (last))])
           (let ([passed (CGallreduce cg + passed)] [bad (CGallreduce cg + bad)] [count (CGallreduce cg + count)])
             (and (fx= me 0) (list s passed bad count)))))))
 
