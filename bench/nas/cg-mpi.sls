@@ -25,7 +25,7 @@
   (export cg-mpi-run grid-possible?)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
-          (nas common) (nas cg-matrix))
+          (nas common) (nas nursery) (nas cg-matrix))
 
   (define cg-steps 25)
 
@@ -48,7 +48,7 @@
   ;; -> (zeta seconds), member 0's.
   (define (cg-mpi-run members n nonzer niter shift)
     (vector-ref (fork-join members cg ([n n] [nonzer nonzer] [niter niter] [shift shift])
-                  (cg-member cg n nonzer niter shift))
+                  (with-nursery (lambda () (cg-member cg n nonzer niter shift))))
                 0))
 
   (define (cg-member cg n nonzer niter shift)

@@ -28,13 +28,13 @@
           (spindle) (spindle fork-join)
           (only (spindle unsafe) unsafe-shared-vector-address)
           (only (spindle private os memory) memcpy-to-bytevector! memcpy-from-bytevector!)
-          (nas common) (nas raw) (nas mg-grid) (nas mg-ops))
+          (nas common) (nas nursery) (nas raw) (nas mg-grid) (nas mg-ops))
 
   (define (side k) (fx+ (fxsll 1 k) 2))
 
   ;; -> (rnm2 seconds), member 0's.
   (define (mg-mpi-run members lt nit)
-    (vector-ref (fork-join members cg ([lt lt] [nit nit]) (mg-member cg lt nit)) 0))
+    (vector-ref (fork-join members cg ([lt lt] [nit nit]) (with-nursery (lambda () (mg-member cg lt nit)))) 0))
 
   (define (mg-member cg lt nit)
     (define me (CG-id cg))
