@@ -56,9 +56,9 @@
           (only (spindle event) sync wrap-evt))
 
   ;; ---------------------------------------------------------------- groups
-  ;; group: member 0's view of the others, #f in members >= 1.  ranks: the
-  ;; MPI group (cg-ranks) when the members are ranks; then hub, p2p, coll,
-  ;; bar and group are #f.
+  ;; group: member 0's view of the others, #f in members >= 1.  ranks: a
+  ;; ranks record (below) when the members are MPI ranks; then hub, p2p,
+  ;; coll, bar and group are #f.
   (define-record-type (cg make-cg CG?)
     (fields (immutable id cg-id) (immutable np cg-np)
             (immutable hub cg-hub)         ; member >= 1: its channel to member 0
