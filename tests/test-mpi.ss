@@ -59,17 +59,41 @@
               '(1 2 3 4)))
           '("self,vader" "tcp,self")))
 
-      (test "10^4 messages between two ranks, in order and exactly once (and a second tag's stream)"
-        (let-values ([(rc text secs) (mpirun 2 90 "stream" 10000)])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "stream")))
+      (test "10^5 messages between two ranks, in order and exactly once (and a second tag's stream), over shared memory and over TCP"
+        (for-each
+          (lambda (btl)
+            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "stream" 100000)])
+              (check-equal (format "over ~a: exit code" btl) 0 rc)
+              (unless (eqv? rc 0) (display text))
+              (check-ok 2 text "stream")))
+          '("self,vader" "tcp,self")))
 
-      (test "over the TCP transport only (btl tcp,self): 10^4 ordered messages"
-        (let-values ([(rc text secs) (mpirun/env "OMPI_MCA_btl=tcp,self" 2 90 "stream" 10000)])
-          (check-equal "stream: exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "stream")))
+      (test "several hosts on one machine: 3 network namespaces joined by a bridge, 2, 2 and 1 ranks, launched through ip netns exec (or one host if the sandbox refuses)"
+        (let* ([name (format "spt~a" (own-pid))]
+               [log (format "~a/netns.out" work)]
+               [up? (eqv? 0 (shell-command (format "tests/mpi/netns.sh up ~a 3 >~a 2>&1" name log)))])
+          (define (run scenario . args)
+            (let ([out (format "~a/hosts.out" work)])
+              (let ([rc (shell-command
+                          (format "SPINDLE_NETNS_NP=5 SPINDLE_NETNS_HOSTS=10.77.0.1:2,10.77.0.2:2,10.77.0.3:1 timeout -k 5 60 tests/mpi/netns.sh run ~a 3 tests/mpi/mpi-child.ss ~a ~a >~a 2>&1"
+                                  name scenario (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
+                (values rc (read-file out)))))
+          (if up?
+              (begin
+                ;; "hosts 3": the ranks are on 3 hosts; then every collective
+                (let-values ([(rc text) (run "hosts" 3 5)])
+                  (check-equal "hosts: exit code" 0 rc)
+                  (unless (eqv? rc 0) (display text))
+                  (check-ok 5 text "hosts")
+                  (check-ok 5 text "collectives"))
+                (shell-command (format "tests/mpi/netns.sh down ~a" name))
+                (check-equal "the namespaces are removed" 0
+                  (shell-command (format "test -z \"$(ip netns list | grep '^~a-')\"" name))))
+              (begin
+                (printf "  network namespaces refused (~a): falling back to one host\n" (read-file log))
+                (let-values ([(rc text secs) (mpirun 5 60 "collectives" 5)])
+                  (check-equal "collectives on one host: exit code" 0 rc)
+                  (check-ok 5 text "collectives"))))))
 
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
@@ -95,7 +119,7 @@
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "broken-sender")))
 
-      (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, after rmpi-finish"
+      (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, a 2 GiB message, bad collective arguments; a receive, send or collective after rmpi-finish"
         (let-values ([(rc text secs) (mpirun 2 60 "errors")])
           (check-equal "exit code" 0 rc)
           (unless (eqv? rc 0) (display text))
@@ -113,12 +137,21 @@
           (check "the job failed" (not (eqv? rc 0)))
           (check "within 10 s" (< secs 10))
           (check "the error is printed" (contains? text "deliberate failure"))
-          (check "the failed rank is named" (contains? text "rank 2 failed"))
+          (check "the failed rank is named" (contains? text "rank 2 failed (an uncaught exception)"))
           (sleep 0.5)
           ;; the scenario's argument (this test's work directory) marks its processes
           ;; ([m] keeps the pattern from matching the shell that runs pgrep)
           (check-equal "no process left" 0
             (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss raise ~a')\"" work)))))
+
+      (test "a rank that exits with a non-zero code ends the job within 10 s, naming the rank and the code; no process is left"
+        (let-values ([(rc text secs) (mpirun 3 60 "exit" work)])
+          (check "the job failed" (not (eqv? rc 0)))
+          (check "within 10 s" (< secs 10))
+          (check "the rank and its exit code are named" (contains? text "rank 2 failed (exit code 3)"))
+          (sleep 0.5)
+          (check-equal "no process left" 0
+            (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss exit ~a')\"" work)))))
 
       (test "a killed rank ends the job within 10 s, naming the rank; no process is left"
         (let ([out (format "~a/killed.out" work)] [rc-file (format "~a/killed.rc" work)])
@@ -155,7 +188,7 @@
                   (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss idle ~a')\"" work))))))))
 
       (test "pingpong of 8-byte messages (printed, not asserted)"
-        (let-values ([(rc text secs) (mpirun 2 60 "pingpong" 2000)])
+        (let-values ([(rc text secs) (mpirun 2 60 "pingpong" 500)])
           (check-equal "exit code" 0 rc)
           (let ([p (open-string-input-port text)])
             (let loop ()

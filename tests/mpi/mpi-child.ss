@@ -28,11 +28,13 @@
 (define (close-vectors? a b)
   (let loop ([i 0]) (or (= i (vector-length a)) (and (< (abs (- (vector-ref a i) (vector-ref b i))) 1e-9) (loop (+ i 1))))))
 
+(define (contains? s part)
+  (let ([n (string-length s)] [k (string-length part)])
+    (let loop ([i 0]) (and (<= (+ i k) n) (or (string=? (substring s i (+ i k)) part) (loop (+ i 1)))))))
 (define (raises? thunk) (guard (c [#t (and (who-condition? c) (condition-who c))]) (thunk) #f))
 
-(case scenario
-  [("collectives")
-   (expect "rank count" (string->number (cadr args)) n)
+(define (collectives count)
+   (expect "rank count" count n)
    (rmpi-barrier w)
    (expect "broadcast" '(from 0 #(1 "two" 3.0)) (rmpi-broadcast w 0 (and (= me 0) '(from 0 #(1 "two" 3.0)))))
    (expect "broadcast from the last rank" (bytevector 7 (- n 1)) (rmpi-broadcast w (- n 1) (bytevector 7 me)))
@@ -122,9 +124,12 @@
      (rmpi-send w (modulo (+ me 1) n) (list 'ring me))
      (expect "ring message" (list 'ring (modulo (- me 1) n)) (rmpi-recv w (modulo (- me 1) n))))
    (rmpi-barrier w)
-   (say "ok collectives")]
+   (say "ok collectives"))
+
+(case scenario
+  [("collectives") (collectives (string->number (cadr args)))]
   [("stream")
-   ;; 10^4 messages 0 -> 1, in order and exactly once; tags keep streams apart
+   ;; COUNT messages 0 -> 1, in order and exactly once; tags keep streams apart
    (let ([count (string->number (cadr args))])
      (case me
        [(0) (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 i) (when (= 0 (mod i 100)) (rmpi-send w 1 (- i) 5)))
@@ -185,6 +190,34 @@
    (if (= me (- n 1))
        (error 'mpi-child "deliberate failure")
        (rmpi-recv w (- n 1)))]
+  [("hosts")
+   ;; `hosts H N`: N ranks on H hosts (tests/mpi/netns.sh): each says its
+   ;; host name and whether its network namespace holds that host's
+   ;; address; then the collectives
+   (let* ([text (lambda (path) (call-with-input-file path get-string-all))]
+          [host (let ([h (text "/proc/sys/kernel/hostname")]) (substring h 0 (- (string-length h) 1)))]
+          [k (let loop ([i (- (string-length host) 1)]) (if (char=? (string-ref host i) #\-) (substring host (+ i 1) (string-length host)) (loop (- i 1))))]
+          [mine? (contains? (text "/proc/self/net/fib_trie") (string-append "10.77.0." k "\n"))]
+          [all (rmpi-allgather w (list host mine?))]
+          [hosts (let loop ([l (vector->list all)] [seen '()])
+                   (cond [(null? l) seen] [(member (caar l) seen) (loop (cdr l) seen)] [else (loop (cdr l) (cons (caar l) seen))]))])
+     (say "on ~a" host)
+     (expect "host count" (string->number (cadr args)) (length hosts))
+     (expect "every rank in its host's network namespace" #t (for-all cadr (vector->list all)))
+     ;; messages across hosts, in order
+     (let ([last (- n 1)])
+       (cond
+         [(= me 0) (do ([i 0 (+ i 1)]) ((= i 2000)) (rmpi-send w last i))]
+         [(= me last) (do ([i 0 (+ i 1)]) ((= i 2000)) (expect "a message across hosts, in order" i (rmpi-recv w 0)))]))
+     (rmpi-barrier w)
+     (say "ok hosts"))
+   (collectives (string->number (caddr args)))]
+  [("exit")
+   ;; the last rank exits with code 3; the others wait for a message that never comes
+   (rmpi-barrier w)
+   (if (= me (- n 1))
+       (exit 3)
+       (rmpi-recv w (- n 1)))]
   [("broken-sender")
    ;; a thread broken while its large send waits for the receiver: MPI
    ;; still reads the message's memory, which must stay intact
@@ -225,9 +258,24 @@
    (expect "bad tag" 'rmpi-recv (raises? (lambda () (rmpi-recv w 0 -1))))
    (expect "bad communicator" 'rmpi-id (raises? (lambda () (rmpi-id 'world))))
    (expect "a place channel" 'rmpi-send (raises? (lambda () (let-values ([(a b) (place-channel)]) (rmpi-send w me a)))))
+   (expect "a tag that is not a fixnum" 'rmpi-send (raises? (lambda () (rmpi-send w 0 'x 'tag))))
+   (expect "a rank of another communicator's size" 'rmpi-recv-evt (raises? (lambda () (rmpi-recv-evt w -1))))
+   ;; 2 GiB, never touched (make-bytevector without a fill does not write it)
+   (let ([huge (guard (c [#t #f]) (make-bytevector (expt 2 31)))])
+     (when huge
+       (expect "a message too large" 'rmpi-send (raises? (lambda () (rmpi-send w 0 huge))))
+       (let ([msg (guard (c [(message-condition? c) (condition-message c)]) (rmpi-send w 0 huge) "")])
+         (unless (contains? msg "too large") (fail "the message says ~s" msg)))))
+   (expect "alltoall of a wrong length" 'rmpi-alltoall (raises? (lambda () (rmpi-alltoall w (make-vector (+ n 1) 0)))))
+   (expect "alltoallv with too few counts" 'rmpi-alltoallv
+     (raises? (lambda () (rmpi-alltoallv w (fxvector) (fxvector) (fxvector) (fxvector) (fxvector) (fxvector)))))
+   (expect "comm-split with a negative color" 'rmpi-comm-split (raises? (lambda () (rmpi-comm-split w -1 0))))
    (rmpi-barrier w)
    (rmpi-finish w)
    (expect "after finish" 'rmpi-barrier (raises? (lambda () (rmpi-barrier w))))
+   (expect "a receive after finish" 'rmpi-recv (raises? (lambda () (rmpi-recv w 0))))
+   (expect "a send after finish" 'rmpi-send (raises? (lambda () (rmpi-send w 0 'x))))
+   (expect "allgather after finish" 'rmpi-allgather (raises? (lambda () (rmpi-allgather w 1))))
    (say "ok errors")]
   [("places")
    ;; a rank starts places (from their template: the rank never forks); a

@@ -7,7 +7,7 @@
 ;;; as its elements in foreign memory (MPI_BYTE, MPI_INT64_T, MPI_DOUBLE),
 ;;; a shared vector from its own memory.  Used by (spindle mpi).
 (library (spindle private places mpi-data)
-  (export pack unpack encode-body foreign->value foreign-copy typed-op typed-buffer typed-result datatype
+  (export pack unpack encode-body foreign->body body->value foreign-copy typed-op typed-buffer typed-result datatype
           element-kind element-count element-size kind-datatype
           elements->foreign foreign->elements! make-elements)
   (import (chezscheme)
@@ -33,11 +33,15 @@
         (assertion-violation who "place channels and shared vectors cannot be sent to another rank" v))
       (values bv raw?)))
 
-  ;; The value of the n-byte message at foreign address p (kind byte first).
-  (define (foreign->value p n)
+  ;; The n-byte message at foreign address p (kind byte first), copied but
+  ;; not decoded: (values raw? body).
+  (define (foreign->body p n)
     (let ([body (make-bytevector (fx- n 1))])
       (memcpy-to-bytevector! body (+ p 1) (fx- n 1))
-      (decode-message body (eqv? (foreign-ref 'unsigned-8 p 0) 1) '() (lambda (fd) #f))))
+      (values (eqv? (foreign-ref 'unsigned-8 p 0) 1) body)))
+
+  (define (body->value raw? body)
+    (decode-message body raw? '() (lambda (fd) #f)))
 
   (define (unpack bv)
     (let* ([n (fx- (bytevector-length bv) 1)] [body (make-bytevector n)])
