@@ -27,6 +27,16 @@ best() { local i; for i in $(seq 1 "$runs"); do figure "$1.$i" "$2"; done |
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "nan" }'; }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), iters $iters, 1 MiB x $big, best of $runs runs"
+# the software cost of a message: one rank sending to itself, CPU time
+for i in $(seq 1 "$runs"); do
+  mpirun --allow-run-as-root -np 1 "$work/pingpong" "$iters" 0 >"$work/c.self.$i" 2>&1 \
+    || { echo "mpi.self: the C program failed:"; cat "$work/c.self.$i"; exit 1; }
+  "$root/bin/spindle" mpirun -np 1 "$root/bench/mpi/pingpong.ss" mpi "$iters" 0 >"$work/s.self.$i" 2>&1 \
+    || { echo "mpi.self: spindle's program failed:"; cat "$work/s.self.$i"; exit 1; }
+done
+c_self=$(best "$work/c.self" self-8b-cpu-us min); s_self=$(best "$work/s.self" self-8b-cpu-us min)
+echo "mpi.self.send-recv-8b-cpu-us $s_self us (C $c_self us; one rank to itself)"
+echo "mpi.self.send-recv-8b-vs-c $(ratio "$s_self" "$c_self") x"
 for btl in self,vader tcp,self; do
   name=${btl%%,self}; name=${name#self,}; [ "$name" = vader ] && name=shm
   ok=1
@@ -47,6 +57,9 @@ for btl in self,vader tcp,self; do
   echo "mpi.$name.pingpong-8b-vs-c $(ratio "$s_rtt" "$c_rtt") x (target 1.3)"
   echo "mpi.$name.bandwidth-1mb $s_bw MB/s (C $c_bw MB/s)"
   echo "mpi.$name.bandwidth-1mb-vs-c $(ratio "$c_bw" "$s_bw") x slower (target 1.1)"
+  s_ibw=$(best "$work/s.$name" bandwidth-1mb-immutable-mbs max)
+  echo "mpi.$name.bandwidth-1mb-immutable $s_ibw MB/s (an immutable bytevector: sent without a copy)"
+  echo "mpi.$name.bandwidth-1mb-immutable-vs-c $(ratio "$c_bw" "$s_ibw") x slower"
 done
 for i in $(seq 1 "$runs"); do
   "$root/bin/spindle" run "$root/bench/mpi/pingpong.ss" places "$iters" "$big" >"$work/places.$i" 2>&1 \

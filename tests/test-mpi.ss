@@ -113,7 +113,13 @@
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "places")))
 
-      (test "a thread broken while its 4 MB send waits: the message still arrives intact"
+      (test "two ranks send each other 1 MiB messages before receiving: no deadlock; a bytevector changed after rmpi-send returns arrives as sent"
+        (let-values ([(rc text secs) (mpirun 2 60 "exchange")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "exchange")))
+
+      (test "a thread broken right after its 4 MB send: the message still arrives intact"
         (let-values ([(rc text secs) (mpirun 2 60 "broken-sender")])
           (check-equal "exit code" 0 rc)
           (unless (eqv? rc 0) (display text))

@@ -3,10 +3,13 @@
    the bandwidth of 1 MiB messages sent one way (then a 1-byte answer).
    Prints "pingpong-8b-us X" (the median round trip: on a shared machine
    the mean is the other processes' time slices), "pingpong-8b-mean-us M"
-   and "bandwidth-1mb-mbs Y". */
+   and "bandwidth-1mb-mbs Y".  With one rank: the CPU time of an 8-byte
+   send to itself and its receive, "self-8b-cpu-us Z" (the software cost
+   of a message, which a loaded machine's scheduling does not blur). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static int by_value(const void *a, const void *b) {
   double x = *(const double *) a, y = *(const double *) b;
@@ -17,6 +20,24 @@ int main(int argc, char **argv) {
   int rank, provided, iters = argc > 1 ? atoi(argv[1]) : 20000, big = argc > 2 ? atoi(argv[2]) : 200;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size == 1) {
+    char out[8] = {1}, in[8];
+    int n = iters * 10;
+    for (int round = 0; round < 2; round++) {
+      clock_t c0 = clock();
+      for (int i = 0; i < n; i++) {
+        MPI_Request q;
+        MPI_Isend(out, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &q);
+        MPI_Recv(in, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+      }
+      if (round == 1) printf("self-8b-cpu-us %.3f\n", (double) (clock() - c0) / CLOCKS_PER_SEC / n * 1e6);
+    }
+    MPI_Finalize();
+    return 0;
+  }
   char small[8] = {1}, *buf = malloc(1 << 20);
   double *ts = malloc(iters * sizeof(double));
   for (int round = 0; round < 2; round++) {          /* the first is a warm-up */

@@ -49,9 +49,7 @@
           (spindle place)
           (spindle private places cg-barrier)
           (spindle mpi)
-          (only (spindle private places mpi-data) pack unpack)
           (only (spindle private os processes) own-pid)
-          (only (spindle thread) thread thread-wait thread-dead?)
           (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
@@ -100,23 +98,14 @@
     (and (error? c) (message-condition? c) (equal? (condition-message c) "peer place ended")))
 
   ;; ---------------------------------------------------------------- ranks
-  ;; Sends are buffered, as a place channel's are: the value is encoded at
-  ;; once (so the caller may change it afterwards), and a message larger
-  ;; than MPI sends eagerly is handed to a green thread that makes the MPI
-  ;; send and waits in it (such a send completes only once its receiver has
-  ;; it; a member that sends to everyone before receiving, as an exchange
-  ;; does, must not wait there).  Those threads run side by side, so their
-  ;; messages may reach MPI out of order: each message carries its number
-  ;; in its stream (destination, kind), and the receiver keeps the ones
-  ;; that come early until their turn.  A send that failed is raised by the
-  ;; group's end (ranks-flush!).
-  ;;
-  ;; Each kind of traffic has its own tag (above any tag a program is likely
-  ;; to use with rmpi directly, below rmpi's own), so a pipeline value is
-  ;; never taken for a point-to-point message.  The collectives are rmpi's.
-  (define tags (vector 32700 32701))     ; by kind: 0 point to point, 1 pipeline
-  (define kind-p2p 0)
-  (define kind-pipeline 1)
+  ;; rmpi-send copies its message and returns at once, as a place
+  ;; channel's put does, and MPI keeps the order of one sender's messages
+  ;; to one receiver with one tag.  Each kind of traffic has its own tag
+  ;; (above any tag a program is likely to use with rmpi directly, below
+  ;; rmpi's own), so a pipeline value is never taken for a point-to-point
+  ;; message.  The collectives are rmpi's.
+  (define tag-p2p 32700)
+  (define tag-pipeline 32701)
 
   ;; #t in a process started by mpirun as a rank (not in a place of one:
   ;; (spindle mpi) marks the rank's environment with its pid when it loads).
@@ -126,66 +115,10 @@
          (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
            (and owner (string=? owner (number->string (own-pid)))))))
 
-  ;; sent, taken: by kind, by member: the next message number to send, to
-  ;; take.  early: by kind, by member: (number . value) that came before
-  ;; their turn.  senders: the sender threads not yet seen to end.
-  (define-record-type ranks
-    (fields comm sent taken early (mutable senders))
-    (protocol
-      (lambda (new)
-        (lambda (comm)
-          (let ([per-kind (lambda (x) (vector (make-vector (rmpi-cnt comm) x) (make-vector (rmpi-cnt comm) x)))])
-            (new comm (per-kind 0) (per-kind 0) (per-kind '()) '())))))
-    (sealed #t))
+  (define-record-type ranks (fields comm) (sealed #t))
 
-  (define (slot v kind m) (vector-ref (vector-ref v kind) m))
-  (define (slot-set! v kind m x) (vector-set! (vector-ref v kind) m x))
-
-  ;; Below this a message goes at once (MPI sends it without its receiver).
-  (define eager-bytes 4096)
-
-  (define (send-kind! r dest v kind)
-    (let* ([n (slot (ranks-sent r) kind dest)]
-           [body (pack 'CGsend v)]
-           [bv (make-bytevector (fx+ 8 (bytevector-length body)))]
-           [comm (ranks-comm r)] [tag (vector-ref tags kind)])
-      (slot-set! (ranks-sent r) kind dest (fx+ n 1))
-      (bytevector-u64-native-set! bv 0 n)
-      (bytevector-copy! body 0 bv 8 (bytevector-length body))
-      (if (fx<= (bytevector-length bv) eager-bytes)
-          (rmpi-send comm dest bv tag)
-          (ranks-senders-set! r
-            (cons (thread (lambda () (guard (c [#t c]) (rmpi-send comm dest bv tag) #f)) #f 'results)
-                  (filter (lambda (t) (not (thread-dead? t))) (ranks-senders r)))))))
-
-  (define (recv-kind r src kind)
-    (let ([n (slot (ranks-taken r) kind src)])
-      (slot-set! (ranks-taken r) kind src (fx+ n 1))
-      (let ([waiting (assv n (slot (ranks-early r) kind src))])
-        (if waiting
-            (begin
-              (slot-set! (ranks-early r) kind src (remq waiting (slot (ranks-early r) kind src)))
-              (cdr waiting))
-            (let loop ()
-              (let* ([bv (rmpi-recv (ranks-comm r) src (vector-ref tags kind))]
-                     [m (bytevector-u64-native-ref bv 0)]
-                     [v (unpack (let ([body (make-bytevector (fx- (bytevector-length bv) 8))])
-                                  (bytevector-copy! bv 8 body 0 (bytevector-length body))
-                                  body))])
-                (if (fx= m n)
-                    v
-                    (begin
-                      (slot-set! (ranks-early r) kind src (cons (cons m v) (slot (ranks-early r) kind src)))
-                      (loop)))))))))
-
-  (define (ranks-send! r dest v) (send-kind! r dest v kind-p2p))
-  (define (ranks-recv r src) (recv-kind r src kind-p2p))
-
-  ;; Waits until every send has left; raises the first failure.
-  (define (ranks-flush! r)
-    (let ([senders (reverse (ranks-senders r))])
-      (ranks-senders-set! r '())
-      (for-each (lambda (t) (let ([failure (thread-wait t)]) (when failure (raise failure)))) senders)))
+  (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
+  (define (ranks-recv r src) (rmpi-recv (ranks-comm r) src tag-p2p))
 
   (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))
 
@@ -200,8 +133,8 @@
   ;; through proc, to the next member.
   (define (ranks-pipeline r init proc)
     (let* ([comm (ranks-comm r)] [me (rmpi-id comm)]
-           [v (proc (if (fx= me 0) init (recv-kind r (fx- me 1) kind-pipeline)))])
-      (when (fx< me (fx- (rmpi-cnt comm) 1)) (send-kind! r (fx+ me 1) v kind-pipeline))
+           [v (proc (if (fx= me 0) init (rmpi-recv comm (fx- me 1) tag-pipeline)))])
+      (when (fx< me (fx- (rmpi-cnt comm) 1)) (rmpi-send comm (fx+ me 1) v tag-pipeline))
       v))
 
   ;; Every member's value, by id, at every member.
@@ -251,7 +184,6 @@
            [v (apply proc c args)])
       (unless (place-message-allowed? v)
         (assertion-violation 'fork-join "member result is not place-message-allowed?" (rmpi-id comm) v))
-      (ranks-flush! r)
       (ranks-gather r v)))
 
   ;; n members: under mpirun (in a rank process), the world's ranks instead.

@@ -212,6 +212,22 @@
      (rmpi-barrier w)
      (say "ok hosts"))
    (collectives (string->number (caddr args)))]
+  [("exchange")
+   ;; both ranks send 1 MiB messages before either receives (a send that
+   ;; waited for its receiver would deadlock here); a mutable bytevector
+   ;; changed right after rmpi-send returns still arrives as it was sent;
+   ;; an immutable one travels without a copy
+   (let* ([peer (- 1 me)] [mk (lambda (r k) (let ([b (make-bytevector (expt 2 20) (+ (* 10 r) k))]) b))]
+          [mutable (mk me 1)] [fixed (bytevector->immutable-bytevector (mk me 2))])
+     (rmpi-send w peer mutable)
+     (bytevector-fill! mutable 99)
+     (rmpi-send w peer fixed)
+     (rmpi-send w peer (mk me 3))
+     (expect "the first 1 MiB message, as sent" #t (equal? (rmpi-recv w peer) (mk peer 1)))
+     (expect "the immutable one" #t (equal? (rmpi-recv w peer) (mk peer 2)))
+     (expect "the third" #t (equal? (rmpi-recv w peer) (mk peer 3)))
+     (rmpi-barrier w)
+     (say "ok exchange"))]
   [("exit")
    ;; the last rank exits with code 3; the others wait for a message that never comes
    (rmpi-barrier w)

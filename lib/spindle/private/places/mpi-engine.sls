@@ -38,6 +38,7 @@
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
           (only (spindle private os libc) bytes-at)
+          (only (spindle private places buffer-pool) buffer-alloc buffer-free)
           (only (spindle private os processes) own-pid)
           (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
           (only (spindle private core evt-core) prim-evt make-latch latch-fire! commit-one! commit-partner!
@@ -278,12 +279,14 @@
                    (push-early! m))
                  #f])))
           receivers))
-      (set! requests
-        (filter
-          (lambda (p)
-            (if (test! p) (begin (set! moved #t) #f) #t))
-          requests))
+      (let ([before (length requests)])
+        (reap!)
+        (unless (fx= before (length requests)) (set! moved #t)))
       (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting]))))
+
+  ;; Under engine-lock: tests the requests, dropping the completed.
+  (define (reap!)
+    (set! requests (filter (lambda (p) (not (test! p))) requests)))
 
   ;; The backoff: yield for spin-ms after the last completion, then sleep
   ;; from 0.05 ms doubling to max-sleep-ms.  A short cap matters more than
@@ -313,8 +316,10 @@
                 (loop #f 0.05)]
                [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
 
-  ;; What a request owns: foreign memory, or a bytevector MPI reads in place.
-  (define (release! x) (if (bytevector? x) (unlock-object x) (free x)))
+  ;; What a request owns: foreign memory, a pooled buffer (address .
+  ;; size), or a bytevector MPI reads in place.
+  (define (release! x)
+    (cond [(bytevector? x) (unlock-object x)] [(pair? x) (buffer-free (car x) (cdr x))] [else (free x)]))
 
   ;; Under engine-lock: #t (and the latch fired, the request's memory
   ;; freed) once p completed.
@@ -350,13 +355,18 @@
 
   ;; ------------------------------------------------------------ messages
   ;; A message is one kind byte then its body (mpi-data), in foreign memory:
-  ;; the reused send-buffer when small, a malloc'ed copy up to
-  ;; large-message.  A bytevector of large-message bytes or more is not
-  ;; copied: a header message (kind 2, then the length as 8 bytes) goes
-  ;; first, then the bytevector itself, locked (lock-object) so that the
-  ;; collector leaves it where MPI reads it until the send completes; MPI
-  ;; keeps messages of one sender and tag in order, so the receiver's next
-  ;; match after the header is the body.
+  ;; the reused send-buffer when small, else a malloc'ed copy.  A send
+  ;; never waits for the receiver, as Racket's rmpi-send does not (so two
+  ;; ranks that send each other large messages before receiving do not
+  ;; deadlock): a request MPI does not complete at once keeps its memory
+  ;; and the progress thread completes it.  A bytevector of more than
+  ;; large-message bytes goes as a header message (kind 2, then the length
+  ;; as 8 bytes) and then its bytes alone, which the receiver takes
+  ;; straight into a new bytevector; an immutable one is not even copied
+  ;; (a mutable one is, as the caller may change it once rmpi-send returns):
+  ;; MPI reads it in place, locked (lock-object) against the collector until
+  ;; the send completes.  MPI keeps the messages of one sender and tag in
+  ;; order, so the receiver's next match after a header is its body.
   (define large-message 65536)
   (define header-kind 2)
 
@@ -365,31 +375,42 @@
       (let ([n (fx+ 1 (bytevector-length body))])
         (when (> n max-message)
           (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
-        (let ([results
-               (with-engine-lock
-                   (cond
-                   [finalized? 'finalized]
-                   [(and raw? (fx> n large-message))
-                       (let ([head (send-small! comm dest tag header-kind #f (fx- n 1))])
-                         (lock-object body)
-                         (let ([r (post-send! (bytes-at body 0) (fx- n 1) comm dest tag (list body))])
-                           (unless (pending? r) (unlock-object body))
-                           (list head r)))]
-                   [else
-                       (list (if (fx<= n small-message)
-                                 (send-small! comm dest tag (if raw? 1 0) body 0)
-                                 (let ([buf (malloc n)])
-                                   (fill! buf (if raw? 1 0) body)
-                                   (let ([r (post-send! buf n comm dest tag (list buf))])
-                                     (unless (pending? r) (free buf))
-                                     r))))]))])
-          (when (eq? results 'finalized) (error who "MPI has been finalised"))
-          (for-each
-            (lambda (r)
-              (if (pending? r)
-                  (begin (sync (pending-latch r)) (check-rc who (pending-result r)))
-                  (check-rc who r)))
-            results)))))
+        (let ([rc (with-engine-lock
+                    ;; completes earlier sends first: a sender that never
+                    ;; waits may not let the progress thread run, and their
+                    ;; buffers are wanted back
+                    (unless (or finalized? (null? requests)) (reap!))
+                    (cond
+                      [finalized? 'finalized]
+                      [(and raw? (fx> n large-message))
+                       (let ([rc (send-small! comm dest tag header-kind #f (fx- n 1))] [len (fx- n 1)])
+                         (if (not (sent? rc))
+                             rc
+                             (if (immutable-bytevector? body)
+                                 (begin
+                                   (lock-object body)
+                                   (let ([rc (post-send! (bytes-at body 0) len comm dest tag body)])
+                                     (unless (eq? rc 'pending) (unlock-object body))
+                                     rc))
+                                 ;; from the buffer pool: a fresh malloc of
+                                 ;; this size is an mmap, whose page faults
+                                 ;; cost more than the copy
+                                 (let ([buf (buffer-alloc len)])
+                                   (memcpy-from-bytevector! buf body len)
+                                   (let ([rc (post-send! buf len comm dest tag (cons buf len))])
+                                     (unless (eq? rc 'pending) (buffer-free buf len))
+                                     rc)))))]
+                      [(fx<= n small-message) (send-small! comm dest tag (if raw? 1 0) body 0)]
+                      [else
+                       (let ([buf (malloc n)])
+                         (fill! buf (if raw? 1 0) body)
+                         (let ([rc (post-send! buf n comm dest tag buf)])
+                           (unless (eq? rc 'pending) (free buf))
+                           rc))]))])
+          (when (eq? rc 'finalized) (error who "MPI has been finalised"))
+          (unless (sent? rc) (check-rc who rc))))))
+
+  (define (sent? rc) (or (eqv? rc 0) (eq? rc 'pending)))
 
   (define (fill! buf kind body)
     (foreign-set! 'unsigned-8 buf 0 kind)
@@ -402,13 +423,14 @@
       (if body
           (fill! buf kind body)
           (begin (foreign-set! 'unsigned-8 buf 0 kind) (foreign-set! 'integer-64 buf 1 length)))
-      (let ([r (post-send! buf (if body (fx+ 1 (bytevector-length body)) 9) comm dest tag (list buf))])
-        (when (pending? r) (set! send-buffer #f))
-        r)))
+      (let ([rc (post-send! buf (if body (fx+ 1 (bytevector-length body)) 9) comm dest tag buf)])
+        (when (eq? rc 'pending) (set! send-buffer #f))
+        rc)))
 
   ;; Under engine-lock: MPI_Isend of the n bytes at buf, then one MPI_Test.
-  ;; Returns MPI's error code (0: sent) when done, or else a pending
-  ;; request that owns `owned` (released when it completes).
+  ;; Returns MPI's error code (0: sent) when done; else 'pending, the
+  ;; request then owning `owned` (foreign memory or a locked bytevector,
+  ;; released when the progress thread sees it complete) and 0 on failure.
   (define (post-send! buf n comm dest tag owned)
     (let ([req (scratch-at (+ 24 mpi-status-size))] [st (scratch-at (+ 32 mpi-status-size))] [flag (scratch-at 0)])
       (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) req)])
@@ -419,11 +441,11 @@
               (let ([rc (mpi-test req flag st)])
                 (if (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
                     rc
-                    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) owned (make-latch (lambda (l) (void))) #f)])
+                    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) (list owned) (make-latch (lambda (l) (void))) #f)])
                       (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
                       (set! requests (cons p requests))
                       (poke!)
-                      p))))))))
+                      'pending))))))))
 
   (define rmpi-send
     (case-lambda
