@@ -3,7 +3,8 @@
 ;;; evt, barrier, broadcast, reductions, allgather, all-to-all and
 ;;; communicator splits.  The manual: doc/reference.md, "(spindle mpi)".
 ;;;
-;;; The engine (spindle private places mpi-engine) runs every operation as a
+;;; mpi-world (spindle private places) initialises MPI and ends the rank;
+;;; the engine (spindle private places mpi-engine) runs every operation as a
 ;;; non-blocking MPI request completed by a progress green thread, so a
 ;;; waiting thread parks and the rank's other threads run; the collectives
 ;;; (spindle private places mpi-collectives) move typed data (shared vectors
@@ -15,5 +16,13 @@
           rmpi-send rmpi-recv rmpi-recv-evt rmpi-barrier rmpi-broadcast
           rmpi-reduce rmpi-allreduce rmpi-allgather rmpi-alltoall rmpi-alltoallv
           rmpi-comm-split rmpi-partition rmpi-finish)
-  (import (spindle private places mpi-engine)
-          (spindle private places mpi-collectives)))
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (rename (spindle private places mpi-world) (rmpi-world world))
+          (spindle private places mpi-engine)
+          (spindle private places mpi-collectives)
+          (only (spindle thread) thread thread-dead?))
+
+  ;; The engine's progress thread is a spindle thread; every program calls
+  ;; rmpi-world first, which invokes this library and so installs it.
+  (define installed (set-progress-spawner! (lambda (loop) (thread loop)) thread-dead?))
+  (define (rmpi-world) (world)))

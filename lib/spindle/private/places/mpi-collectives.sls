@@ -21,6 +21,7 @@
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
           (spindle private places mpi-data)
+          (spindle private places mpi-world)
           (spindle private places mpi-engine)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector? shared-bytes?))

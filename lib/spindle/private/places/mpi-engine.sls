@@ -1,7 +1,7 @@
 #!chezscheme
-;;; The MPI engine of (spindle mpi): the world communicator and its end,
-;;; argument checks, the progress thread that completes non-blocking
-;;; requests, and point-to-point messages with the receive evt.  The
+;;; The MPI engine of (spindle mpi): the progress thread that completes
+;;; non-blocking requests, and point-to-point messages with the receive
+;;; evt (the world, communicators and checks: mpi-world).  The
 ;;; collectives (spindle private places mpi-collectives) start requests
 ;;; through run-request!.
 ;;;
@@ -14,7 +14,7 @@
 ;;; outstanding it probes and tests them, yielding between rounds for the
 ;;; first millisecond and then sleeping on an alarm from 50 us doubling to
 ;;; 2 ms (so a rank idle in a receive makes one probe per 2 ms and never
-;;; spins a core); when nothing is outstanding it waits on a semaphore.  A
+;;; spins a core); when nothing is outstanding it waits on a latch.  A
 ;;; receive evt looks first in its own attempt (a message that has already
 ;;; arrived commits at once, with no progress-thread hop), so a ping-pong
 ;;; whose peer answers quickly never sleeps.
@@ -24,161 +24,52 @@
 ;;; requests.  A message matched for a receiver whose sync another branch
 ;;; won goes to `early`, which every receive looks at before MPI, so no
 ;;; message is lost and the order per (source, tag) is MPI's.
-;;;
-;;; A rank never forks: places in a rank start from their template process,
-;;; which posix_spawn executes afresh (no MPI state), and are forked from it.
-;;; A place is not a rank: rmpi-world refuses in one.
+
 (library (spindle private places mpi-engine)
-  (export make-rmpi-comm rmpi-comm? rmpi-comm-handle rmpi-comm-id rmpi-comm-cnt
-          rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
-          check-comm check-rank check-tag check-rc internal-tag
-          run-request! with-engine send-message recv-internal
-          rmpi-send rmpi-recv rmpi-recv-evt)
+  (export run-request! with-engine send-message recv-internal
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
-          (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
+          (only (spindle private os memory) malloc free memcpy-from-bytevector!)
           (only (spindle private os libc) bytes-at)
           (only (spindle private places buffer-pool) buffer-alloc buffer-free)
-          (only (spindle private os processes) own-pid)
           (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
           (only (spindle private core evt-core) prim-evt make-latch latch-fire! commit-one! commit-partner!
                 record-prints-as! evt-trace-reason!)
-          (only (spindle private core exit-hooks) add-exit-hook!)
           (spindle private places mpi-data)
-          (only (spindle thread) thread thread-dead? sleep yield)
-          (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
+          (spindle private places mpi-world)
+          (only (spindle private core scheduler) yield!)
           (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
-  ;; ------------------------------------------------------------ communicators
-  (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
-    (fields handle id cnt)
-    (nongenerative spindle-rmpi-comm-v1) (sealed #t))
-  (define comm-printer (record-writer (record-type-descriptor rmpi-comm)
-    (lambda (c port wr) (format port "#<rmpi-comm ~a/~a>" (rmpi-comm-id c) (rmpi-comm-cnt c)))))
-
-  (define internal-tag 32767)     ; MPI guarantees tags up to 32767; user tags stop below
-  (define max-message (- (expt 2 31) 2))
-
-  (define world #f)
-  (define world-lock (make-mutex))
-  (define failed? #f)             ; why the rank ends by an error (a string): abort, never finalise
-
-  (define (rmpi-available?) (mpi-available?))
-
-  ;; A place of a rank inherits the rank's environment, OMPI_* included, and
-  ;; would join MPI as that rank.  So the rank marks the environment with its
-  ;; pid when it loads this library (before it can start a place's
-  ;; template), and rmpi-world refuses in any other process.
-  (define rank-marked
-    (when (and (getenv "OMPI_COMM_WORLD_RANK") (not (getenv "SPINDLE_MPI_RANK_PID")))
-      (putenv "SPINDLE_MPI_RANK_PID" (number->string (own-pid)))))
-
-  (define (rmpi-world)
-    (or world
-        (with-atomic
-          (with-os-mutex world-lock
-            (or world (begin (set! world (init-world)) world))))))
-
-  (define (init-world)
-    (let ([why (mpi-load!)])
-      (unless (eq? why #t) (error 'rmpi-world why)))
-    (unless (getenv "OMPI_COMM_WORLD_RANK")
-      (error 'rmpi-world "not an MPI rank: start the program with `spindle mpirun -np N prog.ss`"))
-    (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
-      (when (and owner (not (string=? owner (number->string (own-pid)))))
-        (error 'rmpi-world "a place is not an MPI rank: only the rank process started by mpirun may use MPI")))
-    (let ([level (mpi-init!)])
-      (unless (= level 3)
-        (error 'rmpi-world (format "MPI provides thread level ~a; spindle needs MPI_THREAD_MULTIPLE (3)" level))))
-    (let* ([h (mpi-comm-world)] [c (make-rmpi-comm h (mpi-comm-rank h) (mpi-comm-size h))])
-      ;; An error that ends the rank aborts the job (MPI_Abort names the
-      ;; rank); a normal end finalises, which waits for the other ranks.
-      (let ([old (base-exception-handler)])
-        (base-exception-handler
-          (lambda (x)
-            (unless (or (warning? x) failed?) (set! failed? "an uncaught exception"))
-            (old x))))
-      (let ([old (exit-handler)])
-        (exit-handler
-          (lambda args
-            (unless (or (null? args) (eqv? (car args) 0) (eq? (car args) (void)) failed?)
-              (set! failed? (format "exit code ~s" (car args))))
-            (apply old args))))
-      (add-exit-hook!
-        (lambda ()
-          (when (and (mpi-initialized?) (not (mpi-finalized?)))
-            (if failed?
-                (begin
-                  (let ([e (current-error-port)])
-                    (format e "spindle mpi: rank ~a failed (~a); aborting the job~%" (rmpi-comm-id c) failed?)
-                    (flush-output-port e))
-                  (mpi-abort! 1))
-                (finalize!)))))
-      c))
-
-  ;; Ends MPI use now (MPI_Finalize); done at exit otherwise.
-  (define (rmpi-finish comm)
-    (check-comm 'rmpi-finish comm)
-    (finalize!))
-
-  ;; Under engine-lock, so that the progress thread is not inside an MPI
-  ;; call, and it makes no call afterwards (progress-step! checks).
-  (define (finalize!)
-    (with-atomic
-      (with-os-mutex engine-lock
-        (unless (mpi-finalized?) (set! finalized? #t) (mpi-finalize!)))))
-
-  (define (check-comm who c)
-    (unless (rmpi-comm? c) (assertion-violation who "expected an rmpi communicator" c))
-    (when finalized? (error who "MPI has been finalised")))
-  (define (check-rank who c r)
-    (unless (and (fixnum? r) (fx<= 0 r) (fx< r (rmpi-comm-cnt c)))
-      (assertion-violation who (format "expected a rank in [0, ~a)" (rmpi-comm-cnt c)) r)))
-  (define (check-tag who t)
-    (unless (and (fixnum? t) (fx<= 0 t) (fx< t internal-tag))
-      (assertion-violation who (format "expected a tag in [0, ~a)" internal-tag) t)))
-  (define (check-rc who rc)
-    (unless (eqv? rc 0) (error who (mpi-error-string rc))))
-
-  (define (rmpi-id comm) (check-comm 'rmpi-id comm) (rmpi-comm-id comm))
-  (define (rmpi-cnt comm) (check-comm 'rmpi-cnt comm) (rmpi-comm-cnt comm))
-
   ;; ------------------------------------------------------------ the engine
-  (define engine-lock (make-mutex))
-
-  ;; with-os-mutex on engine-lock without dynamic-wind, for the paths every
-  ;; message takes (90 ns of a 0.8 us send and receive).  Its body must
-  ;; not raise (they return MPI's error codes instead, raised after) and
-  ;; makes no other non-local exit (interrupts are off: no thread switch).
-  (define-syntax with-engine-lock
-    (syntax-rules ()
-      [(_ e1 e2 ...)
-       (with-interrupts-disabled
-         (mutex-acquire engine-lock)
-         (let ([v (begin e1 e2 ...)])
-           (mutex-release engine-lock)
-           v))]))
   (define receivers '())          ; recv-waiter, oldest first
   (define early '())              ; (comm src tag . value), oldest first
   (define requests '())           ; pending requests
   (define progress-thread #f)
-  (define finalized? #f)
   (define progress-sleeping? #f)
-  (define wake (make-semaphore 0))
+  (define wake #f)                ; the latch poke! fires while the thread may sleep; a new one per sleep
+
+  ;; Green threads are the public layer's: (spindle mpi) gives the
+  ;; procedures that start the progress thread and say whether it died.
+  (define spawn-progress #f)
+  (define progress-dead? #f)
+  (define (set-progress-spawner! spawn dead?)
+    (set! spawn-progress spawn)
+    (set! progress-dead? dead?))
 
   (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
   ;; owned: foreign memory freed with the request once MPI is done with it.
   (define-record-type pending (fields req status owned latch (mutable result)) (sealed #t))
 
   ;; Called under engine-lock: makes sure the progress thread will look
-  ;; soon (it may be asleep on the semaphore or in its backoff).
+  ;; soon (it may be asleep on its latch or in its backoff).
   (define (poke!)
     (cond
       ;; (restarted if it died: killed with the custodian of the thread
       ;; that started it, say)
-      [(or (not progress-thread) (thread-dead? progress-thread))
+      [(or (not progress-thread) (progress-dead? progress-thread))
        (set! progress-sleeping? #f)
-       (set! progress-thread (thread progress-loop))]
-      [progress-sleeping? (set! progress-sleeping? #f) (semaphore-post wake)]))
+       (set! progress-thread (spawn-progress progress-loop))]
+      [progress-sleeping? (set! progress-sleeping? #f) (latch-fire! wake)]))
 
   (define (matches? comm src tag c s t)
     (and (eq? comm c) (or (not src) (eqv? src s)) (eqv? tag t)))
@@ -264,7 +155,7 @@
   ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),
   ;; 'moved (something completed) or 'waiting.
   (define (progress-step!)
-   (if finalized?
+   (if (world-finalized?)
     'idle
     (let ([moved #f])
       (set! receivers
@@ -298,19 +189,23 @@
 
   (define (progress-loop)
     (let loop ([spin-since #f] [pause 0.05])
-      (let ([state (with-atomic
-                     (with-os-mutex engine-lock
-                       (let ([s (progress-step!)])
-                         (set! progress-sleeping? (not (eq? s 'moved)))
-                         s)))])
+      (let* ([r (with-atomic
+                  (with-os-mutex engine-lock
+                    (let ([s (progress-step!)])
+                      ;; a new latch unless the last is still unfired
+                      (unless (or (eq? s 'moved) progress-sleeping?)
+                        (set! wake (make-latch (lambda (l) (void)))))
+                      (set! progress-sleeping? (not (eq? s 'moved)))
+                      (cons s wake))))]
+             [state (car r)] [wake (cdr r)])
         (case state
-          [(idle) (semaphore-wait wake) (loop #f 0.05)]
+          [(idle) (sync wake) (loop #f 0.05)]
           [(moved) (loop #f 0.05)]
           [else
            (let ([now (current-inexact-monotonic-milliseconds)])
              (cond
-               [(not spin-since) (yield) (loop now pause)]
-               [(< (- now spin-since) spin-ms) (yield) (loop spin-since pause)]
+               [(not spin-since) (yield!) (loop now pause)]
+               [(< (- now spin-since) spin-ms) (yield!) (loop spin-since pause)]
                [(sync (choice-evt (wrap-evt wake (lambda (_) #t))
                                   (wrap-evt (alarm-evt (+ now pause) #t) (lambda (_) #f))))
                 (loop #f 0.05)]
@@ -379,9 +274,9 @@
                     ;; completes earlier sends first: a sender that never
                     ;; waits may not let the progress thread run, and their
                     ;; buffers are wanted back
-                    (unless (or finalized? (null? requests)) (reap!))
+                    (unless (or (world-finalized?) (null? requests)) (reap!))
                     (cond
-                      [finalized? 'finalized]
+                      [(world-finalized?) 'finalized]
                       [(and raw? (fx> n large-message))
                        (let ([rc (send-small! comm dest tag header-kind #f (fx- n 1))] [len (fx- n 1)])
                          (if (not (sent? rc))
@@ -522,7 +417,7 @@
           ;; the other threads, rarely enough that an answer is seen soon;
           ;; the clock every 16: it costs as much as a look
           (let loop ([k 1])
-            (when (fx= 0 (fxand k 3)) (yield))
+            (when (fx= 0 (fxand k 3)) (yield!))
             (or (look)
                 (and (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
                      (loop (fx+ k 1))))))))
@@ -533,7 +428,7 @@
   (define (with-engine who thunk)
     (with-atomic
       (with-os-mutex engine-lock
-        (when finalized? (error who "MPI has been finalised"))
+        (when (world-finalized?) (error who "MPI has been finalised"))
         (thunk))))
 
   ;; The next message from src on the internal tag (collectives' own traffic).
