@@ -2,8 +2,8 @@
 ;;; bench/nas.ss -- the NAS Parallel Benchmarks suite (bench/NAS.md):
 ;;;
 ;;;   bin/spindle bench nas [--class S|W|A|B] [--np 1,2] [--bench is,ep,...]
-;;;                         [--mode serial,places,threads,futures] [--runs K]
-;;;                         [--quiet-wait SECONDS]
+;;;                         [--mode serial,places,threads,futures,mpi] [--mpi]
+;;;                         [--runs K] [--quiet-wait SECONDS]
 ;;;
 ;;; Each benchmark is the library (nas BENCH), file bench/nas/BENCH.sls,
 ;;; loaded when its turn comes; one whose file is absent is reported "not
@@ -22,18 +22,23 @@
 ;;;                                                  of the same call
 ;;;   nas.BENCH.CLASS.MODE.npN-verification VERIFIED|FAILED, then the
 ;;;                                                  result's notes (# lines)
+;;; Mode mpi (--mpi is --mode mpi): each run is a job of np ranks,
+;;; `spindle mpirun -np N bench/nas-rank.ss BENCH CLASS`, whose rank 0
+;;; reports the result and its own alloc and GC figures; the lines are the
+;;; same.  Without Open MPI the mode is reported "not supported".
 ;;; --runs K: each configuration K times, the fastest reported (every run
 ;;; must verify).  Before each run the suite waits (at most --quiet-wait
 ;;; seconds in all, default 30) until other processes leave the machine
 ;;; quiet.  A table of everything ends the output.  Exit code 1 when a run
 ;;; FAILED or raised, 2 for bad arguments.
-(import (chezscheme) (bench-harness) (nas common) (only (spindle) processor-count))
+(import (chezscheme) (bench-harness) (nas common) (only (spindle) processor-count)
+        (only (spindle private os processes) shell-command own-pid))
 
 (define all-benches '(is ep cg mg ft sp bt lu))
 (define default-modes '(serial places threads))
 
 (define (usage port)
-  (fprintf port "usage: spindle bench nas [--class S|W|A|B] [--np 1,2] [--bench ~a] [--mode ~a] [--runs K] [--quiet-wait SECONDS]\n  defaults: class W, every benchmark built, modes serial,places,threads, np 1,2, 1 run, 30 s of quiet wait\n"
+  (fprintf port "usage: spindle bench nas [--class S|W|A|B] [--np 1,2] [--bench ~a] [--mode ~a] [--mpi] [--runs K] [--quiet-wait SECONDS]\n  defaults: class W, every benchmark built, modes serial,places,threads, np 1,2, 1 run, 30 s of quiet wait; --mpi: --mode mpi\n"
            (join (map symbol->string all-benches) ",") (join (map symbol->string nas-modes) ",")))
 
 (define (join strings sep)
@@ -56,12 +61,12 @@
                  x))
              (split-string s #\,)))))
 
-(check-arguments! "nas" '() '("--class" "--np" "--bench" "--mode" "--runs" "--quiet-wait") usage)
+(check-arguments! "nas" '("--mpi") '("--class" "--np" "--bench" "--mode" "--runs" "--quiet-wait") usage)
 (define class (let ([c (string->symbol (option "--class" "W"))])
                 (unless (memq c '(S W A B C)) (bad-argument "--class" c))
                 c))
 (define benches (symbol-list "--bench" all-benches all-benches))
-(define modes (symbol-list "--mode" default-modes nas-modes))
+(define modes (if (flag? "--mpi") '(mpi) (symbol-list "--mode" default-modes nas-modes)))
 (define nps (map (lambda (s) (positive-int "nas" "--np" s)) (split-string (option "--np" "1,2") #\,)))
 (define runs (positive-int "nas" "--runs" (option "--runs" "1")))
 (define quiet (make-quiet (* 1000 (let ([s (string->number (option "--quiet-wait" "30"))])
@@ -98,12 +103,48 @@
     (car (split-string (call-with-input-file "/proc/loadavg" get-line) #\space))))
 
 ;; -> (result bytes gc-seconds wall-seconds), or raises what the run raised
-(define (measure run mode np)
-  (let* ([s0 (statistics)]
+(define (measure bench run mode np)
+  (if (eq? mode 'mpi)
+      (measure-mpi bench np)
+      (let* ([s0 (statistics)]
          [r (run class mode np)]
          [d (sstats-difference (statistics) s0)]
          [secs (lambda (t) (+ (time-second t) (/ (time-nanosecond t) 1e9)))])
-    (list r (sstats-bytes d) (secs (sstats-gc-real d)) (secs (sstats-real d)))))
+    (list r (sstats-bytes d) (secs (sstats-gc-real d)) (secs (sstats-real d))))))
+
+;; ---------------------------------------------------------------- mpi mode
+(define root (let ([dir (lambda (f) (let loop ([i (- (string-length f) 1)])
+                                      (cond [(< i 0) "."] [(char=? (string-ref f i) #\/) (substring f 0 i)] [else (loop (- i 1))])))])
+               (dir (dir (car (command-line))))))
+
+(define (read-file path)
+  (call-with-input-file path (lambda (p) (let ([s (get-string-all p)]) (if (eof-object? s) "" s)))))
+
+;; The datum after "nas-mpi-result BENCH " in text, or #f.
+(define (mpi-result-line text bench)
+  (let ([key (format "nas-mpi-result ~a " bench)])
+    (let loop ([i 0])
+      (cond
+        [(> (+ i (string-length key)) (string-length text)) #f]
+        [(string=? (substring text i (+ i (string-length key))) key)
+         (read (open-string-input-port (substring text (+ i (string-length key)) (string-length text))))]
+        [else (loop (+ i 1))]))))
+
+;; One mpi-mode run as a job of np ranks (at most an hour).
+(define (measure-mpi bench np)
+  (unless (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1"))
+    (assertion-violation (string->symbol (format "~a-run" bench)) "Open MPI is not installed (mpirun not found)" 'mpi))
+  (let* ([out (format "/tmp/spindle-nas-mpi-~a.out" (own-pid))]
+         [rc (shell-command (format "timeout -k 10 3600 ~a/bin/spindle mpirun -np ~a ~a/bench/nas-rank.ss ~a ~a >~a 2>&1"
+                                    root np root bench class out))]
+         [text (read-file out)])
+    (delete-file out)
+    (let ([v (and (eqv? rc 0) (mpi-result-line text bench))])
+      (unless v
+        (error 'nas (format "the mpi job failed (exit code ~a): ~a" rc text)))
+      (apply (lambda (seconds mops verified? notes bytes gc wall)
+               (list (make-nas-result bench class 'mpi np seconds mops verified? notes) bytes gc wall))
+             v))))
 
 (define failed? #f)
 (define rows '())                       ; table rows, newest first
@@ -144,7 +185,7 @@
                                        (set! rows (cons (list bench mode np #f #f #f #f #f "FAILED (raised)") rows))
                                        (skip #f)])
                            (when (= k 0) (set! load-before (load-average)))
-                           (measure run mode np))])
+                           (measure bench run mode np))])
                   (loop (+ k 1)
                         (if (or (not best) (< (nas-result-seconds (car m)) (nas-result-seconds (car best)))) m best)
                         (and all-verified? (nas-result-verified? (car m))))))))))))

@@ -29,7 +29,7 @@
 (test "ft-run rejects bad arguments"
   (check-raises "unknown class" (assertion-from? 'ft-run) (lambda () (ft-run 'Z 'serial 1)))
   (check-raises "class B is not run" (assertion-from? 'ft-run) (lambda () (ft-run 'B 'serial 1)))
-  (check-raises "unknown mode" (assertion-from? 'ft-run) (lambda () (ft-run 'S 'mpi 1)))
+  (check-raises "unknown mode" (assertion-from? 'ft-run) (lambda () (ft-run 'S 'gpu 1)))
   (check-raises "np 0" (assertion-from? 'ft-run) (lambda () (ft-run 'S 'threads 0)))
   (check-raises "np not an integer" (assertion-from? 'ft-run) (lambda () (ft-run 'S 'places 2.0)))
   (check-raises "serial at np 2" (assertion-from? 'ft-run) (lambda () (ft-run 'S 'serial 2))))

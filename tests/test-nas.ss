@@ -4,7 +4,8 @@
 ;;; mode it takes, at np 1 and 2, must VERIFY; one whose file is absent is
 ;;; skipped with a note.  The benchmarks are loaded the way
 ;;; `bin/spindle bench nas` loads them, by name (tests/run.sh puts bench/ on
-;;; the library path).  Nothing about speed is checked.
+;;; the library path).  Nothing about speed is checked.  Mode mpi runs only
+;;; in MPI ranks: tests/test-nas-mpi.ss covers it.
 (import (except (chezscheme) thread? sleep make-parameter parameterize)
         (harness) (text-files)
         (only (spindle private os processes) own-pid shell-command))
@@ -15,7 +16,7 @@
     (string-append (if (string=? here "") "." here) "/../bench")))
 
 (define common (environment '(nas common)))
-(define nas-modes (eval 'nas-modes common))
+(define nas-modes (remq 'mpi (eval 'nas-modes common)))
 (define verified? (eval 'nas-result-verified? common))
 (define notes (eval 'nas-result-notes common))
 

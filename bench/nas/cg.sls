@@ -17,6 +17,9 @@
 ;;; result does not depend on timing or on np (serial, which runs the same
 ;;; member procedure as id 0 of 1 with a barrier that does nothing,
 ;;; included): zeta is the same to the last bit in every mode and np.
+;;;
+;;; Mode mpi: the process-grid decomposition of (nas cg-mpi), with no
+;;; shared memory.
 (library (nas cg)
   (export cg-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
@@ -24,7 +27,7 @@
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
                 shared-flvector-length make-shared-fxvector shared-fxvector-ref
                 shared-fxvector-set!)
-          (nas common) (nas timed) (nas nursery) (nas raw) (nas cg-matrix))
+          (nas common) (nas timed) (nas nursery) (nas raw) (nas cg-matrix) (nas cg-mpi))
 
   ;; class -> (na nonzer niter shift zeta)
   (define (class-parameters class)
@@ -262,7 +265,34 @@
         (fl! v i (bytevector-ieee-double-native-ref bv (fx* 8 i))))))
 
   (define (cg-run class mode np)
-    (check-nas-arguments 'cg-run class '(S W A) mode '(serial places threads) np)
+    (check-nas-arguments 'cg-run class '(S W A) mode '(serial places threads mpi) np)
+    (if (eq? mode 'mpi) (mpi-run class np) (shared-run class mode np)))
+
+  (define (mops n nonzer niter seconds)
+    (if (> seconds 0)
+        (/ (* 1e-6 2 niter n
+              (+ 3 (* nonzer (+ nonzer 1)) (* 25 (+ 5 (* nonzer (+ nonzer 1)))) 3))
+           seconds)
+        0.0))
+
+  (define (zeta-note zeta zeta-ref)
+    (format "zeta ~a, reference ~a, relative error ~a (epsilon ~a)"
+            zeta zeta-ref (relative-error zeta zeta-ref) epsilon))
+
+  ;; The process grid needs np a power of two.
+  (define (mpi-run class np)
+    (unless (grid-possible? np)
+      (assertion-violation 'cg-run "mode mpi runs on a power-of-two number of ranks" np))
+    (let* ([params (class-parameters class)]
+           [n (list-ref params 0)] [nonzer (list-ref params 1)] [niter (list-ref params 2)]
+           [shift (list-ref params 3)] [zeta-ref (list-ref params 4)]
+           [r (cg-mpi-run (nas-mpi-members 'cg-run np) n nonzer niter shift)]
+           [zeta (car r)] [seconds (cadr r)])
+      (make-nas-result 'cg class 'mpi np seconds (mops n nonzer niter seconds)
+                       (within-epsilon? zeta zeta-ref epsilon)
+                       (list (zeta-note zeta zeta-ref)))))
+
+  (define (shared-run class mode np)
     (let* ([params (class-parameters class)]
            [n (list-ref params 0)] [nonzer (list-ref params 1)] [niter (list-ref params 2)]
            [shift (list-ref params 3)] [zeta-ref (list-ref params 4)]
@@ -289,15 +319,7 @@
            [zeta (car result)] [seconds (cadr result)] [usage (caddr result)]
            [verified? (within-epsilon? zeta zeta-ref epsilon)])
       (make-nas-result
-       'cg class mode np seconds
-       (if (> seconds 0)
-           (/ (* 1e-6 2 niter n
-                 (+ 3 (* nonzer (+ nonzer 1)) (* 25 (+ 5 (* nonzer (+ nonzer 1)))) 3))
-              seconds)
-           0.0)
-       verified?
-       (list (format "zeta ~a, reference ~a, relative error ~a (epsilon ~a)"
-                     zeta zeta-ref (relative-error zeta zeta-ref) epsilon)
-             (allocation-note usage mode)))))
+       'cg class mode np seconds (mops n nonzer niter seconds) verified?
+       (list (zeta-note zeta zeta-ref) (allocation-note usage mode)))))
 
   (lift-places (nas cg)))

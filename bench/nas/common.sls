@@ -14,10 +14,12 @@
   (export make-nas-result nas-result? nas-result-bench nas-result-class
           nas-result-mode nas-result-np nas-result-seconds nas-result-mops
           nas-result-verified? nas-result-notes nas-result-configuration
-          nas-modes check-nas-arguments
+          nas-modes check-nas-arguments nas-mpi-members
           nas-seconds relative-error within-epsilon?
           threads-spmd)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (only (spindle fork-join) fork-join-members)
+          (only (spindle mpi) rmpi-comm? rmpi-cnt)
           (only (spindle) thread thread-wait make-parallel-thread-pool
                 parallel-thread-pool-close make-semaphore semaphore-post
                 semaphore-wait))
@@ -34,8 +36,10 @@
 
   ;; serial: the kernel with no spindle machinery.  places: fork-join over
   ;; shared vectors.  threads: parallel threads of one pool over the same
-  ;; arrays.  futures: futures over the same arrays, where natural.
-  (define nas-modes '(serial places threads futures))
+  ;; arrays.  futures: futures over the same arrays, where natural.  mpi:
+  ;; the MPI decomposition (message passing only, over fork-join's CG
+  ;; operations), one member per rank of a job started by mpirun.
+  (define nas-modes '(serial places threads futures mpi))
 
   ;; Raises an &assertion naming who for a class not in classes, a mode not
   ;; in modes, or np not an exact positive integer (np must be 1 in serial).
@@ -48,6 +52,16 @@
       (assertion-violation who "expected an exact positive worker count" np))
     (when (and (eq? mode 'serial) (not (fx= np 1)))
       (assertion-violation who "serial mode runs one worker" np)))
+
+  ;; The members of an mpi-mode run: the world communicator, whose size
+  ;; must be np.  Raises an &assertion naming who outside an MPI rank.
+  (define (nas-mpi-members who np)
+    (let ([m (fork-join-members #f)])
+      (unless (rmpi-comm? m)
+        (assertion-violation who "mode mpi runs in the ranks of `spindle mpirun` (spindle bench nas --mode mpi)" 'mpi))
+      (unless (fx= (rmpi-cnt m) np)
+        (assertion-violation who (format "mode mpi: ~a ranks, not ~a" (rmpi-cnt m) np) np))
+      m))
 
   ;; Calls thunk; returns its value and the elapsed wall-clock seconds.
   (define (nas-seconds thunk)

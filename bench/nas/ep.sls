@@ -12,6 +12,11 @@
 ;;; are added in batch order at the end: sx and sy are bit-identical for
 ;;; every mode and worker count.  Counts are exact, so each worker keeps
 ;;; its own.
+;;;
+;;; mpi mode: each rank fills its own batches' slots of its own vectors
+;;; (the others stay 0.0), and one element-wise allreduce of the slots and
+;;; one of the counts give every rank all of them (x + 0.0 is x exactly, so
+;;; the sums are still bit-identical).
 (library (nas ep)
   (export ep-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
@@ -19,7 +24,7 @@
           (nas common) (nas random))
 
   (define ep-classes '(S W A B))
-  (define ep-modes '(serial places threads futures))
+  (define ep-modes '(serial places threads futures mpi))
 
   (define batch-log2 16)                 ; pairs per batch: 2^16 (NPB's mk)
   (define batch-pairs (fxsll 1 batch-log2))
@@ -104,6 +109,42 @@
         (ep-kernel (CG-id cg) (CG-np cg) (lambda () (CGBarrier cg)) b sxv syv counts))
       0))
 
+  ;; Returns member 0's seconds (work and the two reductions, as the
+  ;; reference times them); the slots and counts land in sxv, syv, counts
+  ;; (counts in row 0).
+  (define (run-mpi comm batches sxv syv counts)
+    (let ([r (fork-join comm cg ([batches batches])
+               (let* ([id (CG-id cg)] [np (CG-np cg)]
+                      [sx (make-shared-flvector batches 0.0)] [sy (make-shared-flvector batches 0.0)]
+                      [q (make-shared-fxvector (fx* np annuli) 0)])
+                 (CGBarrier cg)
+                 (let-values ([(v s) (nas-seconds
+                                       (lambda ()
+                                         (ep-member! id np batches sx sy q)
+                                         (list (CGallreduce cg + (shared-vector->vector sx))
+                                               (CGallreduce cg + (shared-vector->vector sy))
+                                               (fxvector->vector (CGallreduce cg + (counts-row q id))))))])
+                   (if (fx= id 0) (cons s v) #f))))])
+      (let ([m0 (vector-ref r 0)])
+        (do ([k 0 (fx+ k 1)]) ((fx= k batches))
+          (shared-flvector-set! sxv k (vector-ref (cadr m0) k))
+          (shared-flvector-set! syv k (vector-ref (caddr m0) k)))
+        (do ([l 0 (fx+ l 1)]) ((fx= l annuli))
+          (shared-fxvector-set! counts l (vector-ref (cadddr m0) l)))
+        (car m0))))
+
+  (define (counts-row q id)
+    (let ([row (make-fxvector annuli)])
+      (do ([l 0 (fx+ l 1)]) ((fx= l annuli) row)
+        (fxvector-set! row l (shared-fxvector-ref q (fx+ (fx* id annuli) l))))))
+
+  (define (fxvector->vector v) (list->vector (fxvector->list v)))
+
+  (define (shared-vector->vector v)
+    (let ([out (make-vector (shared-flvector-length v))])
+      (do ([i 0 (fx+ i 1)]) ((fx= i (vector-length out)) out)
+        (vector-set! out i (shared-flvector-ref v i)))))
+
   (define (run-futures np batches sxv syv counts)
     (let-values ([(v s) (nas-seconds
                           (lambda ()
@@ -131,7 +172,8 @@
               [(threads) (vector-ref (threads-spmd np (lambda (id barrier)
                                                         (ep-kernel id np barrier batches sxv syv counts)))
                                      0)]
-              [(futures) (run-futures np batches sxv syv counts)])])
+              [(futures) (run-futures np batches sxv syv counts)]
+              [(mpi) (run-mpi (nas-mpi-members 'ep-run np) batches sxv syv counts)])])
       (let* ([sum-in-order (lambda (v)
                              (do ([k 0 (fx+ k 1)] [s 0.0 (fl+ s (shared-flvector-ref v k))])
                                  ((fx= k batches) s)))]

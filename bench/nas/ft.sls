@@ -18,15 +18,16 @@
 ;;; member, no barrier); places (fork-join, partial sums in a shared
 ;;; flvector); threads (threads-spmd); futures (each pass as np futures on
 ;;; a pool of np workers; touching them all is the barrier, and their sums
-;;; are added in member order).
+;;; are added in member order); mpi (the slab decomposition with
+;;; all-to-all transposes of (nas ft-mpi), no shared memory).
 (library (nas ft)
   (export ft-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
-          (nas common) (nas timed) (nas ft-passes))
+          (nas common) (nas timed) (nas ft-passes) (nas ft-mpi))
 
   (define ft-classes '(S W A))
-  (define ft-modes '(serial places threads futures))
+  (define ft-modes '(serial places threads futures mpi))
 
   ;; class -> #(nx ny nz niter)
   (define (class-size class)
@@ -174,6 +175,15 @@
                   #f)))
         (lambda () (current-future-pool caller-pool) (parallel-thread-pool-close pool)))))
 
+  (define (run-mpi np size)
+    (let ([r (ft-mpi-run (nas-mpi-members 'ft-run np) size young-generation-bytes)])
+      (list (car r)
+            (checksums size np
+              (lambda (t m)
+                (let ([slot (fx* 2 (fx+ m (fx* np t)))])
+                  (values (vector-ref (cdr r) slot) (vector-ref (cdr r) (fx+ slot 1))))))
+            #f)))
+
   ;; NPB's operation count of FT.
   (define (ft-mops size seconds)
     (let ([n (fixnum->flonum (fx* (vector-ref size 0) (fx* (vector-ref size 1) (vector-ref size 2))))])
@@ -192,7 +202,8 @@
                       [(serial) (run-serial size)]
                       [(places) (run-places np size)]
                       [(threads) (run-threads np size)]
-                      [(futures) (run-futures np size)]))
+                      [(futures) (run-futures np size)]
+                      [(mpi) (run-mpi np size)]))
                   (lambda () (collect-trip-bytes trip)))]
            [seconds (car out)] [sums (cadr out)] [usage (caddr out)]
            [checks

@@ -22,63 +22,31 @@
 ;;; where the reference's bucket variant (count per bucket, scatter the
 ;;; keys into bucket order, count within each bucket) took 2.5 times the
 ;;; CPU.
+;;;
+;;; Mode mpi: the bucket decomposition with an all-to-all of the keys, of
+;;; (nas is-mpi), with no shared memory.
 (library (nas is)
   (export is-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
           (only (spindle unsafe) unsafe-shared-vector-address unsafe-shared-fxvector-ref unsafe-shared-fxvector-set!)
-          (nas common) (nas timed) (nas random))
+          (nas common) (nas timed) (nas is-keys) (nas is-mpi))
 
   (define is-classes '(S W A B))
-  (define is-modes '(serial places threads))
-  (define iterations 10)
+  (define is-modes '(serial places threads mpi))
 
-  ;; class -> (log2 N, log2 Bmax, test indices, test ranks)
-  (define (class-parameters class)
-    (case class
-      [(S) '(16 11 #(48427 17148 23627 62548 4431) #(0 18 346 64917 65463))]
-      [(W) '(20 16 #(357773 934767 875723 898999 404505) #(1249 11698 1039987 1043896 1048018))]
-      [(A) '(23 19 #(2112377 662041 5336171 3642833 4250760) #(104 17523 123928 8288932 8388264))]
-      [(B) '(25 21 #(41869 812306 5102857 18232239 26860214) #(33422937 10244 59149 33135281 99))]))
-
-  ;; The published rank of test key t after iteration it: the reference
-  ;; shifts each class's ranks by the iteration in its own way.
-  (define (expected-rank class t rank it)
-    (case class
-      [(S) (if (fx<= t 2) (fx+ rank it) (fx- rank it))]
-      [(W) (if (fx< t 2) (fx+ rank (fx- it 2)) (fx- rank it))]
-      [(A) (if (fx<= t 2) (fx+ rank (fx- it 1)) (fx- rank (fx- it 1)))]
-      [(B) (if (memv t '(1 2 4)) (fx+ rank it) (fx- rank it))]))
-
-  ;; [start, end) of member id's share of n items (CGfor's block rule).
-  (define (block n np id)
-    (let* ([q (fxquotient n np)] [r (fxremainder n np)]
-           [start (fx+ (fx* id q) (fxmin id r))])
-      (values start (fx+ start q (if (fx< id r) 1 0)))))
-
-  ;; Member id's keys, into keys and into the bytevector returned (its
-  ;; block, 32 bits a key: every key is below Bmax <= 2^21).  Key i is Bmax/4 (r1 + r2 + r3 + r4) truncated, for deviates
-  ;; r = x 2^-46 number 4i+1 .. 4i+4.  In the reference's doubles every
-  ;; step is exact (the sums stay below 2^48, Bmax/4 is a power of two),
-  ;; so the key is exactly (x1 + x2 + x3 + x4) >> (48 - log2 Bmax).
-  (define (generate-keys! keys n max-key np id)
-    (let-values ([(start end) (block n np id)])
-      (let ([shift (fx- 48 (fx- (fxlength max-key) 1))]
-            [mine (make-bytevector (fx* 4 (fx- end start)))])
-        (let loop ([i start]
-                   [x (random-next nas-seed (random-power nas-multiplier (fx* 4 start)))])
-          (if (fx= i end)
-              mine
-              (let* ([x1 (random-next x nas-multiplier)] [x2 (random-next x1 nas-multiplier)]
-                     [x3 (random-next x2 nas-multiplier)] [x4 (random-next x3 nas-multiplier)]
-                     [k (fxsra (fx+ (fx+ x1 x2) (fx+ x3 x4)) shift)])
-                (shared-fxvector-set! keys i k)
-                (bytevector-u32-native-set! mine (fx* 4 (fx- i start)) k)
-                (loop (fx+ i 1) x4)))))))
 
   ;; The arrays of one run, shared by every member: keys (N), sorted (N,
   ;; for the full verification), ranks (Bmax), hist (shared bytes: np rows
   ;; of Bmax 32-bit counts), totals (np).
+  ;; Member id's keys, into keys and into the bytevector returned (its
+  ;; block, 32 bits a key).
+  (define (generate-keys! keys n max-key np id)
+    (let-values ([(start end) (block n np id)])
+      (let ([mine (block-keys n max-key np id)])
+        (do ([i start (fx+ i 1)]) ((fx= i end) mine)
+          (shared-fxvector-set! keys i (bytevector-u32-native-ref mine (fx* 4 (fx- i start))))))))
+
   (define-record-type arrays
     (fields n max-key keys sorted ranks hist totals))
 
@@ -191,6 +159,14 @@
       ;; member 0's block must hold keys 0 .. 2*iterations
       (unless (fx> (fxquotient n np) (fx* 2 iterations))
         (assertion-violation 'is-run "too many workers for the class" np))
+      (if (eq? mode 'mpi)
+          (let ([r (is-mpi-run (nas-mpi-members 'is-run np) class)])
+            (apply (lambda (seconds passed bad count)
+                     (make-nas-result 'is class mode np seconds (/ (* n iterations) seconds 1e6)
+                                      (and (fx= passed (fx* 5 iterations)) (fx= bad 0) (fx= count n))
+                                      (list (format "partial verification: ~a of ~a test ranks right" passed (* 5 iterations))
+                                            (format "full verification: ~a of ~a keys out of order (~a ranked)" bad n count))))
+                   r))
       (let* ([a (make-arrays n max-key (make-shared-fxvector n) (make-shared-fxvector n)
                              (make-shared-fxvector max-key) (make-shared-bytes (fx* 4 (fx* np max-key)))
                              (make-shared-fxvector np))]

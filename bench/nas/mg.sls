@@ -17,13 +17,16 @@
 ;;; a shared vector.  Every point's value is the same expression whatever
 ;;; np, and so is the norm: results do not depend on np.
 ;;; serial runs the same member procedure as id 0 of 1.
+;;;
+;;; Mode mpi: the slab decomposition with halo exchange of (nas mg-mpi),
+;;; with no shared memory.
 (library (nas mg)
   (export mg-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (only (spindle) fork-join CG-id CG-np CGBarrier lift-places
                 make-shared-flvector shared-flvector-ref shared-flvector-set!
                 shared-flvector-length)
-          (nas common) (nas timed) (nas nursery) (nas raw) (nas mg-grid) (nas mg-ops))
+          (nas common) (nas timed) (nas nursery) (nas raw) (nas mg-grid) (nas mg-ops) (nas mg-mpi))
 
   ;; class -> (lt nit rnm2), the grid side being 2^lt
   (define (class-parameters class)
@@ -133,7 +136,27 @@
           (vector-set! gs k (make-shared-flvector (fx* n (fx* n n)) 0.0))))))
 
   (define (mg-run class mode np)
-    (check-nas-arguments 'mg-run class '(S W A) mode '(serial places threads) np)
+    (check-nas-arguments 'mg-run class '(S W A) mode '(serial places threads mpi) np)
+    (if (eq? mode 'mpi) (mpi-run class np) (shared-run class mode np)))
+
+  (define (mops nit nx seconds) (if (> seconds 0) (/ (* 58.0 nit nx nx nx 1e-6) seconds) 0.0))
+
+  (define (rnm2-note rnm2 rnm2-ref)
+    (format "rnm2 ~a, reference ~a, relative error ~a (epsilon ~a)"
+            rnm2 rnm2-ref (relative-error rnm2 rnm2-ref) epsilon))
+
+  ;; The slabs need np a power of two no larger than the top grid's planes.
+  (define (mpi-run class np)
+    (let* ([params (class-parameters class)]
+           [lt (car params)] [nit (cadr params)] [rnm2-ref (caddr params)] [nx (fxsll 1 lt)])
+      (unless (and (fx= 0 (fxand np (fx- np 1))) (fx<= np nx))
+        (assertion-violation 'mg-run (format "mode mpi runs on a power-of-two number of ranks, at most ~a" nx) np))
+      (let* ([r (mg-mpi-run (nas-mpi-members 'mg-run np) lt nit)] [rnm2 (car r)] [seconds (cadr r)])
+        (make-nas-result 'mg class 'mpi np seconds (mops nit nx seconds)
+                         (within-epsilon? rnm2 rnm2-ref epsilon)
+                         (list (rnm2-note rnm2 rnm2-ref))))))
+
+  (define (shared-run class mode np)
     (let* ([params (class-parameters class)]
            [lt (car params)] [nit (cadr params)] [rnm2-ref (caddr params)]
            [nx (fxsll 1 lt)]
@@ -156,10 +179,8 @@
         (shared-flvector-length v)        ; v stays reachable while its address is in use
         (make-nas-result
          'mg class mode np seconds
-         (if (> seconds 0) (/ (* 58.0 nit nx nx nx 1e-6) seconds) 0.0)
+         (mops nit nx seconds)
          (within-epsilon? rnm2 rnm2-ref epsilon)
-         (list (format "rnm2 ~a, reference ~a, relative error ~a (epsilon ~a)"
-                       rnm2 rnm2-ref (relative-error rnm2 rnm2-ref) epsilon)
-               (allocation-note usage mode))))))
+         (list (rnm2-note rnm2 rnm2-ref) (allocation-note usage mode))))))
 
   (lift-places (nas mg)))

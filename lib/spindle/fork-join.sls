@@ -12,7 +12,13 @@
 ;;;          and result acknowledgements on it; the member sends its result
 ;;;          or its failure (or, entering a barrier member 0 has returned
 ;;;          without, an arrival).
-;;;   links  a place-channel pair from member m to m+1, for CGpipeline.
+;;;   p2p    a place channel from every member to every other, for CGsend
+;;;          and CGrecv (a member's sends to itself wait in its own queue).
+;;;   coll   another such set, for the collectives (broadcast, reductions,
+;;;          all-to-all, pipeline).  Every member makes the same collective
+;;;          calls in the same order, so each channel's FIFO order pairs a
+;;;          collective's messages with their call; CGsend traffic, which
+;;;          follows no such order, never shares a channel with them.
 ;;;   barrier  a shared fxvector and wake channels: the dissemination
 ;;;          barrier of private/places/cg-barrier.sls, log2 np rounds of
 ;;;          point-to-point signals (nothing goes through member 0).
@@ -28,26 +34,39 @@
 ;;; member waits for an acknowledgement of its result before it ends (see
 ;;; send-acks!), so nothing it sent is lost in its output queue, and a
 ;;; place that ended without one has failed.
+;;;
+;;; Over MPI: `np` may be an rmpi communicator, whose ranks are then the
+;;; members (each rank calls fork-join; the body runs in the rank itself,
+;;; and the operations go over MPI: see "ranks" below).  A rank that
+;;; fails ends the whole job (spindle mpi's rule), which stands for "group
+;;; aborted".
 (library (spindle fork-join)
   (export fork-join lift-places CG? CG-id CG-np CGfor CGfor/stride CGBarrier
-          CGpipeline CG-n0-only
+          CGpipeline CG-n0-only CGsend CGrecv CGbroadcast CGallreduce CGalltoall
+          fork-join-members fork-join-leader?
           (rename (CGBarrier CG-B) (CG-id CGid) (CG-np CGnp)))
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
           (spindle private places cg-barrier)
+          (spindle mpi)
+          (only (spindle private os processes) own-pid)
           (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
   ;; ---------------------------------------------------------------- groups
-  ;; group: member 0's view of the others, #f in members >= 1.
+  ;; group: member 0's view of the others, #f in members >= 1.  ranks: a
+  ;; ranks record (below) when the members are MPI ranks; then hub, p2p,
+  ;; coll, bar and group are #f.
   (define-record-type (cg make-cg CG?)
     (fields (immutable id cg-id) (immutable np cg-np)
             (immutable hub cg-hub)         ; member >= 1: its channel to member 0
-            (immutable prev cg-prev)       ; link from member id-1, or #f
-            (immutable next cg-next)       ; link to member id+1, or #f
+            (immutable p2p cg-p2p)         ; vector by member: (out . in) channels, #f for me
+            (immutable coll cg-coll)       ; the same, for collectives
+            (mutable queue cg-queue cg-queue-set!) ; CGsends to myself, oldest first
             (mutable barriers cg-barriers cg-barriers-set!)
             (immutable bar cg-bar)         ; its cg-barrier, or #f (np = 1)
-            (immutable group cg-group))
+            (immutable group cg-group)
+            (immutable ranks cg-ranks))
     (sealed #t) (opaque #t))
 
   ;; Member 0's state.  status: running, done (result received) or failed.
@@ -78,10 +97,54 @@
   (define (peer-ended? c)
     (and (error? c) (message-condition? c) (equal? (condition-message c) "peer place ended")))
 
+  ;; ---------------------------------------------------------------- ranks
+  ;; rmpi-send copies its message and returns at once, as a place
+  ;; channel's put does, and MPI keeps the order of one sender's messages
+  ;; to one receiver with one tag.  Each kind of traffic has its own tag
+  ;; (above any tag a program is likely to use with rmpi directly, below
+  ;; rmpi's own), so a pipeline value is never taken for a point-to-point
+  ;; message.  The collectives are rmpi's.
+  (define tag-p2p 32700)
+  (define tag-pipeline 32701)
+
+  ;; #t in a process started by mpirun as a rank (not in a place of one:
+  ;; (spindle mpi) marks the rank's environment with its pid when it loads).
+  (define (rank-process?)
+    (and (getenv "OMPI_COMM_WORLD_RANK")
+         (rmpi-available?)               ; (spindle mpi) is loaded, so the mark is made
+         (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
+           (and owner (string=? owner (number->string (own-pid)))))))
+
+  (define-record-type ranks (fields comm) (sealed #t))
+
+  (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
+  (define (ranks-recv r src) (rmpi-recv (ranks-comm r) src tag-p2p))
+
+  (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))
+
+  (define (ranks-broadcast r root v) (rmpi-broadcast (ranks-comm r) root v))
+
+  (define (ranks-allreduce r op v) (rmpi-allreduce (ranks-comm r) op v))
+
+  ;; vs: one value per member; -> the values sent to me, by source.
+  (define (ranks-alltoall r vs) (rmpi-alltoall (ranks-comm r) vs))
+
+  ;; The pipeline step: the previous member's value (or init at member 0),
+  ;; through proc, to the next member.
+  (define (ranks-pipeline r init proc)
+    (let* ([comm (ranks-comm r)] [me (rmpi-id comm)]
+           [v (proc (if (fx= me 0) init (rmpi-recv comm (fx- me 1) tag-pipeline)))])
+      (when (fx< me (fx- (rmpi-cnt comm) 1)) (rmpi-send comm (fx+ me 1) v tag-pipeline))
+      v))
+
+  ;; Every member's value, by id, at every member.
+  (define (ranks-gather r v) (rmpi-allgather (ranks-comm r) v))
+
   ;; ---------------------------------------------------------------- member 0
   (define (check-np np)
     (cond
       [(or (not np) (eqv? np 0)) 1]
+      [(rmpi-comm? np) np]
       [(and (integer? np) (exact? np) (> np 0)) np]
       [else (assertion-violation 'fork-join "expected an exact positive integer or #f" np)]))
 
@@ -95,8 +158,10 @@
   ;; spawn: a thunk that starts one place running member-main.
   (define (run-fork-join np args proc spawn)
     (check-args args)
-    (if (= np 1)
-        (vector (apply proc (make-cg 0 1 #f #f #f 0 #f #f) args))
+    (cond
+      [(rmpi-comm? np) (run-ranks np args proc)]
+      [(= np 1) (vector (apply proc (make-cg 0 1 #f (vector #f) (vector #f) '() 0 #f #f #f) args))]
+      [else
         (let ([g (start-group np spawn)])
           (dynamic-wind
             void
@@ -109,7 +174,26 @@
                             (apply proc c0 args))])
                   (join! g c0 v0))))
             ;; leaving in any other way (an escape) ends the places too
-            (lambda () (unless (or (group-stopped? g) (all-ended? g)) (abort! g)))))))
+            (lambda () (unless (or (group-stopped? g) (all-ended? g)) (abort! g)))))]))
+
+  ;; Every rank of comm runs proc as the member of its rank id; all get
+  ;; the vector of the members' values.
+  (define (run-ranks comm args proc)
+    (let* ([r (make-ranks comm)]
+           [c (make-cg (rmpi-id comm) (rmpi-cnt comm) #f #f #f '() 0 #f #f r)]
+           [v (apply proc c args)])
+      (unless (place-message-allowed? v)
+        (assertion-violation 'fork-join "member result is not place-message-allowed?" (rmpi-id comm) v))
+      (ranks-gather r v)))
+
+  ;; n members: under mpirun (in a rank process), the world's ranks instead.
+  (define (fork-join-members n)
+    (if (rank-process?) (rmpi-world) n))
+
+  ;; #f in an MPI rank other than rank 0 (where a program that runs
+  ;; fork-join over ranks should stay quiet), #t elsewhere.
+  (define (fork-join-leader?)
+    (or (not (rank-process?)) (fx= 0 (rmpi-id (rmpi-world)))))
 
   (define (start-group np spawn)
     (let ([places (make-vector np #f)])
@@ -126,12 +210,22 @@
 
   (define (new-channel) (call-with-values place-channel cons))
 
+  ;; np by np: element [m][k] is member m's (out . in) pair with member k,
+  ;; #f for m = k.
+  (define (channel-matrix np)
+    (let ([mx (make-vector np)])
+      (do ([m 0 (fx+ m 1)]) ((fx= m np)) (vector-set! mx m (make-vector np #f)))
+      (do ([m 0 (fx+ m 1)]) ((fx= m np) mx)
+        (do ([k (fx+ m 1) (fx+ k 1)]) ((fx= k np))
+          (let ([m->k (new-channel)] [k->m (new-channel)])
+            (vector-set! (vector-ref mx m) k (cons (car m->k) (cdr k->m)))
+            (vector-set! (vector-ref mx k) m (cons (car k->m) (cdr m->k))))))))
+
   ;; Sends every place its setup message; returns member 0's CG.
   (define (wire! g np args)
-    (let ([links (make-vector (fx- np 1))]   ; link k: member k -> member k+1
+    (let ([p2p (channel-matrix np)] [coll (channel-matrix np)]
           [words (make-shared-fxvector (cg-barrier-words np) 0)]
           [rounds (cg-barrier-rounds np)])
-      (do ([k 0 (fx+ k 1)]) ((fx= k (fx- np 1))) (vector-set! links k (new-channel)))
       ;; wake-in[m][r] is read by m; its other end is wake-out[s][r] of
       ;; m's signaller s in round r
       (let ([wake-in (make-vector np)] [wake-out (make-vector np)])
@@ -145,13 +239,11 @@
               (vector-set! (vector-ref wake-out s) r (cdr ch)))))
         (do ([m 1 (fx+ m 1)]) ((fx= m np))
           (place-channel-put (vector-ref (group-places g) m)
-                             (vector 'setup m np args
-                                     (cdr (vector-ref links (fx- m 1)))
-                                     (and (fx< m (fx- np 1)) (car (vector-ref links m)))
+                             (vector 'setup m np args (vector-ref p2p m) (vector-ref coll m)
                                      words (vector-ref wake-in m) (vector-ref wake-out m))))
-        (make-cg 0 np #f #f (car (vector-ref links 0)) 0
+        (make-cg 0 np #f (vector-ref p2p 0) (vector-ref coll 0) '() 0
                  (make-cg-barrier words 0 np (vector-ref wake-in 0) (vector-ref wake-out 0) place-channel-put)
-                 g))))
+                 g #f))))
 
   (define (member-ids g) (cdr (iota (vector-length (group-places g)))))
 
@@ -194,16 +286,15 @@
 
   ;; A place drops what it has queued on its channels when it ends, so a
   ;; member may end only when what it sent can no longer matter: member 0
-  ;; has its result (hence every earlier hub message), and its pipeline
-  ;; successor m+1 has its own result (so reads nothing more from m).
+  ;; has its result (hence every earlier hub message), and so has every
+  ;; other member (none reads anything more from it).
   (define (send-acks! g)
-    (let ([np (vector-length (group-places g))])
-      (do ([m (fx- np 1) (fx- m 1)]) ((fx= m 0))
-        (when (and (eq? (vector-ref (group-status g) m) 'done)
-                   (not (vector-ref (group-acked g) m))
-                   (or (fx= m (fx- np 1)) (eq? (vector-ref (group-status g) (fx+ m 1)) 'done)))
-          (vector-set! (group-acked g) m #t)
-          (place-channel-put (vector-ref (group-places g) m) 'ack)))))
+    (when (for-all (lambda (m) (eq? (vector-ref (group-status g) m) 'done)) (member-ids g))
+      (for-each (lambda (m)
+                  (unless (vector-ref (group-acked g) m)
+                    (vector-set! (group-acked g) m #t)
+                    (place-channel-put (vector-ref (group-places g) m) 'ack)))
+                (member-ids g))))
 
   ;; Kills the places still alive; the group stays aborted.
   (define (abort! g)
@@ -270,10 +361,10 @@
     (let ([setup (place-channel-get ep)])
       (let ([id (vector-ref setup 1)] [np (vector-ref setup 2)])
         (guard (e [#t (member-failed ep id np e)])
-          (let ([v (apply proc (make-cg id np ep (vector-ref setup 4) (vector-ref setup 5) 0
+          (let ([v (apply proc (make-cg id np ep (vector-ref setup 4) (vector-ref setup 5) '() 0
                                         (make-cg-barrier (vector-ref setup 6) id np (vector-ref setup 7)
                                                          (vector-ref setup 8) place-channel-put)
-                                        #f)
+                                        #f #f)
                           (vector-ref setup 3))])
             (unless (place-message-allowed? v)
               (assertion-violation 'fork-join "member result is not place-message-allowed?" id v))
@@ -324,17 +415,132 @@
       [else (barrier/any c who)]))
 
   (define (barrier/any c who)
-    (if (cg-group c) (barrier-0 c who) (barrier-member c who)))
+    (cond
+      [(cg-ranks c) (ranks-barrier (cg-ranks c))]
+      [(cg-group c) (barrier-0 c who)]
+      [else (barrier-member c who)]))
 
   (define (cg-pipeline c init proc)
     (check-cg 'CGpipeline c)
-    (when (cg-group c) (check-group! (cg-group c) 'CGpipeline))
-    (let ([v (proc (if (cg-prev c) (place-channel-get (cg-prev c)) init))])
-      (when (cg-next c)
-        (unless (place-message-allowed? v)
-          (assertion-violation 'CGpipeline "expected a place-message-allowed? value" v))
-        (place-channel-put (cg-next c) v))
-      v))
+    (let ([check (lambda (v)
+                   (unless (place-message-allowed? v)
+                     (assertion-violation 'CGpipeline "expected a place-message-allowed? value" v)))])
+      (if (cg-ranks c)
+          (ranks-pipeline (cg-ranks c) init (lambda (prev) (let ([v (proc prev)]) (check v) v)))
+          (let* ([me (cg-id c)]
+                 [v (proc (if (fx= me 0) init (channel-get c 'CGpipeline (cg-coll c) (fx- me 1))))])
+            (when (fx< me (fx- (cg-np c) 1))
+              (check v)
+              (place-channel-put (car (vector-ref (cg-coll c) (fx+ me 1))) v))
+            v))))
+
+  ;; ---------------------------------------------------------------- messages
+  ;; The next message from member src on channels (p2p or coll).  Member 0
+  ;; watches the group while it waits (a failed member aborts it); another
+  ;; member whose peer has ended waits for member 0 to end it.
+  (define (channel-get c who channels src)
+    (let ([ch (cdr (vector-ref channels src))] [g (cg-group c)])
+      (if g
+          (let loop ()
+            (check-group! g who)
+            (let ([got #f])
+              (step! g (list (wrap-evt ch (lambda (m) (set! got (list m)) (cons -1 m)))))
+              (if got (car got) (loop))))
+          (guard (e [(peer-ended? e) (error who "group aborted" (place-channel-get (cg-hub c)))])
+            (place-channel-get ch)))))
+
+  (define (check-member who c m)
+    (unless (and (fixnum? m) (fx<= 0 m) (fx< m (cg-np c)))
+      (assertion-violation who (format "expected a member id in [0, ~a)" (cg-np c)) m)))
+
+  (define (check-message who v)
+    (unless (place-message-allowed? v)
+      (assertion-violation who "expected a place-message-allowed? value" v)))
+
+  ;; Sends v (a place message, copied now) to member dest; never blocks.
+  (define (CGsend c dest v)
+    (check-cg 'CGsend c) (check-member 'CGsend c dest) (check-message 'CGsend v)
+    (cond
+      [(cg-ranks c) (ranks-send! (cg-ranks c) dest v)]
+      [(fx= dest (cg-id c))
+       (cg-queue-set! c (append (cg-queue c) (list (place-message-copy v))))]
+      [else (place-channel-put (car (vector-ref (cg-p2p c) dest)) v)]))
+
+  ;; A copy made as a place message would be, so that a send to oneself
+  ;; gives what a send to another member gives.
+  (define (place-message-copy v)
+    (let-values ([(out in) (place-channel)])
+      (place-channel-put out v)
+      (place-channel-get in)))
+
+  ;; The next value member src sent me with CGsend.
+  (define (CGrecv c src)
+    (check-cg 'CGrecv c) (check-member 'CGrecv c src)
+    (cond
+      [(cg-ranks c) (ranks-recv (cg-ranks c) src)]
+      [(fx= src (cg-id c))
+       (let ([q (cg-queue c)])
+         (when (null? q) (error 'CGrecv "nothing sent to oneself: the receive would never end" src))
+         (cg-queue-set! c (cdr q))
+         (car q))]
+      [else (channel-get c 'CGrecv (cg-p2p c) src)]))
+
+  (define (coll-put c dest v) (place-channel-put (car (vector-ref (cg-coll c) dest)) v))
+
+  ;; root's v, at every member.
+  (define (CGbroadcast c root v)
+    (check-cg 'CGbroadcast c) (check-member 'CGbroadcast c root) (check-message 'CGbroadcast v)
+    (cond
+      [(cg-ranks c) (ranks-broadcast (cg-ranks c) root v)]
+      [(fx= root (cg-id c))
+       (do ([m 0 (fx+ m 1)]) ((fx= m (cg-np c)) v)
+         (unless (fx= m root) (coll-put c m v)))]
+      [else (channel-get c 'CGbroadcast (cg-coll c) root)]))
+
+  ;; The members' vs combined with op, at every member, as rmpi-allreduce
+  ;; does: with + * min max (or sum prod min max) a flonum, fixnum, vector
+  ;; of flonums or fxvector is combined element-wise; any other op is
+  ;; folded over the values in id order.
+  (define (CGallreduce c op v)
+    (check-cg 'CGallreduce c)
+    (unless (or (procedure? op) (memq op '(sum prod min max)))
+      (assertion-violation 'CGallreduce "expected a procedure or one of sum, prod, min, max" op))
+    (if (cg-ranks c)
+        (ranks-allreduce (cg-ranks c) op v)
+        ;; an fxvector is no place message: it travels as a vector
+        (let ([fx? (fxvector? v)])
+          (let ([v (if fx? (list->vector (fxvector->list v)) v)])
+            (check-message 'CGallreduce v)
+            (let ([r (if (fx= (cg-id c) 0)
+                         (let loop ([m 1] [acc v])
+                           (if (fx= m (cg-np c))
+                               (CGbroadcast c 0 acc)
+                               (loop (fx+ m 1) (combine op acc (channel-get c 'CGallreduce (cg-coll c) m)))))
+                         (begin (coll-put c 0 v) (CGbroadcast c 0 #f)))])
+              (if fx? (list->fxvector (vector->list r)) r))))))
+
+  (define (combine op a b)
+    (let ([p (case op [(sum) +] [(prod) *] [(min) min] [(max) max] [else op])])
+      (cond
+        [(not (memq p (list + * min max))) (op a b)]
+        [(and (vector? a) (vector? b) (fx= (vector-length a) (vector-length b)))
+         (vector-map p a b)]
+        [else (p a b)])))
+
+  ;; vs: a vector of np values, element m for member m; -> the vector of
+  ;; what each member sent me, by member.
+  (define (CGalltoall c vs)
+    (check-cg 'CGalltoall c)
+    (unless (and (vector? vs) (fx= (vector-length vs) (cg-np c)))
+      (assertion-violation 'CGalltoall (format "expected a vector of ~a values" (cg-np c)) vs))
+    (vector-for-each (lambda (v) (check-message 'CGalltoall v)) vs)
+    (if (cg-ranks c)
+        (ranks-alltoall (cg-ranks c) vs)
+        (let ([me (cg-id c)] [np (cg-np c)] [out (make-vector (cg-np c))])
+          (do ([m 0 (fx+ m 1)]) ((fx= m np))
+            (unless (fx= m me) (coll-put c m (vector-ref vs m))))
+          (do ([m 0 (fx+ m 1)]) ((fx= m np) out)
+            (vector-set! out m (if (fx= m me) (vector-ref vs me) (channel-get c 'CGalltoall (cg-coll c) m)))))))
 
   (define (cg-n0-only c thunk)
     (check-cg 'CG-n0-only c)
