@@ -182,6 +182,6 @@
                          (and partial-ok (fx= bad 0))
                          (list (format "partial verification: ~a of ~a test ranks right" passed (* 5 iterations))
                                (format "full verification: ~a of ~a keys out of order" bad n)
-                               (allocation-note usage mode))))))
+                               (allocation-note usage mode)))))))
 
   (lift-places (nas is)))
