@@ -26,8 +26,9 @@
   (define sem-clockwait (foreign-procedure __collect_safe "sem_clockwait" (uptr int uptr) int))
 
   ;; address: the sem_t, or #f for an eventfd semaphore, whose descriptor
-  ;; fd belongs to process pid: a forked process makes its own at its first
-  ;; use (the inherited one is shared with the parent).
+  ;; fd belongs to process pid: made at once (no descriptor appears later in
+  ;; a running program), and by a forked process at its first use (the
+  ;; inherited one is shared with the parent).
   (define-record-type (os-semaphore new-os-semaphore os-semaphore?)
     (fields address (mutable fd) (mutable pid))
     (nongenerative spindle-os-semaphore-v1) (sealed #t))
@@ -46,7 +47,7 @@
       [() (make-os-semaphore #f)]
       [(signal-mask?)
        (if signal-mask?
-           (new-os-semaphore #f #f #f)
+           (new-os-semaphore #f (make-eventfd #t) (own-pid))
            (let ([a (foreign-alloc sem-size)])
              (unless (eqv? 0 (sem-init a 0 0))
                (foreign-free a)
