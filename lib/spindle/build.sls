@@ -37,22 +37,25 @@
   ;; stop.  Its first request carries the names of the libraries it runs on.
   (define (build-worker ch)
     (let ([config (place-channel-get ch)])
-      (library-directories (vector-ref config 0))
-      (let ([s (vector-ref config 1)])
-        (optimize-level (vector-ref s 0))
-        (debug-level (vector-ref s 1))
-        (generate-inspector-information (vector-ref s 2))
-        (generate-procedure-source-information (vector-ref s 3))
-        (enable-cross-library-optimization (vector-ref s 4)))
-      (compile-imported-libraries #f)
-      (generate-wpo-files #f)
-      (import-notify #f)
-      (keep-young-generation! (* 64 1024 1024))
-      (let loop ([report (cons 'ready (library-list))])
-        (let ([job (place-channel-put/get ch report)])
-          (if (eq? job 'stop)
-              (place-channel-put ch (vector 'stopped (cpu-time) (time->ms (sstats-gc-cpu (statistics)))))
-              (loop (compile-job job)))))))
+      (unless (eq? config 'unused) (run-build-worker ch config))))
+
+  (define (run-build-worker ch config)
+    (library-directories (vector-ref config 0))
+    (let ([s (vector-ref config 1)])
+      (optimize-level (vector-ref s 0))
+      (debug-level (vector-ref s 1))
+      (generate-inspector-information (vector-ref s 2))
+      (generate-procedure-source-information (vector-ref s 3))
+      (enable-cross-library-optimization (vector-ref s 4)))
+    (compile-imported-libraries #f)
+    (generate-wpo-files #f)
+    (import-notify #f)
+    (keep-young-generation! (* 64 1024 1024))
+    (let loop ([report (cons 'ready (library-list))])
+      (let ([job (place-channel-put/get ch report)])
+        (if (eq? job 'stop)
+            (place-channel-put ch (vector 'stopped (cpu-time) (time->ms (sstats-gc-cpu (statistics)))))
+            (loop (compile-job job))))))
 
   (define (time->ms t) (+ (* 1000 (time-second t)) (quotient (time-nanosecond t) 1000000)))
 
@@ -122,11 +125,29 @@
                  dirs)
        (build (map absolute dirs) jobs verbose?)]))
 
+  ;; The workers (no more than there are files) are started before the
+  ;; files are read, so that the place template's start overlaps the scan
+  ;; (0.1 s of the 0.23 s a build of 200 libraries cannot divide); those the
+  ;; build does not need are told 'unused and end.
   (define (build dirs jobs verbose?)
     (let* ([files (let ([seen (make-hashtable string-hash string=?)])   ; nested DIRs
                     (filter (lambda (f) (and (not (hashtable-ref seen f #f)) (hashtable-set! seen f #t) #t))
                             (apply append (map source-files dirs))))]
-           [scanned (map (lambda (f) (cons f (scan-file f))) files)]
+           [workers (map (lambda (i) (start-worker)) (iota (fxmin jobs (length files))))]
+           [used '()])
+      (dynamic-wind
+        void
+        (lambda ()
+          (build-with dirs files verbose? workers
+                      (lambda (n) (set! used (list-head workers n)) used)))
+        (lambda ()
+          (for-each (lambda (w)
+                      (unless (memq w used) (guard (c [#t (void)]) (place-channel-put w 'unused))))
+                    workers)))))
+
+  ;; take-workers: n -> the first n workers, now the build's.
+  (define (build-with dirs files verbose? workers take-workers)
+    (let* ([scanned (map (lambda (f) (cons f (scan-file f))) files)]
            [bad (filter (lambda (s) (string? (cdr s))) scanned)]
            [units (filter unit? (map cdr scanned))]
            [by-name (make-hashtable equal-hash equal?)]
@@ -161,7 +182,7 @@
         (let ([stale (filter unit-stale? ordered)])
           (if (null? stale)
               (values 0 (length units))
-              (let ([built (run-workers stale (fxmin jobs (length stale))
+              (let ([built (run-workers stale (take-workers (fxmin (length workers) (length stale)))
                                         (worker-library-directories dirs units) verbose?)])
                 (values built (- (length units) (length stale)))))))))
 
@@ -184,9 +205,8 @@
   ;; once every in-flight compile has ended when one failed.  held maps a
   ;; worker to the units it was given and has not reported, oldest (the one
   ;; it compiles) first; taking lists the workers that said they are ready.
-  (define (run-workers stale n libdirs verbose?)
-    (let ([workers (map (lambda (i) (start-worker)) (iota n))]
-          [settings (compile-settings)]
+  (define (run-workers stale workers libdirs verbose?)
+    (let ([settings (compile-settings)]
           [names (make-hashtable equal-hash equal?)]
           [held (make-eq-hashtable)]
           [compiled-by (make-eq-hashtable)] ; worker -> files it compiled
