@@ -3,7 +3,7 @@
 ;;; end of a program whose every thread is blocked for ever.
 ;;;
 ;;; The watch.  An idle worker with no timer to wait for checks, after a
-;;; quiet stretch (see set-idle-check! in the scheduler), whether anything
+;;; quiet stretch (see set-idle-check! in core/wakeup), whether anything
 ;;; can still wake a thread of the process.  Nothing can when, at once:
 ;;; the main OS thread has been adopted; every worker of every pool sleeps
 ;;; (on its semaphore, or in the poller) with no wake-up posted, no

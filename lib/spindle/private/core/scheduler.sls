@@ -48,8 +48,7 @@
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
   (import (chezscheme) (spindle private core atomic) (spindle private core queue)
-          (only (spindle private os signals) fork-os-thread hold-main-signals! release-main-signals!)
-          (only (spindle private os threads) os-semaphore-wait!)
+          (only (spindle private os signals) fork-os-thread)
           (spindle private core pools) (spindle private core gthread)
           (spindle private core trace) (spindle private core clock) (spindle private core timers)
           (spindle private core gc-policy) (spindle private core exit-hooks)
@@ -210,63 +209,8 @@
     (restore-param! current-output-port (gthread-out t))
     (restore-param! current-error-port (gthread-err t)))
 
-  ;; In next-runnable, with interrupts disabled once and no lock held, no
-  ;; thread current and the timer off: lets a pending keyboard interrupt
-  ;; (or collect request) run.
-  (define-syntax interrupt-window!
-    (syntax-rules () [(_) (begin (enable-interrupts) (disable-interrupts))]))
-
-  ;; (idle-wait w mask wait): evaluates wait, an idle worker's sleep, with
-  ;; mask bound to the signal mask it is to sleep with.  The main OS thread
-  ;; takes Ctrl-C and SIGQUIT: it holds them from its last interrupt window
-  ;; to the sleep, which lets them in atomically (see hold-main-signals!).
-  ;; Every other OS thread of spindle blocks them: it sleeps with its own.
-  (define-syntax idle-wait
-    (syntax-rules ()
-      [(_ w mask wait)
-       (if (fx= (worker-tid w) 0)
-           (let* ([mask (hold-main-signals!)] [_ (interrupt-window!)] [r wait])
-             (release-main-signals!)
-             r)
-           (let ([mask 0]) wait))]))
-
-  ;; Sleeps on p's wakeup until a post, deadline dl, or (no deadline) quiet
-  ;; ms from t0 (#f: no limit), with the signal mask at sigmask; #t if it
-  ;; took a post.
-  (define (sleep-on-wakeup p dl quiet t0 sigmask)
-    (if dl
-        (let ([ms (fl- dl t0)])
-          (and (fl> ms 0.) (os-semaphore-wait! (pool-wakeup p) ms sigmask)))
-        (os-semaphore-wait! (pool-wakeup p) quiet sigmask)))
-
   ;; About 20-50 us of polling an idle pool's run queue.
   (define spin-iterations 20000)
-
-  ;; The deadlock watch ((spindle deadlock)).  A worker about to sleep
-  ;; with no deadline (no timer of its pool) sleeps at most quiet-limit ms
-  ;; instead, and if that passes with nothing to do, calls (idle-check),
-  ;; which looks whether every thread of the process is blocked for ever
-  ;; (and then ends the program).  idle-check returns #t to be asked again
-  ;; later (it was unsure for a reason that may pass), #f if not.  checks
-  ;; counts the looks of this idle stretch: the wait doubles at each, and
-  ;; after max-idle-checks the worker sleeps with no limit until woken.
-  ;; Any other end of a sleep (a wake-up, a descriptor, a timer) starts a
-  ;; new stretch: what made the answer "no" may have gone.
-  ;; No cost while the worker has threads to run or timers to wait for.
-  (define idle-check #f)
-  (define (set-idle-check! proc) (set! idle-check proc))
-  (define idle-quiet-ms 100.)
-  (define max-idle-checks 6)
-  (define (quiet-limit checks)
-    (and idle-check (fx< checks max-idle-checks)
-         (fl* idle-quiet-ms (fixnum->flonum (fxsll 1 checks)))))
-  ;; After a limited wait (from t0) that found nothing: the next checks.
-  ;; A wait cut short (a signal) is no quiet stretch.
-  (define (idle-check-after! quiet t0 checks)
-    (cond
-      [(fl< (fl- (monotonic-ms) t0) quiet) checks]
-      [(idle-check) (fx+ checks 1)]
-      [else max-idle-checks]))
 
   ;; Picks the next runnable thread of w's pool, sleeping while none.
   ;; Returns #f when the worker should exit.
