@@ -2,20 +2,13 @@
 ;;; dump-threads, thread-state and thread-waits: what each thread waits on,
 ;;; for every kind of wait; a dump of many threads; SIGQUIT.
 (import (except (chezscheme) thread? sleep make-parameter parameterize make-mutex mutex? mutex-name)
-        (spindle) (harness)
+        (spindle) (harness) (wait-until)
         (only (srfi :18) make-mutex mutex-lock! mutex-unlock! make-condition-variable)
         (only (places kinds) echo-place))
 
 (test-limit 30)
 
 (define (now-ms) (current-inexact-monotonic-milliseconds))
-
-;; Polls pred every 5 ms for up to secs seconds; returns its last value.
-(define (wait-until pred secs)
-  (let ([deadline (+ (now-ms) (* 1000 secs))])
-    (let loop ()
-      (or (pred)
-          (if (> (now-ms) deadline) #f (begin (sleep 0.005) (loop)))))))
 
 (define (dump-text)
   (let-values ([(port get) (open-string-output-port)]) (dump-threads port) (get)))

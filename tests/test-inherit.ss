@@ -3,7 +3,7 @@
 ;;; default signal dispositions and an empty signal mask, only the
 ;;; descriptors they are given, and a template process that is restarted
 ;;; after it dies.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (wait-until))
 
 (test-limit 30)
 
@@ -29,12 +29,6 @@
            (list->string (filter (lambda (c) (not (char-whitespace? c)))
                                  (string->list (substring line (+ 1 (string-length field)) (string-length line)))))
            16))))
-
-(define (wait-until pred secs)
-  (let ([deadline (+ (current-inexact-monotonic-milliseconds) (* 1000 secs))])
-    (let loop ()
-      (or (pred)
-          (if (> (current-inexact-monotonic-milliseconds) deadline) #f (begin (sleep 0.02) (loop)))))))
 
 (define (process-alive? pid)
   (let ([s (read-file (format "/proc/~a/stat" pid))])
@@ -69,7 +63,7 @@
     (let ([places (map (lambda (i) (dynamic-place '(places hygiene) 'start-echo)) (iota 3))])
       (for-each (lambda (p i) (check-equal "echo" i (place-channel-put/get p i))) places (iota 3))
       (close-port to-cat)
-      (check "cat sees end of file and exits" (wait-until (lambda () (not (process-alive? pid))) 5))
+      (check "cat sees end of file and exits" (wait-until (lambda () (not (process-alive? pid))) 5 0.02))
       (close-port from-cat) (close-port err-cat)
       (for-each (lambda (p) (check-equal "place ends" 0 (place-wait p))) places))))
 
@@ -115,7 +109,7 @@
     (let-values ([(p o i e) (subprocess #f #f #f "/bin/sleep" "5")])
       ;; (sleep may hold a descriptor for a moment while it starts: its locale)
       (let* ([fds (lambda () (list-sort < (map string->number (directory-list (format "/proc/~a/fd" (subprocess-pid p))))))]
-             [seen (begin (wait-until (lambda () (equal? (fds) '(0 1 2))) 10) (fds))]
+             [seen (begin (wait-until (lambda () (equal? (fds) '(0 1 2))) 10 0.02) (fds))]
              ;; what any other descriptor is, should one stay
              [what (map (lambda (fd)
                           (guard (c [#t "?"]) (read-link (format "/proc/~a/fd/~a" (subprocess-pid p) fd))))
@@ -136,8 +130,8 @@
   (let ([templates (children-matching (c-getpid) "place-zygote")])
     (check-equal "one template" 1 (length templates))
     (c-kill (car templates) 9)
-    (check "it died" (wait-until (lambda () (not (process-alive? (car templates)))) 5))
-    (check "and was reaped" (wait-until (lambda () (not (file-exists? (format "/proc/~a" (car templates))))) 5)))
+    (check "it died" (wait-until (lambda () (not (process-alive? (car templates)))) 5 0.02))
+    (check "and was reaped" (wait-until (lambda () (not (file-exists? (format "/proc/~a" (car templates))))) 5 0.02)))
   (sleep 1)
   (let* ([p (dynamic-place '(places hygiene) 'start-echo)]
          [ch (make-channel)])

@@ -3,7 +3,7 @@
 ;;; shared vectors, ends (crash, exit, kill, break), dynamic-place, errors,
 ;;; non-blocking puts, a many-place stress test and process clean-up.
 ;;; Place bodies live in tests/places/kinds.sls (place forms need a library).
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (wait-until)
         (only (spindle private os processes) shell-command)
         (spindle private places buffer-pool)
         (places records)
@@ -136,12 +136,6 @@
                          (string=? (substring l 0 (string-length prefix)) prefix)))
         lines))
 
-(define (wait-until pred secs)
-  (let ([deadline (+ (now-ms) (* 1000 secs))])
-    (let loop ()
-      (or (pred)
-          (if (> (now-ms) deadline) #f (begin (sleep 0.02) (loop)))))))
-
 ;; A nongenerative record type that the places never define themselves.
 (define-record-type program-rec (fields a b) (nongenerative places-test-program-rec-v1))
 
@@ -206,7 +200,7 @@
     (let ([sub-pid (place-channel-put/get p '(sub-agent))])
       (check "sub-place alive" (process-alive? sub-pid))
       (place-kill p)
-      (check (list 'sub-place-gone sub-pid) (wait-until (lambda () (not (process-alive? sub-pid))) 5)))
+      (check (list 'sub-place-gone sub-pid) (wait-until (lambda () (not (process-alive? sub-pid))) 5 0.02)))
     (check-equal "code" 1 (place-wait p))))
 
 (test "each place has a fresh instance of its library"
@@ -1519,23 +1513,23 @@
     (when line
       (let ([pids (pids-of line)])
         (check-equal "four pids" 4 (length pids))
-        (check (list 'all-gone pids) (wait-until (lambda () (not (exists process-alive? pids))) 5))))))
+        (check (list 'all-gone pids) (wait-until (lambda () (not (exists process-alive? pids))) 5 0.02))))))
 
 (test "places die when the program that made them is killed with SIGKILL"
   (let ([out (temp-file "orphan-hold")])
     (shell-command (format "~a --libdirs ~a --program tests/places/orphan-main.ss hold > ~a 2>&1 & echo $! > ~a.pid"
                     scheme-exe libdirs-arg out out))
-    (let ([line (wait-until (lambda () (line-starting "pids " (file-lines out))) 20)]
+    (let ([line (wait-until (lambda () (line-starting "pids " (file-lines out))) 20 0.02)]
           [prog (let ([ls (file-lines (string-append out ".pid"))]) (and (pair? ls) (string->number (car ls))))])
       (check (list 'started line prog) (and line prog))
       (when prog
         (let ([rc (shell-command (format "kill -9 ~a" prog))])
           (check (list 'program-killed prog 'kill-status rc (read-file (format "/proc/~a/stat" prog)))
-                 (wait-until (lambda () (not (process-alive? prog))) 5))))
+                 (wait-until (lambda () (not (process-alive? prog))) 5 0.02))))
       (when line
         (let ([pids (pids-of line)])
           (check-equal "four pids" 4 (length pids))
-          (check (list 'all-gone pids) (wait-until (lambda () (not (exists process-alive? pids))) 5))))
+          (check (list 'all-gone pids) (wait-until (lambda () (not (exists process-alive? pids))) 5 0.02))))
       (delete-file out)
       (delete-file (string-append out ".pid")))))
 
@@ -1546,7 +1540,7 @@
   (wait-until (lambda ()
                 (let ([procs (all-processes)])
                   (null? (apply append (map (lambda (k) (children-of (car k) procs)) (children-of (my-pid) procs))))))
-              5)
+              5 0.02)
   (let* ([me (my-pid)] [procs (all-processes)]
          [kids (filter (lambda (p) (not (string=? (caddr p) "Z"))) (children-of me procs))]
          [grandkids (apply append (map (lambda (k) (children-of (car k) procs)) kids))])

@@ -3,7 +3,7 @@
 ;;; a foreign call not declared __collect_safe (in a child program, since
 ;;; the stall stops every thread), reports long slices, and
 ;;; define-blocking-foreign keeps the caller's worker running.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (wait-until)
         (spindle watchdog) (spindle foreign))
 
 (test-limit 40)
@@ -15,12 +15,6 @@
 (define-blocking-foreign blocking-self "pthread_self" () uptr)
 
 (define (now-ms) (current-inexact-monotonic-milliseconds))
-
-(define (wait-until pred secs)
-  (let ([deadline (+ (now-ms) (* 1000 secs))])
-    (let loop ()
-      (or (pred)
-          (if (> (now-ms) deadline) #f (begin (sleep 0.005) (loop)))))))
 
 ;; ---------------------------------------------------------------- collection stalls
 (define child (string-append (current-directory) "/tests/safety-child.ss"))

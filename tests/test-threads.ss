@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; Threads: creation, keep, keywords, wait, kill, break,
 ;;; suspend/resume, sleep, yield, preemption, pools, mailboxes, parameters.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (wait-until))
 
 (test-limit 20)
 
@@ -10,13 +10,6 @@
 
 (define (elapsed-ms thunk)
   (let ([t0 (now-ms)]) (thunk) (- (now-ms) t0)))
-
-;; Polls pred every 5 ms for up to secs seconds; returns its last value.
-(define (wait-until pred secs)
-  (let ([deadline (+ (now-ms) (* 1000 secs))])
-    (let loop ()
-      (or (pred)
-          (if (> (now-ms) deadline) #f (begin (sleep 0.005) (loop)))))))
 
 (define spindle-env
   (environment '(except (chezscheme) thread? sleep make-parameter parameterize) '(spindle)))
