@@ -4,18 +4,22 @@
 ;;; transposes.
 ;;;
 ;;; Member m owns the z planes [k0, k1) for the x and y transforms and the
-;;; y slabs [j0, j1) for the z transforms (the blocks of (nas ft-passes)).
-;;; Between the two passes an all-to-all transposes the array: member s
-;;; sends member d the rows (k, j) with k in s's planes and j in d's slabs
-;;; (forward), or k in d's planes and j in s's slabs (back, after the
-;;; inverse z transforms); for each k such rows are consecutive, so a
-;;; block is one copy per plane.  Each member keeps its arrays the full
-;;; size, so that the passes of (nas ft-passes) run on it unchanged, but
-;;; only its planes and slabs are ever written or read there.  The
-;;; checksum sums of each step go through an element-wise allreduce (a
-;;; slot per member, the others 0.0), so every member has them all.
+;;; y slabs [j0, j1) for the z transforms (the blocks of (nas ft-passes)),
+;;; and holds only those: its arrays are (nas ft-passes)'s own views, about
+;;; 2/np of the whole array's size (u0's slabs, and one vector for u0's
+;;; planes, u1's slabs and u1's planes in turn).  Between the two passes an
+;;; all-to-all transposes the array: member s sends member d the rows
+;;; (k, j) with k in s's planes and j in d's slabs (forward: from the plane
+;;; view of u0 to the slab view), or k in d's planes and j in s's slabs
+;;; (back, after the inverse z transforms: from u1's slab view to its plane
+;;; view); for each k such rows are consecutive in both views, so a block
+;;; is one copy per plane.  Every block, a member's own included, is copied
+;;; out before any is copied in, which lets the source and destination
+;;; views share a vector.  The checksum sums of each step go through an
+;;; element-wise allreduce (a slot per member, the others 0.0), so every
+;;; member has them all.
 (library (nas ft-mpi)
-  (export ft-mpi-run)
+  (export ft-mpi-run ft-mpi-array-bytes)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
           (only (spindle unsafe) unsafe-shared-vector->bytevector! unsafe-bytevector->shared-vector!)
@@ -28,6 +32,11 @@
                   (ft-member cg size young))
                 0))
 
+  ;; The bytes of member id's arrays.
+  (define (ft-mpi-array-bytes size np id)
+    (let-values ([(slabs other) (ft-own-array-doubles size np id)])
+      (fx* 8 (fx+ slabs other))))
+
   ;; Member id's block of n items: (values start end) (ft-passes's rule).
   (define (share n np id)
     (let* ([q (fxquotient n np)] [r (fxremainder n np)]
@@ -38,39 +47,41 @@
     (let* ([id (CG-id cg)] [np (CG-np cg)]
            [nx (vector-ref size 0)] [ny (vector-ref size 1)] [nz (vector-ref size 2)]
            [niter (vector-ref size 3)]
-           [words (fx* 2 (fx* nx (fx* ny nz)))]
-           [u0 (make-shared-flvector words 0.0)] [u1 (make-shared-flvector words 0.0)]
-           [me (make-ft-member id np size u0 u1)]
+           [me (make-ft-member/own id np size)]
            [sums (make-vector (fx* 2 (fx* np niter)) 0.0)])
       (define (planes m) (share nz np m))
       (define (slabs m) (share ny np m))
-      ;; the rows k in [ka, kb), j in [ja, jb) of u, as one bytevector
-      (define (block u ka kb ja jb)
-        (let* ([row (fx* 16 nx)] [piece (fx* row (fx- jb ja))]
+      ;; rows j in [ja, jb) of planes k in [ka, kb) of u, row (ja, k) at
+      ;; element (start k), as one bytevector, and back
+      (define (block u start ka kb ja jb)
+        (let* ([piece (fx* 16 (fx* nx (fx- jb ja)))]
                [bv (make-bytevector (fx* piece (fx- kb ka)))])
           (do ([k ka (fx+ k 1)] [o 0 (fx+ o piece)]) ((fx= k kb) bv)
-            (unsafe-shared-vector->bytevector! u (fx* row (fx+ (fx* k ny) ja)) bv o piece))))
-      (define (unblock! u ka kb ja jb bv)
-        (let* ([row (fx* 16 nx)] [piece (fx* row (fx- jb ja))])
+            (unsafe-shared-vector->bytevector! u (fx* 16 (start k)) bv o piece))))
+      (define (unblock! u start ka kb ja jb bv)
+        (let ([piece (fx* 16 (fx* nx (fx- jb ja)))])
           (do ([k ka (fx+ k 1)] [o 0 (fx+ o piece)]) ((fx= k kb))
-            (unsafe-bytevector->shared-vector! bv o u (fx* row (fx+ (fx* k ny) ja)) piece))))
-      ;; ranges: (ranges s d) -> (values ka kb ja jb), the rows s sends d
-      (define (transpose! u ranges)
-        (let ([got (CGalltoall cg (let ([out (make-vector np)])
-                                    (do ([d 0 (fx+ d 1)]) ((fx= d np) out)
-                                      (vector-set! out d
-                                        (if (fx= d id) #f
-                                            (let-values ([(ka kb ja jb) (ranges id d)]) (block u ka kb ja jb)))))))])
+            (unsafe-bytevector->shared-vector! bv o u (fx* 16 (start k)) piece))))
+      (define (plane-start ja) (lambda (k) (fx+ (ft-plane-row me k) (fx* nx ja))))
+      (define (slab-start ja) (lambda (k) (ft-slab-row me ja k)))
+      ;; (ranges s d) -> (values ka kb ja jb), the rows s sends d; from the
+      ;; view (from, from-start) to (to, to-start)
+      (define (transpose! ranges from from-start to to-start)
+        (let* ([out (let ([out (make-vector np)])
+                      (do ([d 0 (fx+ d 1)]) ((fx= d np) out)
+                        (vector-set! out d
+                          (let-values ([(ka kb ja jb) (ranges id d)]) (block from (from-start ja) ka kb ja jb)))))]
+               [got (CGalltoall cg (let ([v (vector-copy out)]) (vector-set! v id #f) v))])
           (do ([s 0 (fx+ s 1)]) ((fx= s np))
-            (unless (fx= s id)
-              (let-values ([(ka kb ja jb) (ranges s id)]) (unblock! u ka kb ja jb (vector-ref got s)))))))
+            (let-values ([(ka kb ja jb) (ranges s id)])
+              (unblock! to (to-start ja) ka kb ja jb (vector-ref (if (fx= s id) out got) s))))))
       (define (forward-ranges s d)
         (let-values ([(ka kb) (planes s)] [(ja jb) (slabs d)]) (values ka kb ja jb)))
       (define (back-ranges s d)
         (let-values ([(ka kb) (planes d)] [(ja jb) (slabs s)]) (values ka kb ja jb)))
       (define (forward! tables)
         (forward-planes! me tables)
-        (transpose! u0 forward-ranges)
+        (transpose! forward-ranges (ft-member-plane-u0 me) plane-start (ft-member-slab-u0 me) slab-start)
         (forward-slabs! me tables))
       (forward! (make-ft-tables size))   ; untimed, as in the reference
       (collect-trip-bytes young)
@@ -82,7 +93,7 @@
                           (forward! tables)
                           (do ([t 0 (fx+ t 1)]) ((fx= t niter))
                             (step-slabs! me tables)
-                            (transpose! u1 back-ranges)
+                            (transpose! back-ranges (ft-member-slab-u1 me) slab-start (ft-member-plane-u1 me) plane-start)
                             (let-values ([(re im) (step-planes! me tables)])
                               (let ([mine (make-vector (fx* 2 np) 0.0)])
                                 (vector-set! mine (fx* 2 id) re)
@@ -90,7 +101,7 @@
                                 (let ([all (CGallreduce cg + mine)])
                                   (do ([i 0 (fx+ i 1)]) ((fx= i (fx* 2 np)))
                                     (vector-set! sums (fx+ (fx* 2 (fx* np t)) i) (vector-ref all i))))))))))])
-        (shared-flvector-length u0) (shared-flvector-length u1)
+        (shared-flvector-length (ft-member-slab-u0 me)) (shared-flvector-length (ft-member-plane-u0 me))
         (and (fx= id 0) (cons seconds sums)))))
 
   (lift-places (nas ft-mpi)))
