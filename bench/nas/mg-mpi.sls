@@ -32,7 +32,7 @@
 ;;; not mine are 0.0) and are added in plane order: rnm2 does not depend
 ;;; on np.
 (library (nas mg-mpi)
-  (export mg-mpi-run)
+  (export mg-mpi-run mg-mpi-array-bytes)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
           (only (spindle private os memory) memcpy-to-bytevector! memcpy-from-bytevector!)
@@ -45,32 +45,60 @@
   (define (mg-mpi-run members lt nit)
     (vector-ref (fork-join members cg ([lt lt] [nit nit]) (with-nursery (lambda () (mg-member cg lt nit)))) 0))
 
+;; The layout: level k is distributed among np members when np > 1 and
+  ;; it has at least np interior planes.
+  (define (level-distributed? k np) (and (fx> np 1) (fx>= (fxsll 1 k) np)))
+
+  ;; (values lo hi): member m's planes of level k
+  (define (level-planes k np m)
+    (if (level-distributed? k np)
+        (let ([s (fxquotient (fxsll 1 k) np)])
+          (values (fx+ 1 (fx* m s)) (fx+ 1 (fx* (fx+ m 1) s))))
+        (values 1 (fx+ (fxsll 1 k) 1))))
+
+  ;; (values clo chi): the coarse planes member m's prolongation to level k takes
+  (define (prolonged-planes k np m)
+    (let-values ([(lo hi) (level-planes k np m)])
+      (values (fxquotient (fx- lo 1) 2) (fxmin (fx- (side (fx- k 1)) 1) (fx+ (fxquotient hi 2) 1)))))
+
+  ;; (values p0 p1): the planes member m's r of level k holds
+  (define (r-planes k np m)
+    (if (level-distributed? k np)
+        (let-values ([(lo hi) (level-planes k np m)]) (values (fx- lo 1) (fx+ hi 1)))
+        (values 0 (side k))))
+
+  ;; ... and its u, which the prolongation may write a plane beyond the ghosts
+  (define (u-planes k np m)
+    (let-values ([(p0 p1) (r-planes k np m)])
+      (if (or (fx= k 1) (not (level-distributed? k np)))
+          (values p0 p1)
+          (let-values ([(clo chi) (prolonged-planes k np m)])
+            (values (fxmin p0 (fx* 2 clo)) (fxmax p1 (fxmin (side k) (fx* 2 chi))))))))
+
+  ;; ... and its v (its planes, no ghosts)
+  (define (v-planes lt np m)
+    (if (level-distributed? lt np) (level-planes lt np m) (values 0 (side lt))))
+
+  ;; The level whose planes every member gathers (one a member), or #f.
+  (define (gather-level lt np)
+    (and (fx>= np 4) (let loop ([k 2]) (cond [(fx> k lt) #f] [(fx= (fxsll 1 k) np) k] [else (loop (fx+ k 1))]))))
+
+  ;; The bytes of member m's grids (mg-member allocates these).
+  (define (mg-mpi-array-bytes lt np m)
+    (define (bytes k window)
+      (let-values ([(p0 p1) (window k np m)]) (fx* 8 (fx* (fx- p1 p0) (fx* (side k) (side k))))))
+    (let loop ([k 1] [total (fx+ (bytes lt (lambda (k np m) (v-planes k np m)))
+                                 (let ([g (gather-level lt np)]) (if g (fx* 8 (expt (side g) 3)) 0)))])
+      (if (fx> k lt) total (loop (fx+ k 1) (fx+ total (bytes k r-planes) (bytes k u-planes))))))
+
   (define (mg-member cg lt nit)
     (define me (CG-id cg))
     (define np (CG-np cg))
-    (define (distributed? k) (and (fx> np 1) (fx>= (fxsll 1 k) np)))
-    ;; (values lo hi): member m's planes of level k
-    (define (planes-of k m)
-      (if (distributed? k)
-          (let ([s (fxquotient (fxsll 1 k) np)])
-            (values (fx+ 1 (fx* m s)) (fx+ 1 (fx* (fx+ m 1) s))))
-          (values 1 (fx+ (fxsll 1 k) 1))))
-    ;; (values clo chi): the coarse planes the prolongation to level k takes
-    (define (coarse-planes k)
-      (let-values ([(lo hi) (planes-of k me)])
-        (values (fxquotient (fx- lo 1) 2) (fxmin (fx- (side (fx- k 1)) 1) (fx+ (fxquotient hi 2) 1)))))
-    ;; (values p0 p1): the planes r of level k holds
-    (define (r-window k)
-      (if (distributed? k)
-          (let-values ([(lo hi) (planes-of k me)]) (values (fx- lo 1) (fx+ hi 1)))
-          (values 0 (side k))))
-    ;; ... and u, which the prolongation may write a plane beyond the ghosts
-    (define (u-window k)
-      (let-values ([(p0 p1) (r-window k)])
-        (if (or (fx= k 1) (not (distributed? k)))
-            (values p0 p1)
-            (let-values ([(clo chi) (coarse-planes k)])
-              (values (fxmin p0 (fx* 2 clo)) (fxmax p1 (fxmin (side k) (fx* 2 chi))))))))
+    (define (distributed? k) (level-distributed? k np))
+    (define (planes-of k m) (level-planes k np m))
+    (define (coarse-planes k) (prolonged-planes k np me))
+    (define (r-window k) (r-planes k np me))
+    (define (u-window k) (u-planes k np me))
     (define keep '())                   ; the vectors, reachable while their bases are in use
     (define array-bytes 0)
     (define (planes n p0 p1)
@@ -84,14 +112,12 @@
           (let-values ([(p0 p1) (window k)]) (vector-set! gs k (planes (side k) p0 p1))))))
     (define ua (levels u-window))
     (define ra (levels r-window))
-    (define va (let-values ([(lo hi) (planes-of lt me)])
-                 (if (distributed? lt) (planes (side lt) lo hi) (planes (side lt) 0 (side lt)))))
+    (define va (let-values ([(p0 p1) (v-planes lt np me)]) (planes (side lt) p0 p1)))
     (define (u k) (vector-ref ua k))
     (define (r k) (vector-ref ra k))
     ;; the level whose planes are gathered, and its whole grid
-    (define gather-level
-      (and (fx>= np 4) (let loop ([k 1]) (if (fx= (fxsll 1 k) np) k (loop (fx+ k 1))))))
-    (define gathered (and gather-level (fx<= gather-level lt) (let ([n (side gather-level)]) (planes n 0 n))))
+    (define gathered-level (gather-level lt np))
+    (define gathered (and gathered-level (let ([n (side gathered-level)]) (planes n 0 n))))
     (define (byte-address a) (fxsll a 3))   ; a base's fixnum is the address / 8
     (define (plane-bytes n) (fx* 8 (fx* n n)))
     (define (planes->bytevector a n lo hi)
@@ -119,7 +145,7 @@
         (comm3! a k lo hi)))
     ;; every member's planes of r at the gather level, into gathered
     (define (gather!)
-      (let ([k gather-level] [n (side gather-level)])
+      (let ([k gathered-level] [n (side gathered-level)])
         (let-values ([(lo hi) (planes-of k me)])
           (let* ([mine (planes->bytevector (r k) n lo hi)]
                  [got (CGalltoall cg (make-vector np mine))])
@@ -142,7 +168,7 @@
     (define (v-cycle!)
       (do ([k lt (fx- k 1)]) ((fx= k 1))
         (let ([nf (side k)] [nc (side (fx- k 1))])
-          (let ([fine (if (eqv? k gather-level) (begin (gather!) gathered) (r k))])
+          (let ([fine (if (eqv? k gathered-level) (begin (gather!) gathered) (r k))])
             (produce! (r (fx- k 1)) (fx- k 1) (lambda (lo hi) (rprj3! fine nf (r (fx- k 1)) nc lo hi))))))
       (let ([n (side 1)])
         (produce! (u 1) 1 (lambda (lo hi)
