@@ -22,7 +22,9 @@
   (export ft-mpi-run ft-mpi-array-bytes)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle) (spindle fork-join)
-          (only (spindle unsafe) unsafe-shared-vector->bytevector! unsafe-bytevector->shared-vector!)
+          (only (spindle unsafe) unsafe-shared-vector->bytevector! unsafe-bytevector->shared-vector!
+                unsafe-shared-vector-address)
+          (only (spindle private os memory) memmove!)
           (nas common) (nas ft-passes))
 
   ;; -> (seconds . sums), member 0's: sums[2 (m + np t)] and the next
@@ -65,16 +67,30 @@
       (define (plane-start ja) (lambda (k) (fx+ (ft-plane-row me k) (fx* nx ja))))
       (define (slab-start ja) (lambda (k) (ft-slab-row me ja k)))
       ;; (ranges s d) -> (values ka kb ja jb), the rows s sends d; from the
-      ;; view (from, from-start) to (to, to-start)
+      ;; view (from, from-start) to (to, to-start).  My own block is copied
+      ;; directly between two vectors; within one (the back transpose) it
+      ;; is staged first unless np = 1, where the two views are the same.
       (define (transpose! ranges from from-start to to-start)
-        (let* ([out (let ([out (make-vector np)])
-                      (do ([d 0 (fx+ d 1)]) ((fx= d np) out)
-                        (vector-set! out d
-                          (let-values ([(ka kb ja jb) (ranges id d)]) (block from (from-start ja) ka kb ja jb)))))]
-               [got (CGalltoall cg (let ([v (vector-copy out)]) (vector-set! v id #f) v))])
-          (do ([s 0 (fx+ s 1)]) ((fx= s np))
-            (let-values ([(ka kb ja jb) (ranges s id)])
-              (unblock! to (to-start ja) ka kb ja jb (vector-ref (if (fx= s id) out got) s))))))
+        (let-values ([(ka kb ja jb) (ranges id id)])
+          (let* ([staged (and (eq? from to) (fx> np 1) (block from (from-start ja) ka kb ja jb))]
+                 [got (CGalltoall cg (let ([out (make-vector np #f)])
+                                       (do ([d 0 (fx+ d 1)]) ((fx= d np) out)
+                                         (unless (fx= d id)
+                                           (vector-set! out d
+                                             (let-values ([(ka kb ja jb) (ranges id d)])
+                                               (block from (from-start ja) ka kb ja jb)))))))])
+            (do ([s 0 (fx+ s 1)]) ((fx= s np))
+              (unless (fx= s id)
+                (let-values ([(ka kb ja jb) (ranges s id)])
+                  (unblock! to (to-start ja) ka kb ja jb (vector-ref got s)))))
+            (cond
+              [staged (unblock! to (to-start ja) ka kb ja jb staged)]
+              [(not (eq? from to))
+               (let ([piece (fx* 16 (fx* nx (fx- jb ja)))] [fs (from-start ja)] [ts (to-start ja)])
+                 (do ([k ka (fx+ k 1)]) ((fx= k kb))
+                   (memmove! (fx+ (unsafe-shared-vector-address to) (fx* 16 (ts k)))
+                             (fx+ (unsafe-shared-vector-address from) (fx* 16 (fs k)))
+                             piece)))]))))
       (define (forward-ranges s d)
         (let-values ([(ka kb) (planes s)] [(ja jb) (slabs d)]) (values ka kb ja jb)))
       (define (back-ranges s d)
