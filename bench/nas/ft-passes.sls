@@ -16,8 +16,9 @@
 ;;; global layout (origins 0, width ny).  A member of its own
 ;;; (make-ft-member/own: mode mpi) holds only its planes (k-origin k0) and
 ;;; its slabs (j-origin j0, width j1 - j0): u0's slabs in one vector, and
-;;; u0's planes, u1's slabs and u1's planes in another (never needed at
-;;; once: the transposes between them go through messages).
+;;; u0's planes, u1's slabs and u1's planes in another (each is dead
+;;; before the next is written: the transposes between them go through a
+;;; buffer of (nas ft-mpi)).
 ;;;
 ;;; The global arrays are shared flvectors, read and written unchecked.
 ;;; Outside the Scheme heap, a collection never copies them (Chez 9.5.8
@@ -25,8 +26,8 @@
 ;;; generation), and every mode runs on the same memory.
 (library (nas ft-passes)
   (export make-ft-member make-ft-member/own make-ft-tables
-          ft-member-k0 ft-member-k1 ft-member-j0 ft-member-j1
-          ft-member-plane-u0 ft-member-plane-u1 ft-member-slab-u0 ft-member-slab-u1 ft-plane-row ft-slab-row
+          ft-member-k0 ft-member-k1 ft-member-j0
+          ft-member-plane-u0 ft-member-slab-u0 ft-member-slab-u1 ft-plane-row
           ft-own-array-doubles
           forward-planes! forward-slabs! step-slabs! step-planes!
           global-double-ref global-double-set!)
