@@ -95,7 +95,7 @@
   ;; The 10 largest and the 10 smallest deviates of interior planes
   ;; lo .. hi-1 (1 .. nx) of the top grid: (values large small), lists of
   ;; (deviate . byte offset in a grid of side nx + 2); the deviates of plane
-  ;; i3 start 2 nx^2 (i3 - 1) states after the seed.  Fewer than 10 points
+  ;; i3 start nx^2 (i3 - 1) states after the seed.  Fewer than 10 points
   ;; leave entries with offset #f.
   (define (zran3-extremes nx lo hi)
     (let* ([n (fx+ nx 2)] [row (fx* 8 n)] [plane (fx* n row)]
