@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; NAS EP, IS, CG, MG and FT in their MPI decompositions (mode mpi) at
 ;;; class S: verified over MPI ranks (jobs of bench/nas-rank.ss: all five at
-;;; 1 and 2 ranks, IS and CG at 4) and, with no MPI needed, the same
+;;; 1, 2 and 4 ranks) and, with no MPI needed, the same
 ;;; decompositions run over places (their members only exchange messages,
 ;;; so places stand in for ranks).  `spindle bench nas --mpi` prints the
 ;;; places suite's lines.  No timing is asserted.  The MPI runs are
@@ -32,12 +32,32 @@
 (test "over places: MG at 1, 2 and 4 members (4: the coarsest levels replicated)"
   (for-each
     (lambda (np)
-      (let ([rnm2 (car (mg-mpi-run np 5 4))])
+      (let* ([r (mg-mpi-run np 5 4)] [rnm2 (car r)])
         (check (format "np ~a: rnm2 ~a within 1e-8 of 0.5307707005734e-04" np rnm2)
-               (within-epsilon? rnm2 0.5307707005734e-04 1e-8))))
+               (within-epsilon? rnm2 0.5307707005734e-04 1e-8))
+        (check-equal (format "np ~a: member 0's grids are mg-mpi-array-bytes" np)
+                     (mg-mpi-array-bytes 5 np 0) (caddr r))))
     '(1 2 4)))
 
-(test "over places: FT at 1 and 3 members, the first and last checksums"
+;; np = nx: one plane a member at the top level, the next level replicated
+;; (gathered from the top), u one plane wider: rnm2 does not depend on np.
+(test "over places: MG on an 8^3 grid at 8 members, rnm2 the same as at 1"
+  (check-equal "rnm2" (car (mg-mpi-run 1 3 4)) (car (mg-mpi-run 8 3 4))))
+
+;; Each member holds its slab (and ghosts) of every distributed level of
+;; MG, its planes and slabs of FT (the counts the members allocate by), not
+;; whole arrays: class W, member 0 at np 2 and 4 against np 1.
+(test "MG's and FT's members hold about 1/np of the arrays"
+  (let ([mg1 (mg-mpi-array-bytes 7 1 0)] [ft1 (ft-mpi-array-bytes '#(128 128 32 6) 1 0)])
+    (for-each
+      (lambda (np)
+        (check (format "MG np ~a: ~a bytes, at most 1.1/np of np 1's ~a" np (mg-mpi-array-bytes 7 np 0) mg1)
+               (<= (* np (mg-mpi-array-bytes 7 np 0)) (* 1.1 mg1)))
+        (check (format "FT np ~a: ~a bytes (its slabs, its planes, the transposes' buffer), 1.5/np of np 1's ~a" np (ft-mpi-array-bytes '#(128 128 32 6) np 0) ft1)
+               (= (* np (ft-mpi-array-bytes '#(128 128 32 6) np 0)) (* 3/2 ft1))))
+      '(2 4))))
+
+(test "over places: FT at 1, 3 and 4 members, the first and last checksums"
   (for-each
     (lambda (np)
       (let* ([sums (cdr (ft-mpi-run np '#(64 64 64 6) (expt 2 20)))]
@@ -52,7 +72,7 @@
             (check (format "np ~a: checksum ~a within 1e-12 of ~a" np (+ t 1) ref)
                    (<= (/ (magnitude (- (checksum t) ref)) (magnitude ref)) 1e-12)))
           '(0 5) (list 554.6087004964+484.5363331978i 554.2683411902+493.2597244941i))))
-    '(1 3)))
+    '(1 3 4)))
 
 (test "mode mpi outside an MPI rank is refused, naming the benchmark and the mode"
   (check-raises "is" (both (assertion-from? 'is-run) (irritant? 'mpi)) (lambda () ((eval 'is-run (environment '(nas is))) 'S 'mpi 1))))
@@ -92,7 +112,7 @@
               (for-each (lambda (b) (check-equal (format "~a verified" b) #t (verdict text b))) benches)
               (unless (eqv? rc 0) (display text)))))
         '(1 2 4)
-        '((ep is cg mg ft) (ep is cg mg ft) (is cg)))
+        '((ep is cg mg ft) (ep is cg mg ft) (is cg mg ft)))
       (test "three hosts on one machine (network namespaces on a bridge, tests/mpi/netns.sh): IS and CG class S at 4 ranks placed 2, 1 and 1 (or one host if the sandbox refuses)"
         (let* ([name (format "spn~a" (own-pid))]
                [log (format "~a/netns.out" work)]

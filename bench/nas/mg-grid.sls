@@ -4,13 +4,19 @@
 ;;; indices), element (i1, i2, i3) at byte offset ((i3 n + i2) n + i1) 8,
 ;;; read and written through the vector's raw address (nas raw).
 ;;;
+;;; A grid may hold only some of its planes (a member's slab in mode mpi):
+;;; planes p0 .. p1-1 in a vector of (p1 - p0) n^2 doubles, and a base
+;;; shifted back by p0 planes, so that the operators' absolute offsets
+;;; land in it as long as they stay within those planes.
+;;;
 ;;; Also: the split of planes and rows among members, the periodic
 ;;; border exchange (comm3) in two halves around a barrier, the
 ;;; initial right-hand side (zran3) and the sum of squares of the norm.
 (library (nas mg-grid)
-  (export split
-          borders! ghost-planes! zero-planes! sum-squares zran3!)
-  (import (chezscheme) (nas random) (nas raw))
+  (export split make-planes
+          borders! ghost-planes! zero-planes! sum-squares
+          zran3! zran3-extremes zran3-charges!)
+  (import (chezscheme) (only (spindle) make-shared-flvector) (nas random) (nas raw))
 
   ;; Member id's block of first .. end-1: with q = count div np and
   ;; r = count mod np, members below r get q+1.  Returns (values lo hi).
@@ -18,6 +24,12 @@
     (let-values ([(q r) (fxdiv-and-mod (fx- end first) np)])
       (let ([lo (fx+ first (fx* id q) (fxmin id r))])
         (values lo (fx+ lo q (if (fx< id r) 1 0))))))
+
+  ;; -> (values vector base): planes p0 .. p1-1 of a grid of side n, 0.0.
+  ;; The vector must stay reachable while base is in use.
+  (define (make-planes n p0 p1)
+    (let ([v (make-shared-flvector (fx* (fx- p1 p0) (fx* n n)) 0.0)])
+      (values v (fx- (shared-address v) (fx* p0 (fx* n n))))))
 
   ;; comm3, first half: the i1 and i2 ghosts of planes lo .. hi-1, from
   ;; their own interior; the producer of those planes calls it.
@@ -66,12 +78,26 @@
                           (rows (fx+ i2 1) s)
                           (let ([x (g@ a o)]) (points (fx+ o 8) (f+ s (f* x x)))))))))))))
 
-  ;; zran3: the interior of the top grid (n = nx + 2) filled with the NPB
-  ;; generator's deviates in i1, i2, i3 order from the standard seed; then
-  ;; every point 0 but the 10 largest (+1) and the 10 smallest (-1)
-  ;; deviates; then the ghosts.  The deviates are distinct (the generator's
-  ;; states are), so the two sets do not depend on the scan order.
+  ;; zran3: the interior of the top grid (n = nx + 2) 0 but at the 10
+  ;; largest (+1) and the 10 smallest (-1) of the NPB generator's deviates,
+  ;; drawn in i1, i2, i3 order from the standard seed; then the ghosts.
+  ;; The deviates are distinct (the generator's states are), so the two
+  ;; sets do not depend on the scan order, and the extremes of a union of
+  ;; slabs are the extremes of the slabs' extremes.
   (define (zran3! a nx)
+    (let ([n (fx+ nx 2)])
+      (let-values ([(large small) (zran3-extremes nx 1 (fx+ nx 1))])
+        (zero-planes! a n 0 n)
+        (zran3-charges! a large small)
+        (borders! a n 1 (fx- n 1))
+        (ghost-planes! a n 0 n))))
+
+  ;; The 10 largest and the 10 smallest deviates of interior planes
+  ;; lo .. hi-1 (1 .. nx) of the top grid: (values large small), lists of
+  ;; (deviate . byte offset in a grid of side nx + 2); the deviates of plane
+  ;; i3 start nx^2 (i3 - 1) states after the seed.  Fewer than 10 points
+  ;; leave entries with offset #f.
+  (define (zran3-extremes nx lo hi)
     (let* ([n (fx+ nx 2)] [row (fx* 8 n)] [plane (fx* n row)]
            [a1 (random-power nas-multiplier nx)]
            [a2 (random-power nas-multiplier (fx* nx nx))]
@@ -87,8 +113,8 @@
               (vector-set! best i (vector-ref best (fx+ i 1)))
               (vector-set! best (fx+ i 1) t)
               (loop (fx+ i 1))))))
-      (let fill ([i3 1] [x3 nas-seed])
-        (when (fx<= i3 nx)
+      (let fill ([i3 lo] [x3 (random-next nas-seed (random-power a2 (fx- lo 1)))])
+        (when (fx< i3 hi)
           (let rows ([i2 1] [x2 x3])
             (when (fx<= i2 nx)
               (let ([off (fx+ (fx* i3 plane) (fx* i2 row) 8)])
@@ -97,14 +123,15 @@
                     (let* ([x (random-next x nas-multiplier)]
                            [o (fx+ off (fx* 8 i1))]
                            [d (random-scale x)])
-                      (g! a o d)
                       (when (fl> d (car (vector-ref large 0))) (insert! large (cons d o) fl>))
                       (when (fl< d (car (vector-ref small 0))) (insert! small (cons d o) fl<))
                       (points (fx+ i1 1) x)))))
               (rows (fx+ i2 1) (random-next x2 a1))))
           (fill (fx+ i3 1) (random-next x3 a2))))
-      (zero-planes! a n 0 n)
-      (vector-for-each (lambda (e) (g! a (cdr e) -1.0)) small)
-      (vector-for-each (lambda (e) (g! a (cdr e) 1.0)) large)
-      (borders! a n 1 (fx- n 1))
-      (ghost-planes! a n 0 n))))
+      (values (vector->list large) (vector->list small))))
+
+  ;; +1 at the offsets of large, -1 at those of small (entries of
+  ;; zran3-extremes; offsets #f skipped).
+  (define (zran3-charges! a large small)
+    (for-each (lambda (e) (when (cdr e) (g! a (cdr e) -1.0))) small)
+    (for-each (lambda (e) (when (cdr e) (g! a (cdr e) 1.0))) large)))
