@@ -37,19 +37,21 @@
 ;;;
 ;;; Over MPI: `np` may be an rmpi communicator, whose ranks are then the
 ;;; members (each rank calls fork-join; the body runs in the rank itself,
-;;; and the operations go over MPI: see "ranks" below).  A rank that
+;;; and the operations go over MPI: private/places/cg-ranks.sls).  A rank that
 ;;; fails ends the whole job (spindle mpi's rule), which stands for "group
 ;;; aborted".
 (library (spindle fork-join)
   (export fork-join lift-places CG? CG-id CG-np CGfor CGfor/stride CGBarrier
-          CGpipeline CG-n0-only CGsend CGrecv CGbroadcast CGallreduce CGalltoall
+          CGpipeline CG-n0-only CGsend CGrecv CGbroadcast CGallreduce CGalltoall CGalltoallv
           fork-join-members fork-join-leader?
           (rename (CGBarrier CG-B) (CG-id CGid) (CG-np CGnp)))
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
           (spindle private places cg-barrier)
-          (spindle mpi)
-          (only (spindle private os processes) own-pid)
+          (only (spindle mpi) rmpi-comm? rmpi-id rmpi-cnt rmpi-world)
+          (spindle private places cg-ranks)
+          (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length)
+          (only (spindle unsafe) unsafe-shared-vector->bytevector! unsafe-bytevector->shared-vector!)
           (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
@@ -96,49 +98,6 @@
 
   (define (peer-ended? c)
     (and (error? c) (message-condition? c) (equal? (condition-message c) "peer place ended")))
-
-  ;; ---------------------------------------------------------------- ranks
-  ;; rmpi-send copies its message and returns at once, as a place
-  ;; channel's put does, and MPI keeps the order of one sender's messages
-  ;; to one receiver with one tag.  Each kind of traffic has its own tag
-  ;; (above any tag a program is likely to use with rmpi directly, below
-  ;; rmpi's own), so a pipeline value is never taken for a point-to-point
-  ;; message.  The collectives are rmpi's.
-  (define tag-p2p 32700)
-  (define tag-pipeline 32701)
-
-  ;; #t in a process started by mpirun as a rank (not in a place of one:
-  ;; (spindle mpi) marks the rank's environment with its pid when it loads).
-  (define (rank-process?)
-    (and (getenv "OMPI_COMM_WORLD_RANK")
-         (rmpi-available?)               ; (spindle mpi) is loaded, so the mark is made
-         (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
-           (and owner (string=? owner (number->string (own-pid)))))))
-
-  (define-record-type ranks (fields comm) (sealed #t))
-
-  (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
-  (define (ranks-recv r src) (rmpi-recv (ranks-comm r) src tag-p2p))
-
-  (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))
-
-  (define (ranks-broadcast r root v) (rmpi-broadcast (ranks-comm r) root v))
-
-  (define (ranks-allreduce r op v) (rmpi-allreduce (ranks-comm r) op v))
-
-  ;; vs: one value per member; -> the values sent to me, by source.
-  (define (ranks-alltoall r vs) (rmpi-alltoall (ranks-comm r) vs))
-
-  ;; The pipeline step: the previous member's value (or init at member 0),
-  ;; through proc, to the next member.
-  (define (ranks-pipeline r init proc)
-    (let* ([comm (ranks-comm r)] [me (rmpi-id comm)]
-           [v (proc (if (fx= me 0) init (rmpi-recv comm (fx- me 1) tag-pipeline)))])
-      (when (fx< me (fx- (rmpi-cnt comm) 1)) (rmpi-send comm (fx+ me 1) v tag-pipeline))
-      v))
-
-  ;; Every member's value, by id, at every member.
-  (define (ranks-gather r v) (rmpi-allgather (ranks-comm r) v))
 
   ;; ---------------------------------------------------------------- member 0
   (define (check-np np)
@@ -541,6 +500,75 @@
             (unless (fx= m me) (coll-put c m (vector-ref vs m))))
           (do ([m 0 (fx+ m 1)]) ((fx= m np) out)
             (vector-set! out m (if (fx= m me) (vector-ref vs me) (channel-get c 'CGalltoall (cg-coll c) m)))))))
+
+  ;; Typed blocks: send-count[m] elements of out from send-displ[m] go to
+  ;; member m; recv-count[m] elements from member m land in `in` at
+  ;; recv-displ[m].  out and in: bytevectors, fxvectors or shared vectors,
+  ;; of one element kind.  Over ranks, rmpi-alltoallv (shared vectors in
+  ;; place); over places each block travels as a bytevector of its bytes.
+  (define (CGalltoallv c out send-count send-displ in recv-count recv-displ)
+    (define who 'CGalltoallv)
+    (check-cg who c)
+    (let* ([np (cg-np c)] [kind (block-kind who out)]
+           [sc (index-vector who send-count np)] [sd (index-vector who send-displ np)]
+           [rc (index-vector who recv-count np)] [rd (index-vector who recv-displ np)])
+      (unless (eq? (block-kind who in) kind)
+        (assertion-violation who "expected out and in of one element kind" out in))
+      (check-blocks who out sc sd) (check-blocks who in rc rd)
+      (if (cg-ranks c)
+          (ranks-alltoallv (cg-ranks c) out sc sd in rc rd)
+          (let ([me (cg-id c)] [size (if (eq? kind 'bytes) 1 8)])
+            (define (take! m bv)
+              (unless (fx= (bytevector-length bv) (fx* size (fxvector-ref rc m)))
+                (error who (format "member ~a sent ~a elements; recv-count expects ~a"
+                                   m (fxquotient (bytevector-length bv) size) (fxvector-ref rc m))))
+              (bytes->block! bv in (fx* size (fxvector-ref rd m))))
+            (do ([m 0 (fx+ m 1)]) ((fx= m np))
+              (unless (fx= m me)
+                (coll-put c m (block->bytes out (fx* size (fxvector-ref sd m)) (fx* size (fxvector-ref sc m))))))
+            (take! me (block->bytes out (fx* size (fxvector-ref sd me)) (fx* size (fxvector-ref sc me))))
+            (do ([m 0 (fx+ m 1)]) ((fx= m np) in)
+              (unless (fx= m me) (take! m (channel-get c who (cg-coll c) m))))))))
+
+  ;; bytes, int64 or double: the element kind of a typed vector.
+  (define (block-kind who v)
+    (cond
+      [(bytevector? v) 'bytes]
+      [(fxvector? v) 'int64]
+      [(shared-vector? v) (case (shared-vector-kind v) [(bytes) 'bytes] [(fx) 'int64] [else 'double])]
+      [else (assertion-violation who "expected a bytevector, fxvector or shared vector" v)]))
+
+  (define (element-count v)
+    (cond [(bytevector? v) (bytevector-length v)] [(fxvector? v) (fxvector-length v)] [else (shared-vector-length v)]))
+
+  ;; counts or displacements: an fxvector or vector of np non-negative
+  ;; fixnums -> an fxvector.
+  (define (index-vector who v np)
+    (let ([r (cond [(fxvector? v) v] [(vector? v) (and (for-all fixnum? (vector->list v)) (list->fxvector (vector->list v)))] [else #f])])
+      (unless (and r (fx= (fxvector-length r) np) (for-all (lambda (x) (fx>= x 0)) (fxvector->list r)))
+        (assertion-violation who (format "expected an fxvector of ~a non-negative counts or displacements" np) v))
+      r))
+
+  (define (check-blocks who v counts displs)
+    (do ([m 0 (fx+ m 1)]) ((fx= m (fxvector-length counts)))
+      (unless (<= (+ (fxvector-ref counts m) (fxvector-ref displs m)) (element-count v))
+        (assertion-violation who (format "the block for member ~a is outside the vector" m) v))))
+
+  ;; n bytes of v from byte offset at, as a fresh bytevector.
+  (define (block->bytes v at n)
+    (let ([bv (make-bytevector n)])
+      (cond
+        [(bytevector? v) (bytevector-copy! v at bv 0 n)]
+        [(fxvector? v) (do ([i 0 (fx+ i 8)]) ((fx= i n)) (bytevector-s64-native-set! bv i (fxvector-ref v (fxquotient (fx+ at i) 8))))]
+        [else (unsafe-shared-vector->bytevector! v at bv 0 n)])
+      bv))
+
+  (define (bytes->block! bv v at)
+    (let ([n (bytevector-length bv)])
+      (cond
+        [(bytevector? v) (bytevector-copy! bv 0 v at n)]
+        [(fxvector? v) (do ([i 0 (fx+ i 8)]) ((fx= i n)) (fxvector-set! v (fxquotient (fx+ at i) 8) (bytevector-s64-native-ref bv i)))]
+        [else (unsafe-bytevector->shared-vector! bv 0 v at n)])))
 
   (define (cg-n0-only c thunk)
     (check-cg 'CG-n0-only c)
