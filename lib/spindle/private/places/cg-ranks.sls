@@ -12,15 +12,12 @@
 ;;; collectives are rmpi's; typed data (bytevectors, fxvectors, flonums,
 ;;; shared vectors) goes through their typed paths, shared vectors in place.
 (library (spindle private places cg-ranks)
-  (export rank-process? make-ranks ranks? ranks-id ranks-cnt
+  (export rank-process? make-ranks ranks?
           ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
           ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle mpi)
-          (only (spindle private os processes) own-pid)
-          (only (spindle private os threads) os-yield!)
-          (only (spindle private core scheduler) yield!)
-          (only (spindle event) sync sync/timeout wrap-evt))
+          (only (spindle private os processes) own-pid))
 
   (define tag-p2p 32700)
   (define tag-pipeline 32701)
@@ -35,40 +32,13 @@
 
   (define-record-type ranks (fields comm) (sealed #t))
 
-  (define (ranks-id r) (rmpi-id (ranks-comm r)))
-  (define (ranks-cnt r) (rmpi-cnt (ranks-comm r)))
-
   (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
 
-  ;; A member's exchanges come in lockstep (a row reduction, a dot
-  ;; product): the partner's message is usually microseconds to a
-  ;; millisecond away.  rmpi-recv looks for 30 us, then parks, and a parked
-  ;; receive is completed by the engine's progress thread, which probes at
-  ;; most once per 2 ms once it has waited 1 ms: on a loaded machine, where
-  ;; the partner rank is often descheduled for a while, that adds up to 2 ms
-  ;; to an exchange.  So a CGrecv first polls for up to recv-poll-ms,
-  ;; giving the core away (sched_yield) between looks, so that a partner
-  ;; waiting for this core runs at once; only then does it park.
-  (define recv-poll-ms 4.0)
-
-  (define (ranks-recv r src)
-    (let ([e (rmpi-recv-evt (ranks-comm r) src tag-p2p)])
-      (let ([end (+ (real-time-ms) recv-poll-ms)])
-        (let loop ([k 0])
-          (let ([got (sync/timeout 0 (wrap e))])
-            (cond
-              [got (car got)]
-              [(fx= 0 (fxand k 15))
-               ;; the clock and the rank's other green threads, now and then
-               (if (> (real-time-ms) end) (car (sync (wrap e))) (begin (yield!) (loop (fx+ k 1))))]
-              [else (os-yield!) (loop (fx+ k 1))]))))))
-
-  ;; The value in a list, so that a received #f is told from a timeout.
-  (define (wrap e) (wrap-evt e list))
-
-  (define (real-time-ms)
-    (let ([t (current-time 'time-monotonic)])
-      (+ (* 1000. (time-second t)) (/ (time-nanosecond t) 1e6))))
+  ;; rmpi-recv's own wait: it looks for the message for 30 us, then parks
+  ;; (the engine's progress thread completes it).  Polling longer here,
+  ;; giving the core away with sched_yield between looks, made CG slower
+  ;; on a loaded machine (bench/NAS.md, "On MPI ranks").
+  (define (ranks-recv r src) (rmpi-recv (ranks-comm r) src tag-p2p))
 
   (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))
 
