@@ -81,6 +81,14 @@
                (u32-set! counts v acc)
                (loop (fx+ v 1) acc)))))]))
 
+  ;; Key i of mine (m keys) to sorted (at address a) at next[r] for its
+  ;; owner r, next[r] advancing.
+  (define (scatter! mine m owner next shift a)
+    (do ([i 0 (fx+ i 1)]) ((fx= i m))
+      (let* ([k (u32 mine i)] [r (fx@ owner (#3%fxsrl k shift))] [j (fx@ next r)])
+        (at-set! a j k)
+        (fx! next r (#3%fx+ j 1)))))
+
   (define (is-member cg class)
     (let* ([me (CG-id cg)] [np (CG-np cg)]
            [params (class-parameters class)]
@@ -158,10 +166,7 @@
               (set! received (make-shared-bytes (fx* 4 (fx+ total (fxquotient total 8))))))
             ;; the scatter, into np stretches (sequential writes, where
             ;; bucket order would be 2^10 streams)
-            (do ([i 0 (fx+ i 1)]) ((fx= i m))
-              (let* ([k (u32 mine i)] [r (fx@ owner (#3%fxsrl k shift))] [j (fx@ next r)])
-                (at-set! sorted-at j k)
-                (fx! next r (#3%fx+ j 1))))
+            (scatter! mine m owner next shift sorted-at)
             (CGalltoallv cg sorted send-count send-displ received recv-count recv-displ)
             (let ([a (unsafe-shared-vector-address received)])
               (rank-keys! counts total (lambda (i) (at a i)) lo hi base))
