@@ -3,28 +3,35 @@
 ;;; CG operations only: no memory is shared, so it runs over MPI ranks and
 ;;; over places alike.
 ;;;
-;;; Member m generates block m of the keys.  One ranking:
-;;;   1. count my keys per bucket (2^10 buckets of equal key ranges), into
-;;;      row m of an np x 2^10 table of zeros; an element-wise allreduce of
-;;;      the table gives every member every member's bucket sizes (their
-;;;      sums are the global sizes; row s says what s sends me);
-;;;   2. split the buckets into np runs of consecutive buckets holding about
-;;;      N/np keys each (every member computes the same split from the same
-;;;      sizes): member m owns the key values of run m;
-;;;   3. scatter my keys by owner, so that each owner's keys are one
-;;;      stretch (in their order in my block); one all-to-all (CGalltoallv: typed blocks, in place
-;;;      over MPI ranks) sends each stretch to its owner;
+;;; Member m generates block m of the keys.  The key values are split into
+;;; np runs of consecutive buckets (2^10 buckets of equal key ranges), each
+;;; holding about N/np keys; member m owns the values of run m.  One ranking:
+;;;   1. scatter my keys by owner, so that each owner's keys are one
+;;;      stretch (in their order in my block);
+;;;   2. one element-wise allreduce of a table: the np x np counts (row m:
+;;;      what m sends each member), and the bucket sizes of each member's
+;;;      run in its previous ranking.  Every member learns what it
+;;;      receives from whom, the keys of lower runs (base), and the global
+;;;      bucket sizes, from which it computes the next ranking's split (the
+;;;      same at every member);
+;;;   3. one all-to-all (CGalltoallv: typed blocks, in place over MPI
+;;;      ranks) sends each stretch to its owner;
 ;;;   4. count the keys received per key value and sum them up: a key's rank
-;;;      is the keys of lower runs (the global bucket sizes before my run)
-;;;      plus its running count.
-;;; One member alone ranks its keys directly (step 4 over its own keys: no
-;;; buckets, no all-to-all).  The buffers (the scatter's, the received
-;;; keys', the counts) are made once per run: a ranking allocates only the
-;;; allreduce's table.  The test keys' values (at fixed indices, which the
-;;; iterations never change) are found once by an allreduce; each member
-;;; checks the ranks of those in its run.  Full verification (untimed):
-;;; each member places the keys it received last by their ranks into its
-;;; stretch of the sorted order and counts what is out of order there.
+;;;      is base plus its running count.
+;;; Two passes over the keys (the scatter, the count): the split comes from
+;;; the bucket sizes the previous ranking counted, where NPB's MPI IS first
+;;; counts every member's keys per bucket (a third pass) to split by the
+;;; current sizes.  Any split gives the right ranks; this one lags the keys
+;;; by a ranking (the first split, before the untimed ranking, from a count
+;;; of the initial keys).  One member alone ranks its keys directly (step 4
+;;; over its own keys: no buckets, no all-to-all).  The buffers (the
+;;; scatter's, the received keys', the counts) are made once per run: a
+;;; ranking allocates only the allreduce's table and the split.  The test
+;;; keys' values (at fixed indices, which the iterations never change) are
+;;; found once by an allreduce; each member checks the ranks of those in its
+;;; run.  Full verification (untimed): each member places the keys it
+;;; received last by their ranks into its stretch of the sorted order and
+;;; counts what is out of order there.
 (library (nas is-mpi)
   (export is-mpi-run)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
@@ -104,12 +111,16 @@
                               (when (and (fx<= start i) (fx< i end)) (fxvector-set! v t (u32 mine (fx- i start))))))
                           (CGallreduce cg + v)))]
            [counts (make-bytevector (fx* 4 max-key))]   ; the counts, then ranks, of my run's values
-           [table (make-fxvector (fx* np buckets) 0)]   ; row me: my bucket sizes
+           ;; the allreduce's table: np x np key counts (row me: what I send
+           ;; each member), then a bucket size per bucket (mine: my run's)
+           [sizes-at (fx* np np)]
+           [table (make-fxvector (fx+ sizes-at buckets) 0)]
            [owner (make-fxvector buckets)]              ; the member whose run holds bucket b
            [next (make-fxvector np)]                    ; where a key for member r goes in sorted
-           ;; with several members: my keys in bucket order, and my run's
-           ;; keys as received (room for 1/8 more than N/np, grown if needed)
-           [sorted (and (fx> np 1) (make-shared-bytes (fx* 4 m)))]
+           ;; with several members: my keys by owner (room for all of them
+           ;; in each owner's stretch), and my run's keys as received (room
+           ;; for 1/8 more than N/np, grown if needed)
+           [sorted (and (fx> np 1) (make-shared-bytes (fx* 4 (fx* np m))))]
            [sorted-at (and sorted (unsafe-shared-vector-address sorted))]
            [received (and (fx> np 1) (make-shared-bytes (fx* 4 (fx+ (fxquotient n np) (fxquotient n (fx* 8 np))))))]
            [send-count (make-fxvector np)] [send-displ (make-fxvector np)]
@@ -128,53 +139,61 @@
         (rank-keys! counts m (lambda (i) (u32 mine i)) 0 max-key 0)
         (check-tests! it 0 max-key)
         (set! last (lambda () (list mine 0 0))))
+      ;; the split of the buckets among the members, for the next ranking
+      (define first #f)
+      (define (split! all)
+        (let ([sizes (make-fxvector buckets)])
+          (do ([b 0 (fx+ b 1)]) ((fx= b buckets)) (fx! sizes b (fx@ all (fx+ sizes-at b))))
+          (set! first (split-buckets sizes n np))))
+      ;; the first split: my keys' bucket sizes, summed over the members
+      (define (first-split!)
+        (do ([i 0 (fx+ i 1)]) ((fx= i m))
+          (let ([b (#3%fx+ sizes-at (#3%fxsrl (u32 mine i) shift))])
+            (fx! table b (#3%fx+ (fx@ table b) 1))))
+        (split! (CGallreduce cg + table)))
       (define (rank-buckets! it)
-        (let ([row (fx* me buckets)])
-          (do ([b 0 (fx+ b 1)]) ((fx= b buckets)) (fx! table (fx+ row b) 0))
-          (do ([i 0 (fx+ i 1)]) ((fx= i m))
-            (let ([b (#3%fx+ row (#3%fxsrl (u32 mine i) shift))])
-              (fx! table b (#3%fx+ (fx@ table b) 1)))))
-        (let* ([all (CGallreduce cg + table)]
-               [sizes (let ([v (make-fxvector buckets 0)])
-                        (do ([i 0 (fx+ i 1)]) ((fx= i (fx* np buckets)) v)
-                          (let ([b (fxand i (fx- buckets 1))])
-                            (fx! v b (fx+ (fx@ v b) (fx@ all i))))))]
-               [first (split-buckets sizes n np)]
-               [b0 (vector-ref first me)] [b1 (vector-ref first (fx+ me 1))]
-               [lo (fxsll b0 shift)] [hi (fxsll b1 shift)]
-               [base (do ([b 0 (fx+ b 1)] [s 0 (fx+ s (fx@ sizes b))]) ((fx= b b0) s))])
-          ;; to r: my keys of run r, in sorted from next[r] (bytes in the counts)
-          (let loop ([r 0] [at 0])
-            (unless (fx= r np)
-              (let ([c (do ([b (vector-ref first r) (fx+ b 1)] [c 0 (fx+ c (fx@ table (fx+ (fx* me buckets) b)))])
-                           ((fx= b (vector-ref first (fx+ r 1))) c))])
-                (do ([b (vector-ref first r) (fx+ b 1)]) ((fx= b (vector-ref first (fx+ r 1)))) (fx! owner b r))
-                (fx! next r at)
-                (fx! send-displ r (fx* 4 at))
-                (fx! send-count r (fx* 4 c))
-                (loop (fx+ r 1) (fx+ at c)))))
-          ;; from s: its keys of my run
-          (let ([total (let loop ([s 0] [at 0])
-                         (if (fx= s np)
-                             (fxquotient at 4)
-                             (let ([c (do ([b b0 (fx+ b 1)] [c 0 (fx+ c (fx@ all (fx+ (fx* s buckets) b)))])
-                                          ((fx= b b1) (fx* 4 c)))])
-                               (fx! recv-displ s at)
-                               (fx! recv-count s c)
-                               (loop (fx+ s 1) (fx+ at c)))))])
+        (let* ([b0 (vector-ref first me)] [b1 (vector-ref first (fx+ me 1))]
+               [lo (fxsll b0 shift)] [hi (fxsll b1 shift)])
+          (do ([r 0 (fx+ r 1)]) ((fx= r np))
+            (do ([b (vector-ref first r) (fx+ b 1)]) ((fx= b (vector-ref first (fx+ r 1)))) (fx! owner b r))
+            (fx! next r (fx* r m)))
+          (scatter! mine m owner next shift sorted-at)
+          ;; to r: my keys of run r, from r m in sorted
+          (do ([r 0 (fx+ r 1)]) ((fx= r np))
+            (let ([c (fx- (fx@ next r) (fx* r m))])
+              (fx! table (fx+ (fx* me np) r) c)
+              (fx! send-displ r (fx* 4 (fx* r m)))
+              (fx! send-count r (fx* 4 c))))
+          (let* ([all (CGallreduce cg + table)]
+                 ;; keys of lower runs, and from s: its keys of my run
+                 [base (do ([s 0 (fx+ s 1)]
+                            [acc 0 (do ([r 0 (fx+ r 1)] [acc acc (fx+ acc (fx@ all (fx+ (fx* s np) r)))]) ((fx= r me) acc))])
+                           ((fx= s np) acc))]
+                 [total (let loop ([s 0] [at 0])
+                          (if (fx= s np)
+                              (fxquotient at 4)
+                              (let ([c (fx* 4 (fx@ all (fx+ (fx* s np) me)))])
+                                (fx! recv-displ s at)
+                                (fx! recv-count s c)
+                                (loop (fx+ s 1) (fx+ at c)))))])
             (when (fx> (fx* 4 total) (shared-bytes-length received))
               (set! received (make-shared-bytes (fx* 4 (fx+ total (fxquotient total 8))))))
-            ;; the scatter, into np stretches (sequential writes, where
-            ;; bucket order would be 2^10 streams)
-            (scatter! mine m owner next shift sorted-at)
             (CGalltoallv cg sorted send-count send-displ received recv-count recv-displ)
             (let ([a (unsafe-shared-vector-address received)])
               (rank-keys! counts total (lambda (i) (at a i)) lo hi base))
             (check-tests! it lo hi)
+            ;; my run's bucket sizes, for the next allreduce and so the
+            ;; split after it
+            (do ([b 0 (fx+ b 1)]) ((fx= b buckets)) (fx! table (fx+ sizes-at b) 0))
+            (do ([b b0 (fx+ b 1)] [before base (u32 counts (fx- (fx- (fxsll (fx+ b 1) shift) 1) lo))])
+                ((fx= b b1))
+              (fx! table (fx+ sizes-at b) (fx- (u32 counts (fx- (fx- (fxsll (fx+ b 1) shift) 1) lo)) before)))
+            (split! all)
             (set! last (lambda ()
                          (let ([keys (make-bytevector (fx* 4 total))])
                            (unsafe-shared-vector->bytevector! received 0 keys 0 (fx* 4 total))
                            (list keys lo base)))))))
+      (when (fx> np 1) (first-split!))
       (CGBarrier cg)
       (let ([iteration! (let ([rank! (if (fx= np 1) rank-alone! rank-buckets!)])
                           (lambda (it)
