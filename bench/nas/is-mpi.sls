@@ -60,7 +60,7 @@
 
   ;; Unchecked in the loops over keys: every index below is inside its
   ;; vector (a key is below Bmax, a bucket below 2^10, a received key
-  ;; inside my run, a scattered key inside my block).  Keys and counts are
+  ;; inside my run, a scattered key inside its owner's stretch).  Keys and counts are
   ;; 32 bits: in bytevectors (u32, u32-set!) or in the memory of shared
   ;; bytes (at, at-set!: an address, kept valid by holding the shared
   ;; bytes in a variable of the member).
