@@ -6,11 +6,6 @@
 ;;; (spindle fork-join) checks the arguments and chooses between these and
 ;;; private/places/cg-ranks.sls.
 ;;;
-;;; A group has np members with ids 0 .. np-1.  Member 0 is the caller of
-;;; fork-join; members 1 .. np-1 are places started with the place form (so
-;;; fork-join, like place, needs (lift-places (lib ...)) as the last form of
-;;; the library that uses it).
-;;;
 ;;; Wiring, made by member 0:
 ;;;   hub    each place's initial channel.  Member 0 sends the setup message
 ;;;          and result acknowledgements on it; the member sends its result

@@ -2,7 +2,7 @@
 ;;; fork-join's communication-group operations over MPI ranks: the members
 ;;; of the group are the ranks of an rmpi communicator, and each operation
 ;;; is one of (spindle mpi).  (spindle fork-join) checks the arguments and
-;;; chooses between these and its place channels.
+;;; chooses between these and the operations over places (cg-places).
 ;;;
 ;;; rmpi-send copies its message and returns at once, as a place channel's
 ;;; put does, and MPI keeps the order of one sender's messages to one
@@ -35,9 +35,10 @@
   (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
 
   ;; rmpi-recv's own wait: it looks for the message for 30 us, then parks
-  ;; (the engine's progress thread completes it).  Polling longer here,
-  ;; giving the core away with sched_yield between looks, made CG slower
-  ;; on a loaded machine (bench/NAS.md, "On MPI ranks").
+  ;; (the engine's progress thread completes it).  Polling longer here
+  ;; before parking (sched_yield between looks, for up to 4 ms; or a look
+  ;; every 50 us, sleeping between, for up to 20 ms) made NAS CG no
+  ;; faster on the shared 2-core machine, and slower at load 5.
   (define (ranks-recv r src) (rmpi-recv (ranks-comm r) src tag-p2p))
 
   (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))

@@ -8,9 +8,9 @@
           cg-barriers cg-barriers-set! cg-bar cg-group cg-ranks check-cg)
   (import (chezscheme))
 
-  ;; group: member 0's view of the others, #f in members >= 1.  ranks: a
-  ;; ranks record (below) when the members are MPI ranks; then hub, p2p,
-  ;; coll, bar and group are #f.
+  ;; group: member 0's view of the others (cg-places), #f in members >= 1.
+  ;; ranks: a ranks record (cg-ranks) when the members are MPI ranks; then
+  ;; hub, p2p, coll, bar and group are #f.
   (define-record-type (cg make-cg CG?)
     (fields (immutable id cg-id) (immutable np cg-np)
             (immutable hub cg-hub)         ; member >= 1: its channel to member 0
@@ -22,7 +22,6 @@
             (immutable group cg-group)
             (immutable ranks cg-ranks))
     (sealed #t) (opaque #t))
-
 
   (define (check-cg who v)
     (unless (CG? v) (assertion-violation who "expected a communication group (CG?)" v))))
