@@ -1,8 +1,9 @@
 #!chezscheme
 ;;; fork-join's communication-group operations over MPI ranks: the members
 ;;; of the group are the ranks of an rmpi communicator, and each operation
-;;; is one of (spindle mpi).  (spindle fork-join) checks the arguments and
-;;; chooses between these and the operations over places (cg-places).
+;;; is one of (spindle mpi) (whose progress thread (spindle mpi) starts:
+;;; fork-join imports it).  (spindle fork-join) checks the arguments and
+;;; chooses between these and its operations over place channels.
 ;;;
 ;;; rmpi-send copies its message and returns at once, as a place channel's
 ;;; put does, and MPI keeps the order of one sender's messages to one
@@ -16,17 +17,20 @@
           ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
           ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
-          (spindle mpi)
+          (only (spindle private places mpi-world) rmpi-available? rmpi-id rmpi-cnt)
+          (only (spindle private places mpi-engine) rmpi-send rmpi-recv)
+          (only (spindle private places mpi-collectives) rmpi-barrier rmpi-broadcast rmpi-allreduce
+                rmpi-allgather rmpi-alltoall rmpi-alltoallv)
           (only (spindle private os processes) own-pid))
 
   (define tag-p2p 32700)
   (define tag-pipeline 32701)
 
   ;; #t in a process started by mpirun as a rank (not in a place of one:
-  ;; (spindle mpi) marks the rank's environment with its pid when it loads).
+  ;; mpi-world marks the rank's environment with its pid when it loads).
   (define (rank-process?)
     (and (getenv "OMPI_COMM_WORLD_RANK")
-         (rmpi-available?)               ; (spindle mpi) is loaded, so the mark is made
+         (rmpi-available?)               ; mpi-world is loaded, so the mark is made
          (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
            (and owner (string=? owner (number->string (own-pid)))))))
 

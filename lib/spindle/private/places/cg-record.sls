@@ -1,14 +1,15 @@
 #!chezscheme
 ;;; The communication group (CG) of a fork-join member: its id and np, and
 ;;; what its operations go through, over places (channels, the barrier,
-;;; member 0's view of the group: private/places/cg-places.sls) or over MPI
-;;; ranks (private/places/cg-ranks.sls).
+;;; member 0's view of the group: (spindle fork-join)) or over MPI ranks
+;;; (private/places/cg-ranks.sls).
 (library (spindle private places cg-record)
   (export make-cg CG? cg-id cg-np cg-hub cg-p2p cg-coll cg-queue cg-queue-set!
           cg-barriers cg-barriers-set! cg-bar cg-group cg-ranks check-cg)
   (import (chezscheme))
 
-  ;; group: member 0's view of the others (cg-places), #f in members >= 1.
+  ;; group: member 0's view of the others (fork-join's group record), #f
+  ;; in members >= 1.
   ;; ranks: a ranks record (cg-ranks) when the members are MPI ranks; then
   ;; hub, p2p, coll, bar and group are #f.
   (define-record-type (cg make-cg CG?)
