@@ -45,7 +45,7 @@
     shared-flvector-ref shared-flvector-set!
     ;; (spindle fork-join)
     fork-join CG? CG-id CG-np CGfor CGfor/stride CGBarrier CGpipeline CG-n0-only
-    CGsend CGrecv CGbroadcast CGallreduce CGalltoall fork-join-members fork-join-leader?
+    CGsend CGrecv CGbroadcast CGallreduce CGalltoall CGalltoallv fork-join-members fork-join-leader?
     CG-B CGid CGnp
     ;; (spindle tcp), (spindle unix-socket), (spindle port), (spindle blocking)
     tcp-listen tcp-accept tcp-accept-evt tcp-accept-ready? tcp-connect

@@ -50,6 +50,32 @@
         (let ([got (CGalltoall cg (make-vector n (make-bytevector big me)))])
           (expect "alltoall of big bytevectors" (iota n)
                   (map (lambda (bv) (bytevector-u8-ref bv (- big 1))) (vector->list got))))
+;; alltoallv: member me sends d+1 elements to member d (values
+        ;; 10 me + d), into bytevectors, fxvectors and shared vectors
+        (let* ([counts (lambda (f) (list->fxvector (map f (iota n))))]
+               [sc (counts (lambda (d) (+ d 1)))]
+               [sd (counts (lambda (d) (/ (* d (+ d 1)) 2)))]
+               [rc (counts (lambda (s) (+ me 1)))]
+               [rd (counts (lambda (s) (* s (+ me 1))))]
+               [total-out (/ (* n (+ n 1)) 2)] [total-in (* n (+ me 1))]
+               [want (apply append (map (lambda (s) (make-list (+ me 1) (+ (* 10 s) me))) (iota n)))])
+          (define (fill! put!)
+            (do ([d 0 (+ d 1)]) ((= d n))
+              (do ([i 0 (+ i 1)]) ((> i d)) (put! (+ (fxvector-ref sd d) i) (+ (* 10 me) d)))))
+          (let ([out (make-bytevector total-out)] [in (make-shared-bytes total-in)])
+            (fill! (lambda (i x) (bytevector-u8-set! out i x)))
+            (CGalltoallv cg out sc sd in rc rd)
+            (expect "alltoallv bytes into shared bytes" want
+                    (map (lambda (i) (shared-bytes-ref in i)) (iota total-in))))
+          (let ([out (make-fxvector total-out)] [in (make-fxvector total-in -1)])
+            (fill! (lambda (i x) (fxvector-set! out i (* -1000 x))))
+            (expect "alltoallv fxvectors" (map (lambda (x) (* -1000 x)) want)
+                    (fxvector->list (CGalltoallv cg out sc sd in rc rd))))
+          (let ([out (make-shared-flvector total-out)] [in (make-shared-flvector total-in)])
+            (fill! (lambda (i x) (shared-flvector-set! out i (+ 0.5 x))))
+            (CGalltoallv cg out sc sd in rc rd)
+            (expect "alltoallv shared flvectors" (map (lambda (x) (+ 0.5 x)) want)
+                    (map (lambda (i) (shared-flvector-ref in i)) (iota total-in)))))
         (expect "pipeline" (iota (+ me 1)) (CGpipeline cg prev '() (append prev (list me))))
         (expect "n0-only" (if (= me 0) 'zero (void)) (CG-n0-only cg 'zero))
         (reverse failed))))
@@ -71,7 +97,11 @@
                        (lambda () (CGsend cg 0 (lambda () 'not-a-message)))
                        (lambda () (CGalltoall cg (make-vector (+ np 1) 0)))
                        (lambda () (CGbroadcast cg np 'x))
-                       (lambda () (CGallreduce cg 'average 1.0)))))
+                       (lambda () (CGallreduce cg 'average 1.0))
+                       (lambda () (CGalltoallv cg (make-bytevector 4) (make-fxvector np 1) (make-fxvector np 0)
+                                               (make-fxvector 4) (make-fxvector np 1) (make-fxvector np 0)))
+                       (lambda () (CGalltoallv cg (make-bytevector 4) (make-fxvector np 5) (make-fxvector np 0)
+                                               (make-bytevector 4) (make-fxvector np 1) (make-fxvector np 0))))))
             '()))
       0))
 

@@ -37,38 +37,31 @@
 ;;;
 ;;; Over MPI: `np` may be an rmpi communicator, whose ranks are then the
 ;;; members (each rank calls fork-join; the body runs in the rank itself,
-;;; and the operations go over MPI: see "ranks" below).  A rank that
+;;; and the operations go over MPI: private/places/cg-ranks.sls).  A rank that
 ;;; fails ends the whole job (spindle mpi's rule), which stands for "group
 ;;; aborted".
+;;;
+;;; In private/places/ beside: a member's CG record (cg-record), the typed
+;;; blocks of CGalltoallv (cg-blocks), CGfor and CGfor/stride (cg-loops).
+;;; The group over places stays here: places are (spindle place)'s, a
+;;; public library, which the private layers do not import.
 (library (spindle fork-join)
   (export fork-join lift-places CG? CG-id CG-np CGfor CGfor/stride CGBarrier
-          CGpipeline CG-n0-only CGsend CGrecv CGbroadcast CGallreduce CGalltoall
+          CGpipeline CG-n0-only CGsend CGrecv CGbroadcast CGallreduce CGalltoall CGalltoallv
           fork-join-members fork-join-leader?
           (rename (CGBarrier CG-B) (CG-id CGid) (CG-np CGnp)))
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
           (spindle private places cg-barrier)
-          (spindle mpi)
-          (only (spindle private os processes) own-pid)
+          (only (spindle mpi) rmpi-comm? rmpi-id rmpi-cnt rmpi-world)
+          (spindle private places cg-record)
+          (spindle private places cg-blocks)
+          (spindle private places cg-loops)
+          (spindle private places cg-ranks)
           (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
   ;; ---------------------------------------------------------------- groups
-  ;; group: member 0's view of the others, #f in members >= 1.  ranks: a
-  ;; ranks record (below) when the members are MPI ranks; then hub, p2p,
-  ;; coll, bar and group are #f.
-  (define-record-type (cg make-cg CG?)
-    (fields (immutable id cg-id) (immutable np cg-np)
-            (immutable hub cg-hub)         ; member >= 1: its channel to member 0
-            (immutable p2p cg-p2p)         ; vector by member: (out . in) channels, #f for me
-            (immutable coll cg-coll)       ; the same, for collectives
-            (mutable queue cg-queue cg-queue-set!) ; CGsends to myself, oldest first
-            (mutable barriers cg-barriers cg-barriers-set!)
-            (immutable bar cg-bar)         ; its cg-barrier, or #f (np = 1)
-            (immutable group cg-group)
-            (immutable ranks cg-ranks))
-    (sealed #t) (opaque #t))
-
   ;; Member 0's state.  status: running, done (result received) or failed.
   (define-record-type group
     (fields places                     ; vector, element 0 unused
@@ -78,9 +71,6 @@
             (mutable failed)           ; failed ids, in the order found
             (mutable stopped?))   ; aborted: places killed
     (sealed #t))
-
-  (define (check-cg who v)
-    (unless (CG? v) (assertion-violation who "expected a communication group (CG?)" v)))
 
   (define (CG-id c) (check-cg 'CG-id c) (cg-id c))
   (define (CG-np c) (check-cg 'CG-np c) (cg-np c))
@@ -96,49 +86,6 @@
 
   (define (peer-ended? c)
     (and (error? c) (message-condition? c) (equal? (condition-message c) "peer place ended")))
-
-  ;; ---------------------------------------------------------------- ranks
-  ;; rmpi-send copies its message and returns at once, as a place
-  ;; channel's put does, and MPI keeps the order of one sender's messages
-  ;; to one receiver with one tag.  Each kind of traffic has its own tag
-  ;; (above any tag a program is likely to use with rmpi directly, below
-  ;; rmpi's own), so a pipeline value is never taken for a point-to-point
-  ;; message.  The collectives are rmpi's.
-  (define tag-p2p 32700)
-  (define tag-pipeline 32701)
-
-  ;; #t in a process started by mpirun as a rank (not in a place of one:
-  ;; (spindle mpi) marks the rank's environment with its pid when it loads).
-  (define (rank-process?)
-    (and (getenv "OMPI_COMM_WORLD_RANK")
-         (rmpi-available?)               ; (spindle mpi) is loaded, so the mark is made
-         (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
-           (and owner (string=? owner (number->string (own-pid)))))))
-
-  (define-record-type ranks (fields comm) (sealed #t))
-
-  (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
-  (define (ranks-recv r src) (rmpi-recv (ranks-comm r) src tag-p2p))
-
-  (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))
-
-  (define (ranks-broadcast r root v) (rmpi-broadcast (ranks-comm r) root v))
-
-  (define (ranks-allreduce r op v) (rmpi-allreduce (ranks-comm r) op v))
-
-  ;; vs: one value per member; -> the values sent to me, by source.
-  (define (ranks-alltoall r vs) (rmpi-alltoall (ranks-comm r) vs))
-
-  ;; The pipeline step: the previous member's value (or init at member 0),
-  ;; through proc, to the next member.
-  (define (ranks-pipeline r init proc)
-    (let* ([comm (ranks-comm r)] [me (rmpi-id comm)]
-           [v (proc (if (fx= me 0) init (rmpi-recv comm (fx- me 1) tag-pipeline)))])
-      (when (fx< me (fx- (rmpi-cnt comm) 1)) (rmpi-send comm (fx+ me 1) v tag-pipeline))
-      v))
-
-  ;; Every member's value, by id, at every member.
-  (define (ranks-gather r v) (rmpi-allgather (ranks-comm r) v))
 
   ;; ---------------------------------------------------------------- member 0
   (define (check-np np)
@@ -542,31 +489,41 @@
           (do ([m 0 (fx+ m 1)]) ((fx= m np) out)
             (vector-set! out m (if (fx= m me) (vector-ref vs me) (channel-get c 'CGalltoall (cg-coll c) m)))))))
 
+  ;; Typed blocks: send-count[m] elements of out from send-displ[m] go to
+  ;; member m; recv-count[m] elements from member m land in `in` at
+  ;; recv-displ[m].  out and in: bytevectors, fxvectors or shared vectors,
+  ;; of one element kind.  Over ranks, rmpi-alltoallv (shared vectors in
+  ;; place); over places each block travels as a bytevector of its bytes.
+  (define (CGalltoallv c out send-count send-displ in recv-count recv-displ)
+    (define who 'CGalltoallv)
+    (check-cg who c)
+    (let* ([np (cg-np c)] [kind (block-kind who out)]
+           [sc (index-vector who send-count np)] [sd (index-vector who send-displ np)]
+           [rc (index-vector who recv-count np)] [rd (index-vector who recv-displ np)])
+      (unless (eq? (block-kind who in) kind)
+        (assertion-violation who "expected out and in of one element kind" out in))
+      (check-blocks who out sc sd) (check-blocks who in rc rd)
+      (if (cg-ranks c)
+          (ranks-alltoallv (cg-ranks c) out sc sd in rc rd)
+          (let ([me (cg-id c)] [size (if (eq? kind 'bytes) 1 8)])
+            (define (take! m bv)
+              (unless (fx= (bytevector-length bv) (fx* size (fxvector-ref rc m)))
+                (error who (format "member ~a sent ~a elements; recv-count expects ~a"
+                                   m (fxquotient (bytevector-length bv) size) (fxvector-ref rc m))))
+              (bytes->block! bv in (fx* size (fxvector-ref rd m))))
+            (do ([m 0 (fx+ m 1)]) ((fx= m np))
+              (unless (fx= m me)
+                (coll-put c m (block->bytes out (fx* size (fxvector-ref sd m)) (fx* size (fxvector-ref sc m))))))
+            (take! me (block->bytes out (fx* size (fxvector-ref sd me)) (fx* size (fxvector-ref sc me))))
+            (do ([m 0 (fx+ m 1)]) ((fx= m np) in)
+              (unless (fx= m me) (take! m (channel-get c who (cg-coll c) m))))))))
+
   (define (cg-n0-only c thunk)
     (check-cg 'CG-n0-only c)
     (barrier c 'CG-n0-only)
     (let ([v (if (fx= (cg-id c) 0) (thunk) (void))])
       (barrier c 'CG-n0-only)
       v))
-
-  ;; Iterations start, start+step, ... before end: how many.
-  (define (iteration-count who start end step)
-    (unless (real? start) (assertion-violation who "expected a real number" start))
-    (unless (real? end) (assertion-violation who "expected a real number" end))
-    (unless (and (real? step) (not (zero? step))) (assertion-violation who "expected a nonzero real number" step))
-    (let ([q (/ (- end start) step)])
-      (if (> q 0) (exact (ceiling q)) 0)))
-
-  ;; -> first iteration index and count of member (CG-id c)'s block
-  (define (block-range c start end step)
-    (check-cg 'CGfor c)
-    (let* ([k (iteration-count 'CGfor start end step)] [np (cg-np c)] [m (cg-id c)]
-           [q (quotient k np)] [r (remainder k np)])
-      (values (+ (* m q) (min m r)) (if (< m r) (+ q 1) q))))
-
-  (define (stride-range c start end step)
-    (check-cg 'CGfor/stride c)
-    (values (iteration-count 'CGfor/stride start end step) (cg-id c) (cg-np c)))
 
   ;; ---------------------------------------------------------------- syntax
   ;; (fork-join np cg ([param arg] ...) body ...+)
@@ -584,44 +541,6 @@
                               (lambda ()
                                 (place cg (member-main cg (lambda (cg param ...) body0 body ...)))))))]
         [_ (syntax-violation 'fork-join "expected (fork-join np cg ([param arg] ...) body ...+)" x)])))
-
-  (meta define (in-range? id) (and (identifier? id) (eq? (syntax->datum id) 'in-range)))
-
-  ;; [i start end [step]] or [i (in-range [start] end [step])] -> (i start end step)
-  (meta define (range-clause who x clause)
-    (syntax-case clause ()
-      [(i (ir e)) (and (identifier? #'i) (in-range? #'ir)) #'(i 0 e 1)]
-      [(i (ir s e)) (and (identifier? #'i) (in-range? #'ir)) #'(i s e 1)]
-      [(i (ir s e st)) (and (identifier? #'i) (in-range? #'ir)) #'(i s e st)]
-      [(i s e) (identifier? #'i) #'(i s e 1)]
-      [(i s e st) (identifier? #'i) #'(i s e st)]
-      [_ (syntax-violation who "expected [id start end [step]] or [id (in-range start end [step])]" x clause)]))
-
-  (define-syntax CGfor
-    (lambda (x)
-      (syntax-case x ()
-        [(_ c (clause) body0 body ...)
-         (with-syntax ([(i s e st) (range-clause 'CGfor x #'clause)])
-           #'(let* ([cv c] [sv s] [ev e] [stv st])
-               (let-values ([(first n) (block-range cv sv ev stv)])
-                 (let loop ([j 0])
-                   (when (< j n)
-                     (let ([i (+ sv (* (+ first j) stv))]) body0 body ...)
-                     (loop (+ j 1)))))))]
-        [_ (syntax-violation 'CGfor "expected (CGfor cg ([id start end [step]]) body ...+)" x)])))
-
-  (define-syntax CGfor/stride
-    (lambda (x)
-      (syntax-case x ()
-        [(_ c (clause) body0 body ...)
-         (with-syntax ([(i s e st) (range-clause 'CGfor/stride x #'clause)])
-           #'(let* ([cv c] [sv s] [ev e] [stv st])
-               (let-values ([(k m np) (stride-range cv sv ev stv)])
-                 (let loop ([j m])
-                   (when (< j k)
-                     (let ([i (+ sv (* j stv))]) body0 body ...)
-                     (loop (+ j np)))))))]
-        [_ (syntax-violation 'CGfor/stride "expected (CGfor/stride cg ([id start end [step]]) body ...+)" x)])))
 
   (define-syntax CGpipeline
     (lambda (x)

@@ -1,0 +1,70 @@
+#!chezscheme
+;;; fork-join's communication-group operations over MPI ranks: the members
+;;; of the group are the ranks of an rmpi communicator, and each operation
+;;; is one of (spindle mpi) (whose progress thread (spindle mpi) starts:
+;;; fork-join imports it).  (spindle fork-join) checks the arguments and
+;;; chooses between these and its operations over place channels.
+;;;
+;;; rmpi-send copies its message and returns at once, as a place channel's
+;;; put does, and MPI keeps the order of one sender's messages to one
+;;; receiver with one tag.  Each kind of traffic has its own tag (above any
+;;; tag a program is likely to use with rmpi directly, below rmpi's own),
+;;; so a pipeline value is never taken for a point-to-point message.  The
+;;; collectives are rmpi's; typed data (bytevectors, fxvectors, flonums,
+;;; shared vectors) goes through their typed paths, shared vectors in place.
+(library (spindle private places cg-ranks)
+  (export rank-process? make-ranks ranks?
+          ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
+          ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (only (spindle private places mpi-world) rmpi-available? rmpi-id rmpi-cnt)
+          (only (spindle private places mpi-engine) rmpi-send rmpi-recv)
+          (only (spindle private places mpi-collectives) rmpi-barrier rmpi-broadcast rmpi-allreduce
+                rmpi-allgather rmpi-alltoall rmpi-alltoallv)
+          (only (spindle private os processes) own-pid))
+
+  (define tag-p2p 32700)
+  (define tag-pipeline 32701)
+
+  ;; #t in a process started by mpirun as a rank (not in a place of one:
+  ;; mpi-world marks the rank's environment with its pid when it loads).
+  (define (rank-process?)
+    (and (getenv "OMPI_COMM_WORLD_RANK")
+         (rmpi-available?)               ; mpi-world is loaded, so the mark is made
+         (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
+           (and owner (string=? owner (number->string (own-pid)))))))
+
+  (define-record-type ranks (fields comm) (sealed #t))
+
+  (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
+
+  ;; rmpi-recv's own wait: it looks for the message for 30 us, then parks
+  ;; (the engine's progress thread completes it).  Polling longer here
+  ;; before parking (sched_yield between looks, for up to 4 ms; or a look
+  ;; every 50 us, sleeping between, for up to 20 ms) made NAS CG no
+  ;; faster on the shared 2-core machine, and slower at load 5.
+  (define (ranks-recv r src) (rmpi-recv (ranks-comm r) src tag-p2p))
+
+  (define (ranks-barrier r) (rmpi-barrier (ranks-comm r)))
+
+  (define (ranks-broadcast r root v) (rmpi-broadcast (ranks-comm r) root v))
+
+  (define (ranks-allreduce r op v) (rmpi-allreduce (ranks-comm r) op v))
+
+  ;; vs: one value per member; -> the values sent to me, by source.
+  (define (ranks-alltoall r vs) (rmpi-alltoall (ranks-comm r) vs))
+
+  ;; Typed blocks, MPI_Ialltoallv (in place for shared vectors).
+  (define (ranks-alltoallv r out sc sd in rc rd)
+    (rmpi-alltoallv (ranks-comm r) out sc sd in rc rd))
+
+  ;; The pipeline step: the previous member's value (or init at member 0),
+  ;; through proc, to the next member.
+  (define (ranks-pipeline r init proc)
+    (let* ([comm (ranks-comm r)] [me (rmpi-id comm)]
+           [v (proc (if (fx= me 0) init (rmpi-recv comm (fx- me 1) tag-pipeline)))])
+      (when (fx< me (fx- (rmpi-cnt comm) 1)) (rmpi-send comm (fx+ me 1) v tag-pipeline))
+      v))
+
+  ;; Every member's value, by id, at every member.
+  (define (ranks-gather r v) (rmpi-allgather (ranks-comm r) v)))
