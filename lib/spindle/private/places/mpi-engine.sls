@@ -27,7 +27,8 @@
 
 (library (spindle private places mpi-engine)
   (export run-request! with-engine send-message recv-internal
-          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!)
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!
+          handle->pending add-request! remove-request! cancel-pending! test! poke!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-from-bytevector!)
@@ -57,8 +58,44 @@
     (set! progress-dead? dead?))
 
   (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
-  ;; owned: foreign memory freed with the request once MPI is done with it.
-  (define-record-type pending (fields req status owned latch (mutable result)) (sealed #t))
+  ;; A request the progress thread completes.  owned: what MPI uses until
+  ;; it completes (see release!); on-done: (lambda (rc status)), called
+  ;; under engine-lock once it completes, before its memory is freed.
+  (define-record-type pending (fields req status owned on-done (mutable done?)) (sealed #t))
+  (define (ignore-completion rc st) (void))
+
+  ;; A pending request of the MPI request handle h (new foreign memory for
+  ;; it and its status).
+  (define (handle->pending h owned on-done)
+    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) owned on-done #f)])
+      (foreign-set! 'uptr (pending-req p) 0 h)
+      p))
+
+  ;; Under engine-lock: p joins the requests the progress thread tests
+  ;; (poke?: wake it now; a caller that spins on p itself wakes it only
+  ;; when it stops).
+  (define (add-request! p poke?)
+    (set! requests (cons p requests))
+    (when poke? (poke!)))
+
+  ;; Under engine-lock: takes p back before it completed (the caller
+  ;; cancels it); #f if the progress thread already completed it.
+  (define (remove-request! p)
+    (and (not (pending-done? p))
+         (begin (set! requests (remq p requests)) #t)))
+
+  ;; Under engine-lock, for a receive p that remove-request! took back:
+  ;; cancels it (MPI_Cancel, then MPI_Wait: at once for a receive not yet
+  ;; matched, else once its bytes are in); a message it received all the
+  ;; same goes to its on-done.
+  (define (cancel-pending! p)
+    (unless (world-finalized?)
+      (mpi-cancel (pending-req p))
+      (let ([rc (mpi-wait (pending-req p) (pending-status p))])
+        (unless (and (eqv? rc 0) (mpi-status-cancelled? (pending-status p)))
+          ((pending-on-done p) rc (pending-status p)))))
+    (pending-done?-set! p #t)
+    (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p)))
 
   ;; Called under engine-lock: makes sure the progress thread will look
   ;; soon (it may be asleep on its latch or in its backoff).
@@ -211,10 +248,11 @@
                 (loop #f 0.05)]
                [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
 
-  ;; What a request owns: foreign memory, a pooled buffer (address .
-  ;; size), or a bytevector MPI reads in place.
+  ;; What a request owns: foreign memory (an address), a pooled buffer
+  ;; (address . size), a bytevector MPI reads or writes in place (locked),
+  ;; or any other object kept alive until MPI is done (a shared vector).
   (define (release! x)
-    (cond [(bytevector? x) (unlock-object x)] [(pair? x) (buffer-free (car x) (cdr x))] [else (free x)]))
+    (cond [(bytevector? x) (unlock-object x)] [(pair? x) (buffer-free (car x) (cdr x))] [(integer? x) (free x)] [else (void)]))
 
   ;; Under engine-lock: #t (and the latch fired, the request's memory
   ;; freed) once p completed.
@@ -224,9 +262,9 @@
       (let ([rc (mpi-test (pending-req p) flag (pending-status p))])
         (let ([done (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))])
           (when done
-            (pending-result-set! p rc)
-            (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p))
-            (latch-fire! (pending-latch p)))
+            (pending-done?-set! p #t)
+            ((pending-on-done p) rc (pending-status p))
+            (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p)))
           done))))
 
   ;; Starts a request with (start req-pointer) and waits for it.  The
@@ -235,18 +273,18 @@
   ;; buffers alone.  Memory the waiter reads afterwards is its own to free
   ;; on a normal return (on an abnormal one it is left, not freed early).
   (define (run-request! who owned start)
-    (let* ([req (malloc 8)] [st (malloc mpi-status-size)]
-           [p (make-pending req st owned (make-latch (lambda (l) (void))) #f)])
+    (let* ([req (malloc 8)] [st (malloc mpi-status-size)] [latch (make-latch (lambda (l) (void)))] [result #f]
+           [p (make-pending req st owned (lambda (rc st) (set! result rc) (latch-fire! latch)) #f)])
       (let ([rc (with-atomic
                   (with-os-mutex engine-lock
                     (let ([rc (start req)])
                       (if (eqv? rc 0)
-                          (unless (test! p) (set! requests (cons p requests)) (poke!))
+                          (unless (test! p) (add-request! p #t))
                           (begin (free req) (free st) (for-each release! owned)))
                       rc)))])
         (check-rc who rc)
-        (sync (pending-latch p))
-        (check-rc who (pending-result p)))))
+        (sync latch)
+        (check-rc who result))))
 
   ;; ------------------------------------------------------------ messages
   ;; A message is one kind byte then its body (mpi-data), in foreign memory:
@@ -336,10 +374,8 @@
               (let ([rc (mpi-test req flag st)])
                 (if (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
                     rc
-                    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) (list owned) (make-latch (lambda (l) (void))) #f)])
-                      (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
-                      (set! requests (cons p requests))
-                      (poke!)
+                    (begin
+                      (add-request! (handle->pending (foreign-ref 'uptr req 0) (list owned) ignore-completion) #t)
                       'pending))))))))
 
   (define rmpi-send

@@ -1,0 +1,376 @@
+#!chezscheme
+;;; Point-to-point messages of raw bytes, in place: rmpi-send-bytes sends
+;;; a range of a bytevector or shared vector without copying it, and
+;;; rmpi-recv-bytes! posts MPI_Irecv straight into the caller's buffer
+;;; (no probe, no allocation) and returns the byte count.  The fast path
+;;; of (spindle mpi) for data that is already bytes.
+;;;
+;;; These messages travel on tag + bytes-tag-base, a stream of their own:
+;;; rmpi-recv never sees them and rmpi-recv-bytes! never sees rmpi-send's
+;;; (which carry a kind byte).
+;;;
+;;; MPI writes a receive buffer, and reads a send buffer, until the request
+;;; completes, from whichever OS thread makes an MPI call: a bytevector is
+;;; locked (lock-object) from the moment its address is given to MPI until
+;;; then.  Taking the address and locking happen under engine-lock with
+;;; interrupts disabled and with no __collect_safe call between, so no
+;;; collection can move the bytevector in between.
+;;;
+;;; Waiting: the common message arrives within microseconds, so a receive
+;;; or send first tests its request itself (as C's MPI_Recv spins), up to
+;;; spin-us plus a nanosecond per byte of the buffer (a transfer is no
+;;; faster than ~1 GB/s), yielding every 4 tests; then it parks, the
+;;; progress thread testing the request (mpi-engine).  A receive is an
+;;; evt: the blocking receive hands its posted request to a receive evt
+;;; (`adopted`) and syncs on it, and the evt's registration owns it from
+;;; then on.  While the receiving thread owns a posted request (the spin),
+;;; a break or kill cancels it (dynamic-wind, and the thread's kill
+;;; cleanup).
+;;;
+;;; A message MPI wrote into a buffer whose sync another branch won, or
+;;; whose request was cancelled too late, is copied to `early` and is the
+;;; next receive's for its (comm, source, tag): none is lost.
+(library (spindle private places mpi-bytes)
+  (export rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt)
+  (import (except (chezscheme) sleep make-parameter parameterize)
+          (spindle private os mpi)
+          (only (spindle private os memory) malloc foreign->bytevector! bytevector->foreign!)
+          (only (spindle private os libc) bytes-at)
+          (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
+          (only (spindle private core evt-core) prim-evt commit-one! commit-partner! make-latch latch-fire!
+                record-prints-as! evt-trace-reason!)
+          (only (spindle private core scheduler) yield! current-gthread gthread-cleanup-set!)
+          (only (spindle private core sync) sync wrap-evt current-inexact-monotonic-milliseconds)
+          (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length
+                shared-vector-address)
+          (spindle private places mpi-world)
+          (only (spindle private places mpi-engine) handle->pending add-request! remove-request! cancel-pending!
+                test! poke!))
+
+  (define bytes-tag-base 32768)   ; Open MPI's MPI_TAG_UB is 2^31-1
+  (define spin-us 30.)
+  ;; Buffers above this are tested with a __collect_safe MPI_Test: a test
+  ;; may copy the whole message (single-copy cma), which must not hold up
+  ;; other threads' collections.
+  (define large-buffer 65536)
+
+  ;; ------------------------------------------------------------ buffers
+  (define (buffer-size who buf)
+    (cond
+      [(bytevector? buf) (bytevector-length buf)]
+      [(shared-vector? buf)
+       (if (eq? (shared-vector-kind buf) 'bytes) (shared-vector-length buf) (fx* 8 (shared-vector-length buf)))]
+      [else (assertion-violation who "expected a bytevector or a shared vector" buf)]))
+
+  ;; The address of byte i of buf; for a bytevector, valid only until the
+  ;; next collection (interrupts disabled, no __collect_safe call since).
+  (define-syntax buffer-address
+    (syntax-rules ()
+      [(_ buf i) (if (bytevector? buf) (bytes-at buf i) (+ (shared-vector-address buf) i))]))
+
+  (define (lock! buf) (when (bytevector? buf) (lock-object buf)))
+  (define (unlock! buf) (when (bytevector? buf) (unlock-object buf)))
+
+  ;; (values start n): the byte range of buf given by the optional
+  ;; arguments (start [end]).
+  (define (byte-range who buf opt)
+    (let* ([size (buffer-size who buf)]
+           [start (if (pair? opt) (car opt) 0)]
+           [end (if (and (pair? opt) (pair? (cdr opt))) (cadr opt) size)])
+      (unless (and (fixnum? start) (fx<= 0 start size))
+        (assertion-violation who (format "expected a start in [0, ~a]" size) start))
+      (unless (and (fixnum? end) (fx<= start end size))
+        (assertion-violation who (format "expected an end in [~a, ~a]" start size) end))
+      (unless (fx<= (fx- end start) max-message)
+        (error who (format "a range of ~a bytes is too large (at most ~a)" (fx- end start) max-message)))
+      (values start (fx- end start))))
+
+  ;; Foreign memory under engine-lock only: flag, request, status, matched
+  ;; message.
+  (define scratch #f)
+  (define-syntax at
+    (syntax-rules () [(_ i) (fx+ (or scratch (begin (set! scratch (malloc 64)) scratch)) i)]))
+  (define (flag) (at 0))
+  (define (req) (at 8))
+  (define (msg) (at 16))
+  (define (status) (at 24))
+
+  ;; ------------------------------------------------------------ results
+  ;; A receive's result: its byte count (a fixnum), or why it failed:
+  ;; (too-small size . capacity), (mpi . rc) or (finalized); raised by
+  ;; the receiving thread (check-result), never under the lock.
+  (define (completion rc st cap)
+    (cond
+      [(eqv? rc 0) (mpi-status-bytes st)]
+      [(eqv? rc mpi-err-truncate) (cons* 'too-small (mpi-status-bytes st) cap)]
+      [else (cons 'mpi rc)]))
+
+  (define (check-result who r)
+    (if (fixnum? r)
+        r
+        (case (car r)
+          [(too-small) (error who (format "a message of ~a bytes does not fit in the buffer's ~a bytes (it is dropped)" (cadr r) (cddr r)))]
+          [(finalized) (error who "MPI has been finalised")]
+          [else (error who (mpi-error-string (cdr r)))])))
+
+  ;; ------------------------------------------------------------ early messages
+  (define early '())              ; #(comm source tag payload), oldest first; payload: bytes or a failure
+
+  ;; Under engine-lock: keeps what MPI wrote into buf (result r, from the
+  ;; source in status st) for the next receive.
+  (define (keep-early! comm tag buf start r st)
+    (set! early
+      (append early
+        (list (vector comm (mpi-status-source st) tag
+                      (if (fixnum? r)
+                          (let ([b (make-bytevector r)])
+                            (if (bytevector? buf)
+                                (bytevector-copy! buf start b 0 r)
+                                (foreign->bytevector! (+ (shared-vector-address buf) start) b 0 r))
+                            b)
+                          r))))))
+
+  ;; Under engine-lock: the first early message for (comm src tag) copied
+  ;; into buf, as a result; or #f.
+  (define (take-early! comm src tag buf start n)
+    (let loop ([l early] [prev #f])
+      (cond
+        [(null? l) #f]
+        [(let ([m (car l)]) (and (eq? comm (vector-ref m 0)) (or (not src) (eqv? src (vector-ref m 1))) (eqv? tag (vector-ref m 2))))
+         (if prev (set-cdr! prev (cdr l)) (set! early (cdr l)))
+         (let ([p (vector-ref (car l) 3)])
+           (cond
+             [(not (bytevector? p)) p]
+             [(fx> (bytevector-length p) n) (cons* 'too-small (bytevector-length p) n)]
+             [else
+              (if (bytevector? buf)
+                  (bytevector-copy! p 0 buf start (bytevector-length p))
+                  (bytevector->foreign! p 0 (+ (shared-vector-address buf) start) (bytevector-length p)))
+              (bytevector-length p)]))]
+        [else (loop (cdr l) l)])))
+
+  ;; ------------------------------------------------------------ requests
+  ;; Under engine-lock: MPI_Test of request handle h (scratch memory): the
+  ;; result once it completed, else #f.  A test may copy a whole message,
+  ;; so a large buffer's is __collect_safe (the buffer is locked).
+  (define (test-handle h cap)
+    (foreign-set! 'uptr (req) 0 h)
+    (foreign-set! 'int (flag) 0 0)
+    (let ([rc (if (fx> cap large-buffer) (mpi-test-safe (req) (flag) (status)) (mpi-test (req) (flag) (status)))])
+      (and (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int (flag) 0))))
+           (completion rc (status) cap))))
+
+  ;; Under engine-lock: posts a receive into buf and tests it once: a
+  ;; result when it completed at once, else the request handle negated
+  ;; (handles are addresses, so never 0), buf then locked.
+  ;; (A buffer tested __collect_safe is locked before; a small one only
+  ;; if the first test did not complete it.)
+  (define (post-recv! comm src tag buf start n)
+    (let ([early-lock? (fx> n large-buffer)])
+      (when early-lock? (lock! buf))
+      (let ([rc (mpi-irecv (buffer-address buf start) n (mpi-byte) (or src mpi-any-source) (fx+ tag bytes-tag-base)
+                           (rmpi-comm-handle comm) (req))])
+        (if (not (eqv? rc 0))
+            (begin (when early-lock? (unlock! buf)) (cons 'mpi rc))
+            (let* ([h (foreign-ref 'uptr (req) 0)] [r (test-handle h n)])
+              (cond
+                [r (when early-lock? (unlock! buf)) r]
+                [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
+
+  ;; Under engine-lock: cancels posted request h (scratch memory) into
+  ;; buf; a message MPI had already matched becomes early.
+  (define (cancel-handle! comm tag buf start n h)
+    (unless (world-finalized?)
+      (foreign-set! 'uptr (req) 0 h)
+      (mpi-cancel (req))
+      (let ([rc (mpi-wait (req) (status))])
+        (unless (and (eqv? rc 0) (mpi-status-cancelled? (status)))
+          (keep-early! comm tag buf start (completion rc (status) n) (status)))))
+    (unlock! buf))
+
+  ;; ------------------------------------------------------------ the receive evt
+  ;; adopted: a request the blocking receive posted and hands over (its
+  ;; handle), or #f.  The token of a registration is its pending request.
+  (define-record-type recv-evt
+    (parent prim-evt)
+    (fields comm src tag buf start n (mutable adopted))
+    (protocol (lambda (new) (lambda (c s t b st n a) ((new recv-attempt recv-cancel) c s t b st n a))))
+    (sealed #t))
+  (define recv-evt-registered
+    (begin
+      (record-prints-as! (record-type-descriptor recv-evt) "rmpi-recv-bytes!-evt")
+      (evt-trace-reason! (record-type-descriptor recv-evt) 'io
+        (lambda (e) (list 'rmpi-recv-bytes! (or (recv-evt-src e) 'any) (recv-evt-tag e))))))
+
+  (define (recv-attempt e s branch register?)
+    (assert-atomic 'recv-attempt)
+    (let ([comm (recv-evt-comm e)] [src (recv-evt-src e)] [tag (recv-evt-tag e)]
+          [buf (recv-evt-buf e)] [start (recv-evt-start e)] [n (recv-evt-n e)])
+      ;; commits r; a message lost to a partner's commit stays early
+      (define (commit! r st)
+        (or (commit-one! s branch (list r))
+            (begin (when st (keep-early! comm tag buf start r st)) #f)))
+      ;; the request of handle h, registered for the progress thread
+      (define (register! h)
+        (let ([p (handle->pending h (list buf)
+                   (lambda (rc st)
+                     (let ([r (completion rc st n)])
+                       (unless (commit-partner! s branch (list r))
+                         (keep-early! comm tag buf start r st)))))])
+          (add-request! p #t)
+          p))
+      (with-os-mutex engine-lock
+        (cond
+          [(world-finalized?) (commit! '(finalized) #f)]
+          [(recv-evt-adopted e)
+           => (lambda (h)
+                (let ([r (test-handle h n)])
+                  (cond
+                    [r (recv-evt-adopted-set! e #f) (unlock! buf) (commit! r (status))]
+                    [register? (recv-evt-adopted-set! e #f) (register! h)]
+                    [else #f])))]
+          [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
+          [register?
+           (let ([r (post-recv! comm src tag buf start n)])
+             (cond
+               [(and (fixnum? r) (fx< r 0)) (register! (fx- 0 r))]
+               [(and (pair? r) (eq? (car r) 'mpi)) (commit! r #f)]
+               [else (commit! r (status))]))]
+          [else
+           ;; a poll: a matched probe, so that nothing is left posted
+           (foreign-set! 'int (flag) 0 0)
+           (let ([rc (mpi-improbe (or src mpi-any-source) (fx+ tag bytes-tag-base) (rmpi-comm-handle comm) (flag) (msg) (status))])
+             (cond
+               [(not (eqv? rc 0)) (commit! (cons 'mpi rc) #f)]
+               [(eqv? 0 (foreign-ref 'int (flag) 0)) #f]
+               [else
+                (lock! buf)
+                (let ([rc (if (fx> n large-buffer)
+                              (mpi-mrecv (buffer-address buf start) n (mpi-byte) (msg) (status))
+                              (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg) (status)))])
+                  (unlock! buf)
+                  (commit! (completion rc (status) n) (status)))]))]))))
+
+  (define (recv-cancel e p)
+    (assert-atomic 'recv-cancel)
+    (with-os-mutex engine-lock
+      (when (remove-request! p) (cancel-pending! p))))
+
+  ;; Cancels the request the blocking receive still owns (a break or kill
+  ;; during its spin); nothing once the evt's registration took it.
+  (define (abandon! e)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (let ([h (recv-evt-adopted e)])
+          (when h
+            (recv-evt-adopted-set! e #f)
+            (cancel-handle! (recv-evt-comm e) (recv-evt-tag e) (recv-evt-buf e) (recv-evt-start e) (recv-evt-n e) h))))))
+
+  ;; ------------------------------------------------------------ the procedures
+  (define (check-recv who comm src tag)
+    (check-comm who comm)
+    (when src (check-rank who comm src))
+    (check-tag who tag))
+
+  ;; (rmpi-recv-bytes! comm src buf [tag [start [end]]]) -> byte count
+  (define (rmpi-recv-bytes! comm src buf . opt)
+    (let ([tag (if (pair? opt) (car opt) 0)])
+      (check-recv 'rmpi-recv-bytes! comm src tag)
+      (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf (if (pair? opt) (cdr opt) '()))])
+        (check-result 'rmpi-recv-bytes! (recv-bytes! comm src tag buf start n)))))
+
+  (define (recv-bytes! comm src tag buf start n)
+    (let ([e #f] [t #f])
+      (dynamic-wind
+        void
+        (lambda ()
+          (let ([r (with-engine-lock
+                     (cond
+                       [(world-finalized?) '(finalized)]
+                       [(and (pair? early) (take-early! comm src tag buf start n))]
+                       [else
+                        (let ([r (post-recv! comm src tag buf start n)])
+                          (when (and (fixnum? r) (fx< r 0))
+                            ;; from here on a kill or break cancels the request
+                            (set! e (make-recv-evt comm src tag buf start n (fx- 0 r)))
+                            (set! t (current-gthread))
+                            (gthread-cleanup-set! t (lambda () (abandon! e))))
+                          r)]))])
+            (if (not e)
+                r
+                (let ([end (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.))])
+                  (let loop ([k 1])
+                    (when (fx= 0 (fxand k 3)) (yield!))
+                    (or (with-engine-lock
+                          (if (world-finalized?)
+                              '(finalized)
+                              (let ([r (test-handle (recv-evt-adopted e) n)])
+                                (and r (begin (recv-evt-adopted-set! e #f) (unlock! buf) r)))))
+                        (if (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
+                            (loop (fx+ k 1))
+                            (sync e))))))))
+        (lambda ()
+          (when e
+            (gthread-cleanup-set! t #f)
+            ;; (adopted is only cleared by this thread: read unlocked)
+            (when (recv-evt-adopted e) (abandon! e)))))))
+
+  (define (rmpi-recv-bytes!-evt comm src buf . opt)
+    (let ([tag (if (pair? opt) (car opt) 0)])
+      (check-recv 'rmpi-recv-bytes!-evt comm src tag)
+      (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf (if (pair? opt) (cdr opt) '()))])
+        (wrap-evt (make-recv-evt comm src tag buf start n #f)
+                  (lambda (r) (check-result 'rmpi-recv-bytes! r))))))
+
+  ;; (rmpi-send-bytes comm dest buf [tag [start [end]]]): returns once MPI
+  ;; is done with buf's bytes.
+  (define (rmpi-send-bytes comm dest buf . opt)
+    (let ([tag (if (pair? opt) (car opt) 0)] [who 'rmpi-send-bytes])
+      (check-comm who comm) (check-rank who comm dest) (check-tag who tag)
+      (let-values ([(start n) (byte-range who buf (if (pair? opt) (cdr opt) '()))])
+        (let* ([result 0] [latch #f]
+               [r (with-engine-lock
+                    (if (world-finalized?)
+                        'finalized
+                        (let ([rc (begin
+                                    (when (fx> n large-buffer) (lock! buf))
+                                    (mpi-isend (buffer-address buf start) n (mpi-byte) dest (fx+ tag bytes-tag-base)
+                                               (rmpi-comm-handle comm) (req)))])
+                          (if (not (eqv? rc 0))
+                              (begin (when (fx> n large-buffer) (unlock! buf)) rc)
+                              (let ([h (foreign-ref 'uptr (req) 0)])
+                                (or (let ([r (test-handle h n)])
+                                      (and r (begin (when (fx> n large-buffer) (unlock! buf)) (if (fixnum? r) 0 (cdr r)))))
+                                    ;; MPI reads buf until the request completes: the
+                                    ;; progress machinery owns it (and buf, locked)
+                                    (begin
+                                      (unless (fx> n large-buffer) (lock! buf))
+                                      (set! latch (make-latch (lambda (l) (void))))
+                                      (let ([p (handle->pending h (list buf)
+                                                 (lambda (rc st) (set! result rc) (latch-fire! latch)))])
+                                        ;; the progress thread is woken only if this
+                                        ;; thread stops testing p itself
+                                        (add-request! p #f)
+                                        p))))))))])
+          (cond
+            [(eq? r 'finalized) (error who "MPI has been finalised")]
+            [(fixnum? r) (check-rc who r)]
+            [else (await-send r latch n) (check-rc who result)])))))
+
+  ;; Tests the send's pending request p until it completes, then parks on
+  ;; its latch (fired by whoever completes it).  A thread broken or killed
+  ;; here leaves p to the progress thread, woken for it.
+  (define (await-send p latch n)
+    (let ([end (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.))]
+          [t (current-gthread)] [done #f])
+      (define (wake-progress!) (with-engine-lock (poke!)))
+      (dynamic-wind
+        (lambda () (gthread-cleanup-set! t wake-progress!))
+        (lambda ()
+          (let loop ([k 1])
+            (when (fx= 0 (fxand k 3)) (yield!))
+            (cond
+              [(with-engine-lock (or (world-finalized?) (test! p))) (set! done #t)]
+              [(or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end)) (loop (fx+ k 1))]
+              [else (wake-progress!) (sync latch) (set! done #t)])))
+        (lambda () (gthread-cleanup-set! t #f) (unless done (wake-progress!)))))))
