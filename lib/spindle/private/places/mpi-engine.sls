@@ -254,9 +254,12 @@
   (define (release! x)
     (cond [(bytevector? x) (unlock-object x)] [(pair? x) (buffer-free (car x) (cdr x))] [(integer? x) (free x)] [else (void)]))
 
-  ;; Under engine-lock: #t (and the latch fired, the request's memory
+  ;; Under engine-lock: #t (and its on-done called, the request's memory
   ;; freed) once p completed.
+  ;; (A waiting sender tests its own request too, so p may be done
+  ;; already; reap! then drops it.)
   (define (test! p)
+    (or (pending-done? p)
     (let ([flag (scratch-at 0)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-test (pending-req p) flag (pending-status p))])
@@ -265,7 +268,7 @@
             (pending-done?-set! p #t)
             ((pending-on-done p) rc (pending-status p))
             (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p)))
-          done))))
+          done)))))
 
   ;; Starts a request with (start req-pointer) and waits for it.  The
   ;; request's memory and `owned` are freed by whoever sees it complete,
