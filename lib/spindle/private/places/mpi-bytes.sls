@@ -85,15 +85,20 @@
         (error who (format "a range of ~a bytes is too large (at most ~a)" (fx- end start) max-message)))
       (values start (fx- end start))))
 
-  ;; Foreign memory under engine-lock only: flag, request, status, matched
-  ;; message.
-  (define scratch #f)
-  (define-syntax at
-    (syntax-rules () [(_ i) (fx+ (or scratch (begin (set! scratch (malloc 64)) scratch)) i)]))
-  (define (flag) (at 0))
-  (define (req) (at 8))
-  (define (msg) (at 16))
-  (define (status) (at 24))
+  ;; Scratch foreign memory: flag, request, matched message, status, at
+  ;; base sc.  The locked paths (the evt, cancelling) use locked-scratch,
+  ;; under engine-lock; the fast paths, which make their MPI calls without
+  ;; the lock (with-mpi-call), use their OS thread's own, with interrupts
+  ;; disabled (so no other green thread runs on that OS thread meanwhile).
+  (define-syntax flag (syntax-rules () [(_ sc) sc]))
+  (define-syntax req (syntax-rules () [(_ sc) (fx+ sc 8)]))
+  (define-syntax msg (syntax-rules () [(_ sc) (fx+ sc 16)]))
+  (define-syntax status (syntax-rules () [(_ sc) (fx+ sc 24)]))
+  (define scratch-size (fx+ 24 mpi-status-size))
+  (define locked-sc #f)
+  (define (locked-scratch) (or locked-sc (begin (set! locked-sc (malloc scratch-size)) locked-sc)))
+  (define thread-sc (make-thread-parameter #f))   ; one per OS thread, never freed
+  (define (thread-scratch) (or (thread-sc) (let ([sc (malloc scratch-size)]) (thread-sc sc) sc)))
 
   ;; ------------------------------------------------------------ results
   ;; A receive's result: its byte count (a fixnum), or why it failed:
@@ -150,42 +155,43 @@
         [else (loop (cdr l) l)])))
 
   ;; ------------------------------------------------------------ requests
-  ;; Under engine-lock: MPI_Test of request handle h (scratch memory): the
-  ;; result once it completed, else #f.  A test may copy a whole message,
-  ;; so a large buffer's is __collect_safe (the buffer is locked).
-  (define (test-handle h cap)
-    (foreign-set! 'uptr (req) 0 h)
-    (foreign-set! 'int (flag) 0 0)
-    (let ([rc (if (fx> cap large-buffer) (mpi-test-safe (req) (flag) (status)) (mpi-test (req) (flag) (status)))])
-      (and (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int (flag) 0))))
-           (completion rc (status) cap))))
+  ;; MPI_Test of request handle h (scratch sc): the result once it
+  ;; completed, else #f.  A test may copy a whole message, so a large
+  ;; buffer's is __collect_safe (the buffer is locked).
+  (define (test-handle sc h cap)
+    (foreign-set! 'uptr (req sc) 0 h)
+    (foreign-set! 'int (flag sc) 0 0)
+    (let ([rc (if (fx> cap large-buffer) (mpi-test-safe (req sc) (flag sc) (status sc)) (mpi-test (req sc) (flag sc) (status sc)))])
+      (and (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int (flag sc) 0))))
+           (completion rc (status sc) cap))))
 
-  ;; Under engine-lock: posts a receive into buf and tests it once: a
-  ;; result when it completed at once, else the request handle negated
-  ;; (handles are addresses, so never 0), buf then locked.
-  ;; (A buffer tested __collect_safe is locked before; a small one only
-  ;; if the first test did not complete it.)
-  (define (post-recv! comm src tag buf start n)
+  ;; Posts a receive into buf and tests it once: a result when it
+  ;; completed at once, else the request handle negated (handles are
+  ;; addresses, so never 0), buf then locked.  (A buffer tested
+  ;; __collect_safe is locked before; a small one only if the first test
+  ;; did not complete it.)
+  (define (post-recv! sc comm src tag buf start n)
     (let ([early-lock? (fx> n large-buffer)])
       (when early-lock? (lock! buf))
       (let ([rc (mpi-irecv (buffer-address buf start) n (mpi-byte) (or src mpi-any-source) (fx+ tag bytes-tag-base)
-                           (rmpi-comm-handle comm) (req))])
+                           (rmpi-comm-handle comm) (req sc))])
         (if (not (eqv? rc 0))
             (begin (when early-lock? (unlock! buf)) (cons 'mpi rc))
-            (let* ([h (foreign-ref 'uptr (req) 0)] [r (test-handle h n)])
+            (let* ([h (foreign-ref 'uptr (req sc) 0)] [r (test-handle sc h n)])
               (cond
                 [r (when early-lock? (unlock! buf)) r]
                 [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
 
-  ;; Under engine-lock: cancels posted request h (scratch memory) into
-  ;; buf; a message MPI had already matched becomes early.
+  ;; Under engine-lock: cancels posted request h into buf; a message MPI
+  ;; had already matched becomes early.
   (define (cancel-handle! comm tag buf start n h)
     (unless (world-finalized?)
-      (foreign-set! 'uptr (req) 0 h)
-      (mpi-cancel (req))
-      (let ([rc (mpi-wait (req) (status))])
-        (unless (and (eqv? rc 0) (mpi-status-cancelled? (status)))
-          (keep-early! comm tag buf start (completion rc (status) n) (status)))))
+      (let ([sc (locked-scratch)])
+        (foreign-set! 'uptr (req sc) 0 h)
+        (mpi-cancel (req sc))
+        (let ([rc (mpi-wait (req sc) (status sc))])
+          (unless (and (eqv? rc 0) (mpi-status-cancelled? (status sc)))
+            (keep-early! comm tag buf start (completion rc (status sc) n) (status sc))))))
     (unlock! buf))
 
   ;; ------------------------------------------------------------ the receive evt
@@ -220,36 +226,38 @@
           (add-request! p #t)
           p))
       (with-os-mutex engine-lock
-        (cond
-          [(world-finalized?) (commit! '(finalized) #f)]
-          [(recv-evt-adopted e)
-           => (lambda (h)
-                (let ([r (test-handle h n)])
-                  (cond
-                    [r (recv-evt-adopted-set! e #f) (unlock! buf) (commit! r (status))]
-                    [register? (recv-evt-adopted-set! e #f) (register! h)]
-                    [else #f])))]
-          [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
-          [register?
-           (let ([r (post-recv! comm src tag buf start n)])
-             (cond
-               [(and (fixnum? r) (fx< r 0)) (register! (fx- 0 r))]
-               [(and (pair? r) (eq? (car r) 'mpi)) (commit! r #f)]
-               [else (commit! r (status))]))]
-          [else
-           ;; a poll: a matched probe, so that nothing is left posted
-           (foreign-set! 'int (flag) 0 0)
-           (let ([rc (mpi-improbe (or src mpi-any-source) (fx+ tag bytes-tag-base) (rmpi-comm-handle comm) (flag) (msg) (status))])
-             (cond
-               [(not (eqv? rc 0)) (commit! (cons 'mpi rc) #f)]
-               [(eqv? 0 (foreign-ref 'int (flag) 0)) #f]
-               [else
-                (lock! buf)
-                (let ([rc (if (fx> n large-buffer)
-                              (mpi-mrecv (buffer-address buf start) n (mpi-byte) (msg) (status))
-                              (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg) (status)))])
-                  (unlock! buf)
-                  (commit! (completion rc (status) n) (status)))]))]))))
+        (let ([sc (locked-scratch)])
+          (cond
+            [(world-finalized?) (commit! '(finalized) #f)]
+            [(recv-evt-adopted e)
+             => (lambda (h)
+                  (let ([r (test-handle sc h n)])
+                    (cond
+                      [r (recv-evt-adopted-set! e #f) (unlock! buf) (commit! r (status sc))]
+                      [register? (recv-evt-adopted-set! e #f) (register! h)]
+                      [else #f])))]
+            [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
+            [register?
+             (let ([r (post-recv! sc comm src tag buf start n)])
+               (cond
+                 [(and (fixnum? r) (fx< r 0)) (register! (fx- 0 r))]
+                 [(and (pair? r) (eq? (car r) 'mpi)) (commit! r #f)]
+                 [else (commit! r (status sc))]))]
+            [else
+             ;; a poll: a matched probe, so that nothing is left posted
+             (foreign-set! 'int (flag sc) 0 0)
+             (let ([rc (mpi-improbe (or src mpi-any-source) (fx+ tag bytes-tag-base) (rmpi-comm-handle comm)
+                                    (flag sc) (msg sc) (status sc))])
+               (cond
+                 [(not (eqv? rc 0)) (commit! (cons 'mpi rc) #f)]
+                 [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
+                 [else
+                  (lock! buf)
+                  (let ([rc (if (fx> n large-buffer)
+                                (mpi-mrecv (buffer-address buf start) n (mpi-byte) (msg sc) (status sc))
+                                (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg sc) (status sc)))])
+                    (unlock! buf)
+                    (commit! (completion rc (status sc) n) (status sc)))]))])))))
 
   (define (recv-cancel e p)
     (assert-atomic 'recv-cancel)
@@ -279,33 +287,31 @@
       (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf (if (pair? opt) (cdr opt) '()))])
         (check-result 'rmpi-recv-bytes! (recv-bytes! comm src tag buf start n)))))
 
+  ;; Takes an early message, or posts the receive; if that does not
+  ;; complete at once, tests it itself (no lock: with-mpi-call), then
+  ;; hands it to a receive evt and syncs.
   (define (recv-bytes! comm src tag buf start n)
     (let ([e #f] [t #f])
       (dynamic-wind
         void
         (lambda ()
-          (let ([r (with-engine-lock
-                     (cond
-                       [(world-finalized?) '(finalized)]
-                       [(and (pair? early) (take-early! comm src tag buf start n))]
-                       [else
-                        (let ([r (post-recv! comm src tag buf start n)])
-                          (when (and (fixnum? r) (fx< r 0))
-                            ;; from here on a kill or break cancels the request
-                            (set! e (make-recv-evt comm src tag buf start n (fx- 0 r)))
-                            (set! t (current-gthread))
-                            (gthread-cleanup-set! t (lambda () (abandon! e))))
-                          r)]))])
+          (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
+                       (with-mpi-call '(finalized)
+                         (let ([r (post-recv! (thread-scratch) comm src tag buf start n)])
+                           (when (and (fixnum? r) (fx< r 0))
+                             ;; from here on a kill or break cancels the request
+                             (set! e (make-recv-evt comm src tag buf start n (fx- 0 r)))
+                             (set! t (current-gthread))
+                             (gthread-cleanup-set! t (lambda () (abandon! e))))
+                           r)))])
             (if (not e)
                 r
                 (let ([end (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.))])
                   (let loop ([k 1])
                     (when (fx= 0 (fxand k 3)) (yield!))
-                    (or (with-engine-lock
-                          (if (world-finalized?)
-                              '(finalized)
-                              (let ([r (test-handle (recv-evt-adopted e) n)])
-                                (and r (begin (recv-evt-adopted-set! e #f) (unlock! buf) r)))))
+                    (or (with-mpi-call '(finalized)
+                          (let ([r (test-handle (thread-scratch) (recv-evt-adopted e) n)])
+                            (and r (begin (recv-evt-adopted-set! e #f) (unlock! buf) r))))
                         (if (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
                             (loop (fx+ k 1))
                             (sync e))))))))
@@ -329,33 +335,37 @@
       (check-comm who comm) (check-rank who comm dest) (check-tag who tag)
       (let-values ([(start n) (byte-range who buf (if (pair? opt) (cdr opt) '()))])
         (let* ([result 0] [latch #f]
-               [r (with-engine-lock
-                    (if (world-finalized?)
-                        'finalized
-                        (let ([rc (begin
-                                    (when (fx> n large-buffer) (lock! buf))
-                                    (mpi-isend (buffer-address buf start) n (mpi-byte) dest (fx+ tag bytes-tag-base)
-                                               (rmpi-comm-handle comm) (req)))])
-                          (if (not (eqv? rc 0))
-                              (begin (when (fx> n large-buffer) (unlock! buf)) rc)
-                              (let ([h (foreign-ref 'uptr (req) 0)])
-                                (or (let ([r (test-handle h n)])
-                                      (and r (begin (when (fx> n large-buffer) (unlock! buf)) (if (fixnum? r) 0 (cdr r)))))
-                                    ;; MPI reads buf until the request completes: the
-                                    ;; progress machinery owns it (and buf, locked)
-                                    (begin
-                                      (unless (fx> n large-buffer) (lock! buf))
-                                      (set! latch (make-latch (lambda (l) (void))))
-                                      (let ([p (handle->pending h (list buf)
-                                                 (lambda (rc st) (set! result rc) (latch-fire! latch)))])
-                                        ;; the progress thread is woken only if this
-                                        ;; thread stops testing p itself
-                                        (add-request! p #f)
-                                        p))))))))])
+               [r (with-interrupts-disabled
+                    (let ([r (with-mpi-call 'finalized (post-send! (thread-scratch) comm dest tag buf start n))])
+                      (if (and (fixnum? r) (fx< r 0))
+                          ;; MPI reads buf until the request completes: the
+                          ;; progress machinery owns it (and buf, locked);
+                          ;; the progress thread is woken only if this
+                          ;; thread stops testing it itself
+                          (with-engine-lock
+                            (set! latch (make-latch (lambda (l) (void))))
+                            (let ([p (handle->pending (fx- 0 r) (list buf)
+                                       (lambda (rc st) (set! result rc) (latch-fire! latch)))])
+                              (add-request! p #f)
+                              p))
+                          r)))])
           (cond
             [(eq? r 'finalized) (error who "MPI has been finalised")]
             [(fixnum? r) (check-rc who r)]
             [else (await-send r latch n) (check-rc who result)])))))
+
+  ;; MPI_Isend of buf's bytes, tested once: 0 when sent, MPI's error
+  ;; code, or the request handle negated, buf then locked.
+  (define (post-send! sc comm dest tag buf start n)
+    (let ([early-lock? (fx> n large-buffer)])
+      (when early-lock? (lock! buf))
+      (let ([rc (mpi-isend (buffer-address buf start) n (mpi-byte) dest (fx+ tag bytes-tag-base) (rmpi-comm-handle comm) (req sc))])
+        (if (not (eqv? rc 0))
+            (begin (when early-lock? (unlock! buf)) rc)
+            (let* ([h (foreign-ref 'uptr (req sc) 0)] [r (test-handle sc h n)])
+              (cond
+                [r (when early-lock? (unlock! buf)) (if (fixnum? r) 0 (cdr r))]
+                [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
 
   ;; Tests the send's pending request p until it completes, then parks on
   ;; its latch (fired by whoever completes it).  A thread broken or killed
