@@ -49,6 +49,8 @@
 
   (define bytes-tag-base 32768)   ; Open MPI's MPI_TAG_UB is 2^31-1
   (define spin-us 30.)
+  ;; When a thread that has tested its request since now stops and parks.
+  (define (spin-end n) (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.)))
   ;; Buffers above this are tested with a __collect_safe MPI_Test: a test
   ;; may copy the whole message (single-copy cma), which must not hold up
   ;; other threads' collections.
@@ -165,22 +167,29 @@
       (and (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int (flag sc) 0))))
            (completion rc (status sc) cap))))
 
-  ;; Posts a receive into buf and tests it once: a result when it
-  ;; completed at once, else the request handle negated (handles are
-  ;; addresses, so never 0), buf then locked.  (A buffer tested
-  ;; __collect_safe is locked before; a small one only if the first test
-  ;; did not complete it.)
-  (define (post-recv! sc comm src tag buf start n)
+  ;; Posts a receive into buf and tests it up to `looks` times (with
+  ;; interrupts disabled throughout, so that no collection can move buf
+  ;; meanwhile): a result when it completed, else the request handle
+  ;; negated (handles are addresses, so never 0), buf then locked.  (A
+  ;; buffer tested __collect_safe is locked before.)
+  (define (post-recv! sc comm src tag buf start n looks)
     (let ([early-lock? (fx> n large-buffer)])
       (when early-lock? (lock! buf))
       (let ([rc (mpi-irecv (buffer-address buf start) n (mpi-byte) (or src mpi-any-source) (fx+ tag bytes-tag-base)
                            (rmpi-comm-handle comm) (req sc))])
         (if (not (eqv? rc 0))
             (begin (when early-lock? (unlock! buf)) (cons 'mpi rc))
-            (let* ([h (foreign-ref 'uptr (req sc) 0)] [r (test-handle sc h n)])
-              (cond
-                [r (when early-lock? (unlock! buf)) r]
-                [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
+            (let ([h (foreign-ref 'uptr (req sc) 0)])
+              (let look ([k 1])
+                (let ([r (test-handle sc h n)])
+                  (cond
+                    [r (when early-lock? (unlock! buf)) r]
+                    [(fx< k looks) (look (fx+ k 1))]
+                    [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))))
+
+  ;; The blocking receive's first tests, before it lets other threads run:
+  ;; about 2 us, time enough for most answers of a peer that is running.
+  (define first-looks 32)
 
   ;; Under engine-lock: cancels posted request h into buf; a message MPI
   ;; had already matched becomes early.
@@ -238,7 +247,7 @@
                       [else #f])))]
             [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
             [register?
-             (let ([r (post-recv! sc comm src tag buf start n)])
+             (let ([r (post-recv! sc comm src tag buf start n 1)])
                (cond
                  [(and (fixnum? r) (fx< r 0)) (register! (fx- 0 r))]
                  [(and (pair? r) (eq? (car r) 'mpi)) (commit! r #f)]
@@ -297,7 +306,7 @@
         (lambda ()
           (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
                        (with-mpi-call '(finalized)
-                         (let ([r (post-recv! (thread-scratch) comm src tag buf start n)])
+                         (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
                            (when (and (fixnum? r) (fx< r 0))
                              ;; from here on a kill or break cancels the request
                              (set! e (make-recv-evt comm src tag buf start n (fx- 0 r)))
@@ -306,15 +315,16 @@
                            r)))])
             (if (not e)
                 r
-                (let ([end (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.))])
-                  (let loop ([k 1])
-                    (when (fx= 0 (fxand k 3)) (yield!))
-                    (or (with-mpi-call '(finalized)
-                          (let ([r (test-handle (thread-scratch) (recv-evt-adopted e) n)])
-                            (and r (begin (recv-evt-adopted-set! e #f) (unlock! buf) r))))
-                        (if (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
-                            (loop (fx+ k 1))
-                            (sync e))))))))
+                (let loop ([k 1] [end #f])
+                  (when (fx= 0 (fxand k 7)) (yield!))
+                  (or (with-mpi-call '(finalized)
+                        (let ([r (test-handle (thread-scratch) (recv-evt-adopted e) n)])
+                          (and r (begin (recv-evt-adopted-set! e #f) (unlock! buf) r))))
+                      (cond
+                        [(not (fx= 0 (fxand k 15))) (loop (fx+ k 1) end)]
+                        [(not end) (loop (fx+ k 1) (spin-end n))]
+                        [(< (current-inexact-monotonic-milliseconds) end) (loop (fx+ k 1) end)]
+                        [else (sync e)]))))))
         (lambda ()
           (when e
             (gthread-cleanup-set! t #f)
@@ -371,14 +381,13 @@
   ;; its latch (fired by whoever completes it).  A thread broken or killed
   ;; here leaves p to the progress thread, woken for it.
   (define (await-send p latch n)
-    (let ([end (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.))]
-          [t (current-gthread)] [done #f])
+    (let ([end (spin-end n)] [t (current-gthread)] [done #f])
       (define (wake-progress!) (with-engine-lock (poke!)))
       (dynamic-wind
         (lambda () (gthread-cleanup-set! t wake-progress!))
         (lambda ()
           (let loop ([k 1])
-            (when (fx= 0 (fxand k 3)) (yield!))
+            (when (fx= 0 (fxand k 7)) (yield!))
             (cond
               [(with-engine-lock (or (world-finalized?) (test! p))) (set! done #t)]
               [(or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end)) (loop (fx+ k 1))]
