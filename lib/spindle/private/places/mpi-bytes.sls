@@ -1,40 +1,44 @@
 #!chezscheme
 ;;; Point-to-point messages of raw bytes, in place: rmpi-send-bytes sends
 ;;; a range of a bytevector or shared vector without copying it, and
-;;; rmpi-recv-bytes! posts MPI_Irecv straight into the caller's buffer
-;;; (no probe, no allocation) and returns the byte count.  The fast path
+;;; rmpi-recv-bytes! receives straight into the caller's buffer (no
+;;; allocation, no decoding) and returns the byte count.  The fast path
 ;;; of (spindle mpi) for data that is already bytes.
 ;;;
 ;;; These messages travel on tag + bytes-tag-base, a stream of their own:
 ;;; rmpi-recv never sees them and rmpi-recv-bytes! never sees rmpi-send's
 ;;; (which carry a kind byte).
 ;;;
-;;; MPI writes a receive buffer, and reads a send buffer, until the request
-;;; completes, from whichever OS thread makes an MPI call: a bytevector is
-;;; locked (lock-object) from the moment its address is given to MPI until
-;;; then.  Taking the address and locking happen under engine-lock with
-;;; interrupts disabled and with no __collect_safe call between, so no
-;;; collection can move the bytevector in between.
+;;; A receive is a matched probe (MPI_Improbe) then MPI_Mrecv of exactly
+;;; the probed size into the buffer, not an MPI_Irecv posted into it:
+;;; Open MPI 4.1.4 writes a truncated rendezvous message (one over the
+;;; eager limit, 4 KiB over shared memory) past the end of the receive
+;;; buffer, over shared memory (cma) and over TCP (bench/MPI.md has the C
+;;; reproduction), so a message larger than the buffer must be known
+;;; before it is received.  It is then received into scratch memory and
+;;; dropped, and the receive raises.
+;;;
+;;; MPI reads a send buffer until the send completes, from whichever OS
+;;; thread makes an MPI call: a bytevector is locked (lock-object) unless
+;;; the send completes while interrupts are still disabled after its
+;;; address was taken (no collection can move it meanwhile).
 ;;;
 ;;; Waiting: the common message arrives within microseconds, so a receive
-;;; or send first tests its request itself (as C's MPI_Recv spins), up to
-;;; spin-us plus a nanosecond per byte of the buffer (a transfer is no
-;;; faster than ~1 GB/s), yielding every 4 tests; then it parks, the
-;;; progress thread testing the request (mpi-engine).  A receive is an
-;;; evt: the blocking receive hands its posted request to a receive evt
-;;; (`adopted`) and syncs on it, and the evt's registration owns it from
-;;; then on.  While the receiving thread owns a posted request (the spin),
-;;; a break or kill cancels it (dynamic-wind, and the thread's kill
-;;; cleanup).
+;;; first probes with interrupts disabled (first-looks probes, ~2 us),
+;;; then probes yielding every 8 looks for spin-us, then parks on its
+;;; evt, whose registration the progress thread probes (mpi-engine's
+;;; probers).  A send that MPI does not complete at once (a rendezvous)
+;;; is tested the same way, for spin-us plus a nanosecond per byte, then
+;;; parks while the progress thread tests it.
 ;;;
-;;; A message MPI wrote into a buffer whose sync another branch won, or
-;;; whose request was cancelled too late, is copied to `early` and is the
-;;; next receive's for its (comm, source, tag): none is lost.
+;;; A message received for an evt whose sync another branch won is
+;;; copied to `early` and is the next receive's for its (comm, source,
+;;; tag): none is lost.
 (library (spindle private places mpi-bytes)
   (export rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
-          (only (spindle private os memory) malloc foreign->bytevector! bytevector->foreign!)
+          (only (spindle private os memory) malloc free foreign->bytevector! bytevector->foreign!)
           (only (spindle private os libc) bytes-at)
           (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
           (only (spindle private core evt-core) prim-evt commit-one! commit-partner! make-latch latch-fire!
@@ -44,8 +48,7 @@
           (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length
                 shared-vector-address)
           (spindle private places mpi-world)
-          (only (spindle private places mpi-engine) handle->pending add-request! remove-request! cancel-pending!
-                test! poke!))
+          (only (spindle private places mpi-engine) handle->pending add-request! test! poke! add-prober! remove-prober!))
 
   (define bytes-tag-base 32768)   ; Open MPI's MPI_TAG_UB is 2^31-1
   (define spin-us 30.)
@@ -107,10 +110,7 @@
   ;; (too-small size . capacity), (mpi . rc) or (finalized); raised by
   ;; the receiving thread (check-result), never under the lock.
   (define (completion rc st cap)
-    (cond
-      [(eqv? rc 0) (mpi-status-bytes st)]
-      [(eqv? rc mpi-err-truncate) (cons* 'too-small (mpi-status-bytes st) cap)]
-      [else (cons 'mpi rc)]))
+    (if (eqv? rc 0) (mpi-status-bytes st) (cons 'mpi rc)))
 
   (define (check-result who r)
     (if (fixnum? r)
@@ -167,49 +167,47 @@
       (and (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int (flag sc) 0))))
            (completion rc (status sc) cap))))
 
-  ;; Posts a receive into buf and tests it up to `looks` times (with
-  ;; interrupts disabled throughout, so that no collection can move buf
-  ;; meanwhile): a result when it completed, else the request handle
-  ;; negated (handles are addresses, so never 0), buf then locked.  (A
-  ;; buffer tested __collect_safe is locked before.)
-  (define (post-recv! sc comm src tag buf start n looks)
-    (let ([early-lock? (fx> n large-buffer)])
-      (when early-lock? (lock! buf))
-      (let ([rc (mpi-irecv (buffer-address buf start) n (mpi-byte) (or src mpi-any-source) (fx+ tag bytes-tag-base)
-                           (rmpi-comm-handle comm) (req sc))])
-        (if (not (eqv? rc 0))
-            (begin (when early-lock? (unlock! buf)) (cons 'mpi rc))
-            (let ([h (foreign-ref 'uptr (req sc) 0)])
-              (let look ([k 1])
-                (let ([r (test-handle sc h n)])
-                  (cond
-                    [r (when early-lock? (unlock! buf)) r]
-                    [(fx< k looks) (look (fx+ k 1))]
-                    [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))))
+  ;; Probes up to `looks` times for a message of (comm src tag) and
+  ;; receives the first into buf: its result, or #f if none came.  A
+  ;; message larger than buf goes to scratch memory and is dropped.
+  (define (probe-recv! sc comm src tag buf start n looks)
+    (let look ([k 1])
+      (foreign-set! 'int (flag sc) 0 0)
+      (let ([rc (mpi-improbe (or src mpi-any-source) (fx+ tag bytes-tag-base) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))])
+        (cond
+          [(not (eqv? rc 0)) (cons 'mpi rc)]
+          [(not (eqv? 0 (foreign-ref 'int (flag sc) 0))) (receive-matched! sc buf start n)]
+          [(fx< k looks) (look (fx+ k 1))]
+          [else #f]))))
 
-  ;; The blocking receive's first tests, before it lets other threads run:
-  ;; about 2 us, time enough for most answers of a peer that is running.
+  ;; The matched message (msg sc, its status in status sc) into buf.
+  ;; A large one is received __collect_safe (the transfer may be long),
+  ;; buf locked meanwhile.
+  (define (receive-matched! sc buf start n)
+    (let ([m (mpi-status-bytes (status sc))])
+      (if (fx> m n)
+          (let* ([tmp (malloc (fxmax m 1))] [rc (mpi-mrecv tmp m (mpi-byte) (msg sc) (status sc))])
+            (free tmp)
+            (if (eqv? rc 0) (cons* 'too-small m n) (cons 'mpi rc)))
+          (let ([rc (if (fx> m large-buffer)
+                        (begin
+                          (lock! buf)
+                          (let ([rc (mpi-mrecv (buffer-address buf start) m (mpi-byte) (msg sc) (status sc))])
+                            (unlock! buf)
+                            rc))
+                        (mpi-mrecv-small (buffer-address buf start) m (mpi-byte) (msg sc) (status sc)))])
+            (completion rc (status sc) n)))))
+
+  ;; The blocking receive's first probes, before it lets other threads
+  ;; run: about 2 us, time enough for most answers of a peer that runs.
   (define first-looks 32)
 
-  ;; Under engine-lock: cancels posted request h into buf; a message MPI
-  ;; had already matched becomes early.
-  (define (cancel-handle! comm tag buf start n h)
-    (unless (world-finalized?)
-      (let ([sc (locked-scratch)])
-        (foreign-set! 'uptr (req sc) 0 h)
-        (mpi-cancel (req sc))
-        (let ([rc (mpi-wait (req sc) (status sc))])
-          (unless (and (eqv? rc 0) (mpi-status-cancelled? (status sc)))
-            (keep-early! comm tag buf start (completion rc (status sc) n) (status sc))))))
-    (unlock! buf))
-
   ;; ------------------------------------------------------------ the receive evt
-  ;; adopted: a request the blocking receive posted and hands over (its
-  ;; handle), or #f.  The token of a registration is its pending request.
+  ;; The token of a registration is its prober (mpi-engine).
   (define-record-type recv-evt
     (parent prim-evt)
-    (fields comm src tag buf start n (mutable adopted))
-    (protocol (lambda (new) (lambda (c s t b st n a) ((new recv-attempt recv-cancel) c s t b st n a))))
+    (fields comm src tag buf start n)
+    (protocol (lambda (new) (lambda (c s t b st n) ((new recv-attempt recv-cancel) c s t b st n))))
     (sealed #t))
   (define recv-evt-registered
     (begin
@@ -221,67 +219,28 @@
     (assert-atomic 'recv-attempt)
     (let ([comm (recv-evt-comm e)] [src (recv-evt-src e)] [tag (recv-evt-tag e)]
           [buf (recv-evt-buf e)] [start (recv-evt-start e)] [n (recv-evt-n e)])
-      ;; commits r; a message lost to a partner's commit stays early
-      (define (commit! r st)
-        (or (commit-one! s branch (list r))
-            (begin (when st (keep-early! comm tag buf start r st)) #f)))
-      ;; the request of handle h, registered for the progress thread
-      (define (register! h)
-        (let ([p (handle->pending h (list buf)
-                   (lambda (rc st)
-                     (let ([r (completion rc st n)])
-                       (unless (commit-partner! s branch (list r))
-                         (keep-early! comm tag buf start r st)))))])
-          (add-request! p #t)
-          p))
+      ;; Under engine-lock: one probe; #t once a message (or a failure) is
+      ;; committed, 'lost if a partner committed s first (the message is
+      ;; then kept early), #f if none came.
+      (define (look! commit)
+        (let* ([sc (locked-scratch)] [r (probe-recv! sc comm src tag buf start n 1)])
+          (and r
+               (or (commit s branch (list r))
+                   (begin (when (fixnum? r) (keep-early! comm tag buf start r (status sc))) 'lost)))))
       (with-os-mutex engine-lock
-        (let ([sc (locked-scratch)])
-          (cond
-            [(world-finalized?) (commit! '(finalized) #f)]
-            [(recv-evt-adopted e)
-             => (lambda (h)
-                  (let ([r (test-handle sc h n)])
-                    (cond
-                      [r (recv-evt-adopted-set! e #f) (unlock! buf) (commit! r (status sc))]
-                      [register? (recv-evt-adopted-set! e #f) (register! h)]
-                      [else #f])))]
-            [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
-            [register?
-             (let ([r (post-recv! sc comm src tag buf start n 1)])
-               (cond
-                 [(and (fixnum? r) (fx< r 0)) (register! (fx- 0 r))]
-                 [(and (pair? r) (eq? (car r) 'mpi)) (commit! r #f)]
-                 [else (commit! r (status sc))]))]
-            [else
-             ;; a poll: a matched probe, so that nothing is left posted
-             (foreign-set! 'int (flag sc) 0 0)
-             (let ([rc (mpi-improbe (or src mpi-any-source) (fx+ tag bytes-tag-base) (rmpi-comm-handle comm)
-                                    (flag sc) (msg sc) (status sc))])
-               (cond
-                 [(not (eqv? rc 0)) (commit! (cons 'mpi rc) #f)]
-                 [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
-                 [else
-                  (lock! buf)
-                  (let ([rc (if (fx> n large-buffer)
-                                (mpi-mrecv (buffer-address buf start) n (mpi-byte) (msg sc) (status sc))
-                                (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg sc) (status sc)))])
-                    (unlock! buf)
-                    (commit! (completion rc (status sc) n) (status sc)))]))])))))
+        (cond
+          [(world-finalized?) (commit-one! s branch (list '(finalized)))]
+          [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit-one! s branch (list r)))]
+          [(look! commit-one!) => (lambda (x) (eq? x #t))]
+          [register?
+           (let ([p (lambda () (and (look! commit-partner!) #t))])
+             (add-prober! p)
+             p)]
+          [else #f]))))
 
   (define (recv-cancel e p)
     (assert-atomic 'recv-cancel)
-    (with-os-mutex engine-lock
-      (when (remove-request! p) (cancel-pending! p))))
-
-  ;; Cancels the request the blocking receive still owns (a break or kill
-  ;; during its spin); nothing once the evt's registration took it.
-  (define (abandon! e)
-    (with-atomic
-      (with-os-mutex engine-lock
-        (let ([h (recv-evt-adopted e)])
-          (when h
-            (recv-evt-adopted-set! e #f)
-            (cancel-handle! (recv-evt-comm e) (recv-evt-tag e) (recv-evt-buf e) (recv-evt-start e) (recv-evt-n e) h))))))
+    (with-os-mutex engine-lock (remove-prober! p)))
 
   ;; ------------------------------------------------------------ the procedures
   (define (check-recv who comm src tag)
@@ -296,46 +255,24 @@
       (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf (if (pair? opt) (cdr opt) '()))])
         (check-result 'rmpi-recv-bytes! (recv-bytes! comm src tag buf start n)))))
 
-  ;; Takes an early message, or posts the receive; if that does not
-  ;; complete at once, tests it itself (no lock: with-mpi-call), then
-  ;; hands it to a receive evt and syncs.
+  ;; Takes an early message, or probes (no lock: with-mpi-call), then
+  ;; syncs on a receive evt.
   (define (recv-bytes! comm src tag buf start n)
-    (let ([e #f] [t #f])
-      (dynamic-wind
-        void
-        (lambda ()
-          (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
-                       (with-mpi-call '(finalized)
-                         (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
-                           (when (and (fixnum? r) (fx< r 0))
-                             ;; from here on a kill or break cancels the request
-                             (set! e (make-recv-evt comm src tag buf start n (fx- 0 r)))
-                             (set! t (current-gthread))
-                             (gthread-cleanup-set! t (lambda () (abandon! e))))
-                           r)))])
-            (if (not e)
-                r
-                (let loop ([k 1] [end #f])
-                  (when (fx= 0 (fxand k 7)) (yield!))
-                  (or (with-mpi-call '(finalized)
-                        (let ([r (test-handle (thread-scratch) (recv-evt-adopted e) n)])
-                          (and r (begin (recv-evt-adopted-set! e #f) (unlock! buf) r))))
-                      (cond
-                        [(not (fx= 0 (fxand k 15))) (loop (fx+ k 1) end)]
-                        [(not end) (loop (fx+ k 1) (spin-end n))]
-                        [(< (current-inexact-monotonic-milliseconds) end) (loop (fx+ k 1) end)]
-                        [else (sync e)]))))))
-        (lambda ()
-          (when e
-            (gthread-cleanup-set! t #f)
-            ;; (adopted is only cleared by this thread: read unlocked)
-            (when (recv-evt-adopted e) (abandon! e)))))))
+    (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
+        (with-mpi-call '(finalized) (probe-recv! (thread-scratch) comm src tag buf start n first-looks))
+        (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-us 1000.))])
+          (let loop ([k 1])
+            (when (fx= 0 (fxand k 7)) (yield!))
+            (or (with-mpi-call '(finalized) (probe-recv! (thread-scratch) comm src tag buf start n 1))
+                (if (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
+                    (loop (fx+ k 1))
+                    (sync (make-recv-evt comm src tag buf start n))))))))
 
   (define (rmpi-recv-bytes!-evt comm src buf . opt)
     (let ([tag (if (pair? opt) (car opt) 0)])
       (check-recv 'rmpi-recv-bytes!-evt comm src tag)
       (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf (if (pair? opt) (cdr opt) '()))])
-        (wrap-evt (make-recv-evt comm src tag buf start n #f)
+        (wrap-evt (make-recv-evt comm src tag buf start n)
                   (lambda (r) (check-result 'rmpi-recv-bytes! r))))))
 
   ;; (rmpi-send-bytes comm dest buf [tag [start [end]]]): returns once MPI

@@ -28,7 +28,7 @@
 (library (spindle private places mpi-engine)
   (export run-request! with-engine send-message recv-internal
           rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!
-          handle->pending add-request! remove-request! cancel-pending! test! poke!)
+          handle->pending add-request! test! poke! add-prober! remove-prober!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-from-bytevector!)
@@ -78,24 +78,7 @@
     (set! requests (cons p requests))
     (when poke? (poke!)))
 
-  ;; Under engine-lock: takes p back before it completed (the caller
-  ;; cancels it); #f if the progress thread already completed it.
-  (define (remove-request! p)
-    (and (not (pending-done? p))
-         (begin (set! requests (remq p requests)) #t)))
 
-  ;; Under engine-lock, for a receive p that remove-request! took back:
-  ;; cancels it (MPI_Cancel, then MPI_Wait: at once for a receive not yet
-  ;; matched, else once its bytes are in); a message it received all the
-  ;; same goes to its on-done.
-  (define (cancel-pending! p)
-    (unless (world-finalized?)
-      (mpi-cancel (pending-req p))
-      (let ([rc (mpi-wait (pending-req p) (pending-status p))])
-        (unless (and (eqv? rc 0) (mpi-status-cancelled? (pending-status p)))
-          ((pending-on-done p) rc (pending-status p)))))
-    (pending-done?-set! p #t)
-    (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p)))
 
   ;; Called under engine-lock: makes sure the progress thread will look
   ;; soon (it may be asleep on its latch or in its backoff).
@@ -207,10 +190,18 @@
                    (push-early! m))
                  #f])))
           receivers))
+      (unless (null? probers)
+        (set! probers (filter (lambda (p) (if (p) (begin (set! moved #t) #f) #t)) probers)))
       (let ([before (length requests)])
         (reap!)
         (unless (fx= before (length requests)) (set! moved #t)))
-      (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting]))))
+      (cond [moved 'moved] [(and (null? receivers) (null? requests) (null? probers)) 'idle] [else 'waiting]))))
+
+  ;; Other receivers' probes (in-place receives, mpi-bytes): thunks called
+  ;; under engine-lock each round until one returns #t (it is then dropped).
+  (define probers '())
+  (define (add-prober! p) (set! probers (append probers (list p))) (poke!))
+  (define (remove-prober! p) (set! probers (remq p probers)))
 
   ;; Under engine-lock: tests the requests, dropping the completed.
   (define (reap!)
