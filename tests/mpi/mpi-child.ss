@@ -172,7 +172,9 @@
    ;; between an in-place receive and an alarm; 1 MiB each way from and
    ;; into shared vectors
    (case me
-     [(0) (rmpi-send-bytes w 1 (make-bytevector 100 3))
+     [(0) (rmpi-send-bytes w 1 (make-bytevector 100000 3) 4)
+          (rmpi-send-bytes w 1 (bytevector 5 6) 4)
+          (rmpi-send-bytes w 1 (make-bytevector 100 3))
           (rmpi-send-bytes w 1 (bytevector 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16))
           (expect "go" 'go (rmpi-recv w 1))
           (rmpi-send-bytes w 1 (bytevector 42))
@@ -184,7 +186,19 @@
           (let ([back (make-shared-bytes (expt 2 20) 0)])
             (expect "1 MiB back into shared bytes" (expt 2 20) (rmpi-recv-bytes! w 1 back 3))
             (expect "its last byte" 251 (shared-bytes-ref back (- (expt 2 20) 1))))]
-     [(1) (let ([small (make-bytevector 10 0)])
+     [(1) ;; a large message into a smaller range: an error, and nothing
+          ;; written past the range (Open MPI itself would write there)
+          (let* ([buf (make-bytevector 2000 0)]
+                 [msg (guard (c [(and (error? c) (who-condition? c) (message-condition? c))
+                                 (list (condition-who c) (condition-message c))])
+                        (rmpi-recv-bytes! w 0 buf 4 0 1000) #f)])
+            (expect "a large message too large raises, naming rmpi-recv-bytes!" 'rmpi-recv-bytes! (and msg (car msg)))
+            (unless (and msg (contains? (cadr msg) "100000 bytes") (contains? (cadr msg) "1000 bytes"))
+              (fail "the message says ~s" msg))
+            (expect "nothing written past the range" #t (for-all zero? (bytevector->u8-list (let ([b (make-bytevector 1000)]) (bytevector-copy! buf 1000 b 0 1000) b))))
+            (expect "the stream goes on" 2 (rmpi-recv-bytes! w 0 buf 4))
+            (expect "its bytes" '(5 6) (list (bytevector-u8-ref buf 0) (bytevector-u8-ref buf 1))))
+          (let ([small (make-bytevector 10 0)])
             (let ([msg (guard (c [(and (error? c) (who-condition? c) (message-condition? c))
                                   (list (condition-who c) (condition-message c))])
                          (rmpi-recv-bytes! w 0 small) #f)])

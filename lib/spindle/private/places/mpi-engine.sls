@@ -28,7 +28,7 @@
 (library (spindle private places mpi-engine)
   (export run-request! with-engine send-message recv-internal
           rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!
-          handle->pending add-request! test! poke! add-prober! remove-prober!)
+          handle->pending add-request! remove-request! cancel-pending! test! poke! add-prober! remove-prober!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-from-bytevector!)
@@ -196,6 +196,25 @@
         (reap!)
         (unless (fx= before (length requests)) (set! moved #t)))
       (cond [moved 'moved] [(and (null? receivers) (null? requests) (null? probers)) 'idle] [else 'waiting]))))
+
+  ;; Under engine-lock: takes p back before it completed (the caller
+  ;; cancels it); #f if it completed already.
+  (define (remove-request! p)
+    (and (not (pending-done? p))
+         (begin (set! requests (remq p requests)) #t)))
+
+  ;; Under engine-lock, for a receive p that remove-request! took back:
+  ;; cancels it (MPI_Cancel, then MPI_Wait: at once for a receive not yet
+  ;; matched, else once its bytes are in); a message it received all the
+  ;; same goes to its on-done.
+  (define (cancel-pending! p)
+    (unless (world-finalized?)
+      (mpi-cancel (pending-req p))
+      (let ([rc (mpi-wait (pending-req p) (pending-status p))])
+        (unless (and (eqv? rc 0) (mpi-status-cancelled? (pending-status p)))
+          ((pending-on-done p) rc (pending-status p)))))
+    (pending-done?-set! p #t)
+    (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p)))
 
   ;; Other receivers' probes (in-place receives, mpi-bytes): thunks called
   ;; under engine-lock each round until one returns #t (it is then dropped).
