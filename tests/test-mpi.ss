@@ -77,7 +77,7 @@
               (check-ok 2 text "bytes-stream")))
           '("self,vader" "tcp,self")))
 
-      (test "in-place receives: a buffer too small raises naming rmpi-recv-bytes!; into shared vectors (1 MiB too); a thread parked on one while another counts; sync choosing between one and an alarm"
+      (test "in-place receives: a buffer too small raises naming rmpi-recv-bytes! (and a large message writes nothing past the range); into shared vectors (1 MiB too); a thread parked on one while another counts; sync choosing between one and an alarm; a thread killed while parked loses no message"
         (let-values ([(rc text secs) (mpirun 2 60 "bytes-misc")])
           (check-equal "exit code" 0 rc)
           (unless (eqv? rc 0) (display text))

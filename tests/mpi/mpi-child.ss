@@ -185,7 +185,9 @@
             (rmpi-send-bytes w 1 v 3))
           (let ([back (make-shared-bytes (expt 2 20) 0)])
             (expect "1 MiB back into shared bytes" (expt 2 20) (rmpi-recv-bytes! w 1 back 3))
-            (expect "its last byte" 251 (shared-bytes-ref back (- (expt 2 20) 1))))]
+            (expect "its last byte" 251 (shared-bytes-ref back (- (expt 2 20) 1))))
+          (expect "killed" 'killed (rmpi-recv w 1))
+          (rmpi-send-bytes w 1 (bytevector 9 9 9) 6)]
      [(1) ;; a large message into a smaller range: an error, and nothing
           ;; written past the range (Open MPI itself would write there)
           (let* ([buf (make-bytevector 2000 0)]
@@ -232,7 +234,20 @@
           (let ([in (make-shared-fxvector 131072 -1)])
             (expect "1 MiB into a shared fxvector" (expt 2 20) (rmpi-recv-bytes! w 0 in 3))
             (expect "its elements" '(0 3 393213) (map (lambda (i) (shared-fxvector-ref in i)) '(0 1 131071))))
-          (let ([out (make-shared-bytes (expt 2 20) 251)]) (rmpi-send-bytes w 0 out 3))])
+          (let ([out (make-shared-bytes (expt 2 20) 251)]) (rmpi-send-bytes w 0 out 3))
+          ;; a thread killed while parked on an in-place receive: its
+          ;; receive is cancelled (its buffer is never written), and the
+          ;; message goes to the next receive
+          (let* ([b (make-bytevector 8 0)] [t (thread (lambda () (rmpi-recv-bytes! w 0 b 6)))])
+            (sleep 0.2)
+            (unless (eq? (thread-state t) 'parked) (fail "the receiver to kill is ~a, not parked" (thread-state t)))
+            (kill-thread t)
+            (rmpi-send w 0 'killed)
+            (let ([b2 (make-bytevector 8 0)])
+              (expect "the next receive gets the message" 3 (rmpi-recv-bytes! w 0 b2 6))
+              (expect "its bytes" '(9 9 9) (list (bytevector-u8-ref b2 0) (bytevector-u8-ref b2 1) (bytevector-u8-ref b2 2))))
+            (sleep 0.1)
+            (expect "the killed receive's buffer is untouched" (make-bytevector 8 0) b))])
    (rmpi-barrier w)
    (say "ok bytes-misc")]
   [("parked")
