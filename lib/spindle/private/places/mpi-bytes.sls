@@ -92,12 +92,10 @@
   (define (lock! buf) (when (bytevector? buf) (lock-object buf)))
   (define (unlock! buf) (when (bytevector? buf) (unlock-object buf)))
 
-  ;; (values start n): the byte range of buf given by the optional
-  ;; arguments (start [end]).
-  (define (byte-range who buf opt)
-    (let* ([size (buffer-size who buf)]
-           [start (if (pair? opt) (car opt) 0)]
-           [end (if (and (pair? opt) (pair? (cdr opt))) (cadr opt) size)])
+  ;; (values start n): the byte range [start, end) of buf (end #f: its
+  ;; end).
+  (define (byte-range who buf start end)
+    (let* ([size (buffer-size who buf)] [end (or end size)])
       (unless (and (fixnum? start) (fx<= 0 start size))
         (assertion-violation who (format "expected a start in [0, ~a]" size) start))
       (unless (and (fixnum? end) (fx<= start end size))
@@ -105,6 +103,17 @@
       (unless (fx<= (fx- end start) max-message)
         (error who (format "a range of ~a bytes is too large (at most ~a)" (fx- end start) max-message)))
       (values start (fx- end start))))
+
+  ;; The optional arguments [tag 0 [start 0 [end #f]]] of the procedures.
+  (define-syntax define-with-range
+    (syntax-rules ()
+      [(_ (name a ...) body)
+       (define name
+         (case-lambda
+           [(a ...) (body a ... 0 0 #f)]
+           [(a ... tag) (body a ... tag 0 #f)]
+           [(a ... tag start) (body a ... tag start #f)]
+           [(a ... tag start end) (body a ... tag start end)]))]))
 
   ;; Scratch foreign memory: flag, request, matched message, status, and
   ;; a header to send, at base sc.  The locked paths (the evts, cancelling)
@@ -374,10 +383,10 @@
     (check-tag who tag))
 
   ;; (rmpi-recv-bytes! comm src buf [tag [start [end]]]) -> byte count
-  (define (rmpi-recv-bytes! comm src buf . opt)
-    (let ([tag (if (pair? opt) (car opt) 0)])
+  (define-with-range (rmpi-recv-bytes! comm src buf)
+    (lambda (comm src buf tag start end)
       (check-recv 'rmpi-recv-bytes! comm src tag)
-      (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf (if (pair? opt) (cdr opt) '()))])
+      (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf start end)])
         (finish 'rmpi-recv-bytes! comm tag buf start n (recv-direct! comm src tag buf start n)))))
 
   ;; A direct-tag result, with a large message's bytes taken after its
@@ -457,10 +466,10 @@
                   [else (loop (fx+ k 1))])))))
         (lambda () (gthread-cleanup-set! t #f) (owe!)))))
 
-  (define (rmpi-recv-bytes!-evt comm src buf . opt)
-    (let ([tag (if (pair? opt) (car opt) 0)])
+  (define-with-range (rmpi-recv-bytes!-evt comm src buf)
+    (lambda (comm src buf tag start end)
       (check-recv 'rmpi-recv-bytes!-evt comm src tag)
-      (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf (if (pair? opt) (cdr opt) '()))])
+      (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf start end)])
         (wrap-evt (make-recv-evt comm src tag buf start n #f)
                   (lambda (r) (finish 'rmpi-recv-bytes! comm tag buf start n r))))))
 
@@ -470,10 +479,11 @@
   ;; ------------------------------------------------------------ sending
   ;; (rmpi-send-bytes comm dest buf [tag [start [end]]]): returns once MPI
   ;; is done with buf's bytes.
-  (define (rmpi-send-bytes comm dest buf . opt)
-    (let ([tag (if (pair? opt) (car opt) 0)] [who 'rmpi-send-bytes])
+  (define-with-range (rmpi-send-bytes comm dest buf)
+    (lambda (comm dest buf tag start end)
+     (let ([who 'rmpi-send-bytes])
       (check-comm who comm) (check-rank who comm dest) (check-tag who tag)
-      (let-values ([(start n) (byte-range who buf (if (pair? opt) (cdr opt) '()))])
+      (let-values ([(start n) (byte-range who buf start end)])
         (let* ([result 0] [latch #f]
                [r (with-interrupts-disabled
                     (let ([r (with-mpi-call 'finalized
@@ -499,7 +509,7 @@
           (cond
             [(eq? r 'finalized) (error who "MPI has been finalised")]
             [(fixnum? r) (check-rc who r)]
-            [else (await-send r latch n) (check-rc who result)])))))
+            [else (await-send r latch n) (check-rc who result)]))))))
 
   ;; MPI_Isend of n bytes at addr (buf's), tested once: 0 when sent, MPI's
   ;; error code, or the request handle negated (handles are addresses,
