@@ -115,14 +115,30 @@
     (+ scratch i))
   (define small-message 4096)     ; below Open MPI's eager limits (vader 4 KiB, tcp 64 KiB)
   (define recv-buffer #f)
+  (define (locked-rbuf) (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer)))
   (define send-buffer #f)         ; handed to a send that did not complete at once
+
+  ;; The fast paths of a small message (a send, a receive's probes) make
+  ;; their MPI calls without engine-lock (with-mpi-call), in their OS
+  ;; thread's own memory: the area (flag, message, status, request,
+  ;; status at 0, 8, 24, 48, 56; a receive buffer of small-message bytes
+  ;; at 128) and a send buffer (handed to a send that did not complete at
+  ;; once).  Used with interrupts disabled: no other green thread runs on
+  ;; that OS thread meanwhile.
+  (define thread-area (make-thread-parameter #f))
+  (define (area) (or (thread-area) (let ([a (malloc (+ 128 small-message))]) (thread-area a) a)))
+  (define thread-send-buffer (make-thread-parameter #f))
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
   ;; src tag), received but not decoded, as (src raw? . body) (raw?
   ;; 'large: body is the received bytevector itself); #f if none has
   ;; arrived; or MPI's error code.
-  (define (probe-raw! comm src tag)
-    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)])
+  ;; sc: scratch memory (flag, message handle, status at 0, 8, 24) and
+  ;; rbuf, a buffer of small-message bytes: the engine's under
+  ;; engine-lock, or an OS thread's own (thread-area) with interrupts
+  ;; disabled.
+  (define (probe-raw! sc rbuf comm src tag)
+    (let ([flag sc] [msg (+ sc 8)] [st (+ sc 24)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-improbe (or src -1) tag (rmpi-comm-handle comm) flag msg st)])
         (cond
@@ -130,13 +146,13 @@
           [(eqv? 0 (foreign-ref 'int flag 0)) #f]
           [else
            (let* ([n (mpi-status-bytes st)] [small? (fx<= n small-message)]
-                  [buf (if small? (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer)) (malloc n))])
+                  [buf (if small? rbuf (malloc n))])
              (let ([rc (if small? (mpi-mrecv-small buf n (mpi-byte) msg st) (mpi-mrecv buf n (mpi-byte) msg st))]
                    [from (mpi-status-source st)])
                (let ([r (cond
                           [(not (eqv? rc 0)) rc]
                           [(fx= (foreign-ref 'unsigned-8 buf 0) header-kind)
-                           (let ([bv (receive-large! comm from tag (foreign-ref 'integer-64 buf 1))])
+                           (let ([bv (receive-large! sc comm from tag (foreign-ref 'integer-64 buf 1))])
                              (if (fixnum? bv) bv (cons* from 'large bv)))]
                           [else (let-values ([(raw? body) (foreign->body buf n)]) (cons* from raw? body))])])
                  (unless small? (free buf))
@@ -150,15 +166,15 @@
 
   ;; Under engine-lock: the next message for (comm src tag), decoded, or #f.
   (define (probe! who comm src tag)
-    (let ([r (probe-raw! comm src tag)])
+    (let ([r (probe-raw! (scratch-at 0) (locked-rbuf) comm src tag)])
       (and r (raw->message who comm tag r))))
 
   ;; Under engine-lock: the body of a large message whose header came from
   ;; `from`: MPI's next match from there, which the sender posted with the
   ;; header, received straight into a new (locked) bytevector; or MPI's
   ;; error code.
-  (define (receive-large! comm from tag n)
-    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)] [bv (make-bytevector n)])
+  (define (receive-large! sc comm from tag n)
+    (let ([flag sc] [msg (+ sc 8)] [st (+ sc 24)] [bv (make-bytevector n)])
       (let ([rc (let wait ()
                   (foreign-set! 'int flag 0 0)
                   (let ([rc (mpi-improbe from tag (rmpi-comm-handle comm) flag msg st)])
@@ -321,11 +337,13 @@
       (let ([n (fx+ 1 (bytevector-length body))])
         (when (> n max-message)
           (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
-        (let ([rc (with-engine-lock
-                    ;; completes earlier sends first: a sender that never
-                    ;; waits may not let the progress thread run, and their
-                    ;; buffers are wanted back
-                    (unless (or (world-finalized?) (null? requests)) (reap!))
+        ;; completes earlier sends first: a sender that never waits may
+        ;; not let the progress thread run, and their buffers are wanted
+        ;; back (requests read unlocked: a hint)
+        (unless (null? requests) (with-engine-lock (unless (world-finalized?) (reap!))))
+        (let ([rc (if (and (fx<= n small-message) (not (and raw? (fx> n large-message))))
+                   (send-small-fast! comm dest tag (if raw? 1 0) body n)
+                   (with-engine-lock
                     (cond
                       [(world-finalized?) 'finalized]
                       [(and raw? (fx> n large-message))
@@ -352,9 +370,33 @@
                          (fill! buf (if raw? 1 0) body)
                          (let ([rc (post-send! buf n comm dest tag buf)])
                            (unless (eq? rc 'pending) (free buf))
-                           rc))]))])
+                           rc))])))])
           (when (eq? rc 'finalized) (error who "MPI has been finalised"))
           (unless (sent? rc) (check-rc who rc))))))
+
+  ;; A message of n <= small-message bytes (kind, then body) from this OS
+  ;; thread's send buffer, MPI_Isend and one MPI_Test without the lock;
+  ;; one MPI does not complete at once keeps the buffer and goes to the
+  ;; progress thread.  MPI's error code, 0, or 'finalized.
+  (define (send-small-fast! comm dest tag kind body n)
+    (with-interrupts-disabled
+      (let ([r (with-mpi-call 'finalized
+                 (let ([a (area)]
+                       [buf (or (thread-send-buffer) (let ([b (malloc small-message)]) (thread-send-buffer b) b))])
+                   (fill! buf kind body)
+                   (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) (+ a 48))])
+                     (if (not (eqv? rc 0))
+                         rc
+                         (begin
+                           (foreign-set! 'int a 0 0)
+                           (let ([rc (mpi-test (+ a 48) a (+ a 56))])
+                             (cond
+                               [(not (eqv? rc 0)) rc]
+                               [(not (eqv? 0 (foreign-ref 'int a 0))) 0]
+                               [else (thread-send-buffer #f) (cons (foreign-ref 'uptr (+ a 48) 0) buf)])))))))])
+        (if (pair? r)
+            (with-engine-lock (add-request! (handle->pending (car r) (list (cdr r)) ignore-completion) #t) 0)
+            r))))
 
   (define (sent? rc) (or (eqv? rc 0) (eq? rc 'pending)))
 
@@ -455,9 +497,13 @@
   ;; the worker's other threads run.  (cons* comm src tag value) or #f.
   (define spin-recv-us 30.)
   (define (spin-for-message comm src tag)
+    ;; (early read unlocked: a hint; an early message is taken under the
+    ;; lock, MPI probed without it)
     (define (look)
-      (let ([r (with-engine-lock (or (take-early! comm src tag) (probe-raw! comm src tag)))])
+      (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag)))
+                   (with-mpi-call 'finalized (let ([a (area)]) (probe-raw! a (+ a 128) comm src tag))))])
         (cond
+          [(eq? r 'finalized) (error 'rmpi-recv "MPI has been finalised")]
           [(or (not r) (rmpi-comm? (car r))) r]    ; nothing, or an early message
           [else (raw->message 'rmpi-recv comm tag r)])))
     (or (look)
