@@ -20,10 +20,14 @@
 ;;; whose peer answers quickly never sleeps.
 ;;;
 ;;; engine-lock (a Chez mutex, held with interrupts disabled) serialises
-;;; every MPI call and guards the receivers, the early messages and the
-;;; requests.  A message matched for a receiver whose sync another branch
-;;; won goes to `early`, which every receive looks at before MPI, so no
-;;; message is lost and the order per (source, tag) is MPI's.
+;;; the MPI calls of the progress thread, the evts and the large
+;;; messages, and guards the receivers, the early messages and the
+;;; requests; a small message's send and a receive's probes call MPI
+;;; without it (with-mpi-call: MPI_THREAD_MULTIPLE allows that), in
+;;; memory of their OS thread's own.  A message matched for a receiver
+;;; whose sync another branch won goes to `early`, which every receive
+;;; looks at before MPI, so no message is lost and the order per
+;;; (source, tag) is MPI's.
 
 (library (spindle private places mpi-engine)
   (export run-request! with-engine send-message recv-internal

@@ -1,6 +1,7 @@
 #!chezscheme
 ;;; The MPI world of (spindle mpi): initialising MPI, the communicator
-;;; record and its argument checks, the lock that serialises MPI calls,
+;;; record and its argument checks, the lock that serialises MPI calls
+;;; (and the count of those made without it, which finalising waits for),
 ;;; and the end of a rank: MPI_Finalize on a normal end, MPI_Abort (naming
 ;;; the rank and why) when it ends by an error.
 ;;;
@@ -137,7 +138,8 @@
   (define (rmpi-cnt comm) (check-comm 'rmpi-cnt comm) (rmpi-comm-cnt comm))
 
   ;; engine-lock (a Chez mutex, held with interrupts disabled) serialises
-  ;; every MPI call; the engine's state is under it too.
+  ;; the MPI calls not made under with-mpi-call; the engine's state is
+  ;; under it too.
   (define engine-lock (make-mutex))
 
   ;; with-os-mutex on engine-lock without dynamic-wind, for the paths every
