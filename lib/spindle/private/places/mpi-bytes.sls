@@ -485,7 +485,7 @@
       (check-comm who comm) (check-rank who comm dest) (check-tag who tag)
       (let-values ([(start n) (byte-range who buf start end)])
         (let* ([result 0] [latch #f]
-               [r (with-interrupts-disabled
+               [r (with-interrupts-off
                     (let ([r (with-mpi-call 'finalized
                                (let ([sc (thread-scratch)])
                                  (if (fx< n header-size)

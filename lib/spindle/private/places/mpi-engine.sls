@@ -383,7 +383,7 @@
   ;; one MPI does not complete at once keeps the buffer and goes to the
   ;; progress thread.  MPI's error code, 0, or 'finalized.
   (define (send-small-fast! comm dest tag kind body n)
-    (with-interrupts-disabled
+    (with-interrupts-off
       (let ([r (with-mpi-call 'finalized
                  (let ([a (area)]
                        [buf (or (thread-send-buffer) (let ([b (malloc small-message)]) (thread-send-buffer b) b))])

@@ -12,7 +12,7 @@
   (export make-rmpi-comm rmpi-comm? rmpi-comm-handle rmpi-comm-id rmpi-comm-cnt
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
           check-comm check-rank check-tag check-rc internal-tag max-message
-          engine-lock with-engine-lock world-finalized? with-mpi-call)
+          engine-lock with-engine-lock world-finalized? with-mpi-call with-interrupts-off)
   (import (chezscheme)
           (spindle private os mpi)
           (only (spindle private os processes) own-pid)
@@ -113,13 +113,21 @@
   ;; in active, or finalised-value once MPI is finalised.  The body must
   ;; not raise, and wait only for MPI itself.
   (define active (box 0))
+  ;; (Interrupts are disabled and enabled explicitly, not by
+  ;; with-interrupts-disabled, which is a dynamic-wind: the body does not
+  ;; raise.)
+  (define-syntax with-interrupts-off
+    (syntax-rules ()
+      [(_ e1 e2 ...) (begin (disable-interrupts) (let ([v (begin e1 e2 ...)]) (enable-interrupts) v))]))
   (define-syntax with-mpi-call
     (syntax-rules ()
       [(_ finalised-value e1 e2 ...)
-       (with-interrupts-disabled
+       (begin
+         (disable-interrupts)
          (let inc () (let ([n (unbox active)]) (unless (box-cas! active n (fx+ n 1)) (inc))))
          (let ([v (if (unbox finalized) finalised-value (begin e1 e2 ...))])
            (let dec () (let ([n (unbox active)]) (unless (box-cas! active n (fx- n 1)) (dec))))
+           (enable-interrupts)
            v))]))
 
   (define (check-comm who c)
@@ -149,8 +157,10 @@
   (define-syntax with-engine-lock
     (syntax-rules ()
       [(_ e1 e2 ...)
-       (with-interrupts-disabled
+       (begin
+         (disable-interrupts)
          (mutex-acquire engine-lock)
          (let ([v (begin e1 e2 ...)])
            (mutex-release engine-lock)
+           (enable-interrupts)
            v))])))
