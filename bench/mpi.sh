@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The mpi suite: `bin/spindle bench mpi [--quick]` (bench/MPI.md).
 # Two ranks on this machine, over shared memory (btl self,vader) and over
-# TCP on loopback (btl tcp,self): spindle's rmpi-send/rmpi-recv beside a
-# plain C program built here with mpicc (bench/mpi/pingpong.c), and
+# TCP on loopback (btl tcp,self): spindle's rmpi-send/rmpi-recv, and its
+# in-place rmpi-send-bytes/rmpi-recv-bytes!, beside a plain C program
+# built here with mpicc (bench/mpi/pingpong.c), and
 # spindle's place channels beside both.  Prints `mpi.NAME VALUE UNIT`.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,8 +36,11 @@ for i in $(seq 1 "$runs"); do
     || { echo "mpi.self: spindle's program failed:"; cat "$work/s.self.$i"; exit 1; }
 done
 c_self=$(best "$work/c.self" self-8b-cpu-us min); s_self=$(best "$work/s.self" self-8b-cpu-us min)
+s_iself=$(best "$work/s.self" self-8b-inplace-cpu-us min)
 echo "mpi.self.send-recv-8b-cpu-us $s_self us (C $c_self us; one rank to itself)"
 echo "mpi.self.send-recv-8b-vs-c $(ratio "$s_self" "$c_self") x"
+echo "mpi.self.send-recv-8b-inplace-cpu-us $s_iself us (rmpi-send-bytes, rmpi-recv-bytes!)"
+echo "mpi.self.send-recv-8b-inplace-vs-c $(ratio "$s_iself" "$c_self") x"
 for btl in self,vader tcp,self; do
   name=${btl%%,self}; name=${name#self,}; [ "$name" = vader ] && name=shm
   ok=1
@@ -60,6 +64,16 @@ for btl in self,vader tcp,self; do
   s_ibw=$(best "$work/s.$name" bandwidth-1mb-immutable-mbs max)
   echo "mpi.$name.bandwidth-1mb-immutable $s_ibw MB/s (an immutable bytevector: sent without a copy)"
   echo "mpi.$name.bandwidth-1mb-immutable-vs-c $(ratio "$c_bw" "$s_ibw") x slower"
+  # in place: rmpi-send-bytes, rmpi-recv-bytes! into one buffer, as C does
+  p_rtt=$(best "$work/s.$name" pingpong-8b-inplace-us min)
+  p_bw=$(best "$work/s.$name" bandwidth-1mb-inplace-mbs max); p_sbw=$(best "$work/s.$name" bandwidth-1mb-inplace-shared-mbs max)
+  echo "mpi.$name.pingpong-8b-inplace-us $p_rtt us median (C $c_rtt us)"
+  echo "mpi.$name.pingpong-8b-inplace-mean-us $(best "$work/s.$name" pingpong-8b-inplace-mean-us min) us"
+  echo "mpi.$name.pingpong-8b-inplace-vs-c $(ratio "$p_rtt" "$c_rtt") x (target 1.3)"
+  echo "mpi.$name.bandwidth-1mb-inplace $p_bw MB/s (bytevector to bytevector; C $c_bw MB/s)"
+  echo "mpi.$name.bandwidth-1mb-inplace-vs-c $(ratio "$c_bw" "$p_bw") x slower (target 1.1)"
+  echo "mpi.$name.bandwidth-1mb-inplace-shared $p_sbw MB/s (shared bytes to shared bytes)"
+  echo "mpi.$name.bandwidth-1mb-inplace-shared-vs-c $(ratio "$c_bw" "$p_sbw") x slower"
 done
 for i in $(seq 1 "$runs"); do
   "$root/bin/spindle" run "$root/bench/mpi/pingpong.ss" places "$iters" "$big" >"$work/places.$i" 2>&1 \

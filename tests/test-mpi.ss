@@ -68,6 +68,21 @@
               (check-ok 2 text "stream")))
           '("self,vader" "tcp,self")))
 
+      (test "10^5 in-place messages (rmpi-send-bytes, rmpi-recv-bytes! into one buffer) between two ranks, in order and exactly once, beside rmpi-send's stream on the same tag and a second tag's, over shared memory and over TCP"
+        (for-each
+          (lambda (btl)
+            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "bytes-stream" 100000)])
+              (check-equal (format "over ~a: exit code" btl) 0 rc)
+              (unless (eqv? rc 0) (display text))
+              (check-ok 2 text "bytes-stream")))
+          '("self,vader" "tcp,self")))
+
+      (test "in-place receives: a buffer too small raises naming rmpi-recv-bytes! (and a large message writes nothing past the range); into shared vectors (1 MiB too); a thread parked on one while another counts; sync choosing between one and an alarm; a thread killed while parked loses no message"
+        (let-values ([(rc text secs) (mpirun 2 60 "bytes-misc")])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "bytes-misc")))
+
       (test "several hosts on one machine: 3 network namespaces joined by a bridge, 2, 2 and 1 ranks, launched through ip netns exec (or one host if the sandbox refuses)"
         (let* ([name (format "spt~a" (own-pid))]
                [log (format "~a/netns.out" work)]
@@ -125,7 +140,7 @@
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "broken-sender")))
 
-      (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, a 2 GiB message, bad collective arguments; a receive, send or collective after rmpi-finish"
+      (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, a 2 GiB message, bad collective arguments, bad in-place buffers and ranges; a receive, send (in place too) or collective after rmpi-finish"
         (let-values ([(rc text secs) (mpirun 2 60 "errors")])
           (check-equal "exit code" 0 rc)
           (unless (eqv? rc 0) (display text))

@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; MPI ranks, after Racket's rmpi: point-to-point messages, the receive
-;;; evt, barrier, broadcast, reductions, allgather, all-to-all and
+;;; evt, in-place byte messages (mpi-bytes), barrier, broadcast, reductions, allgather, all-to-all and
 ;;; communicator splits.  The manual: doc/reference.md, "(spindle mpi)".
 ;;;
 ;;; mpi-world (spindle private places) initialises MPI and ends the rank;
@@ -13,13 +13,14 @@
 ;;; encoding (spindle private places mpi-data).
 (library (spindle mpi)
   (export rmpi-world rmpi-comm? rmpi-available? rmpi-id rmpi-cnt
-          rmpi-send rmpi-recv rmpi-recv-evt rmpi-barrier rmpi-broadcast
+          rmpi-send rmpi-recv rmpi-recv-evt rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt rmpi-barrier rmpi-broadcast
           rmpi-reduce rmpi-allreduce rmpi-allgather rmpi-alltoall rmpi-alltoallv
           rmpi-comm-split rmpi-partition rmpi-finish)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (rename (spindle private places mpi-world) (rmpi-world world))
           (spindle private places mpi-engine)
           (spindle private places mpi-collectives)
+          (spindle private places mpi-bytes)
           (only (spindle thread) thread thread-dead?))
 
   ;; The engine's progress thread is a spindle thread; every program calls

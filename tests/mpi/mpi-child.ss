@@ -140,6 +140,116 @@
             (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0)))])
      (rmpi-barrier w)
      (say "ok stream"))]
+  [("bytes-stream")
+   ;; COUNT in-place messages 0 -> 1 (each 8 bytes: its index), in order
+   ;; and exactly once into one buffer, beside a stream of rmpi-send on the
+   ;; same tag (the two never mix), and a second tag's in-place stream
+   (let ([count (string->number (cadr args))] [buf (make-bytevector 8 0)])
+     (case me
+       [(0) (let ([out (make-bytevector 8 0)])
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (bytevector-s64-native-set! out 0 i)
+                (rmpi-send-bytes w 1 out)
+                (when (= 0 (mod i 1000)) (rmpi-send w 1 (list 'generic i)) (rmpi-send-bytes w 1 out 5 0 4)))
+              (rmpi-send-bytes w 1 (bytevector 1 2 3) 0 1 2))]
+       [(1) (do ([i 0 (+ i 1)]) ((= i count))
+              (let ([n (rmpi-recv-bytes! w 0 buf)])
+                (unless (and (= n 8) (= i (bytevector-s64-native-ref buf 0)))
+                  (fail "in-place message ~a: got ~a bytes, ~a" i n (bytevector-s64-native-ref buf 0)))))
+            (do ([i 0 (+ i 1000)]) ((>= i count))
+              (expect "rmpi-send's stream beside it" (list 'generic i) (rmpi-recv w 0))
+              (expect "tag 5: 4 bytes" 4 (rmpi-recv-bytes! w 0 buf 5))
+              (expect "tag 5 in order" (bitwise-and i #xffffffff) (bytevector-u32-native-ref buf 0)))
+            (let ([end (make-bytevector 4 9)])
+              (expect "a range: 1 byte into the middle of the buffer" 1 (rmpi-recv-bytes! w 0 end 0 2))
+              (expect "the range's byte" (bytevector 9 9 2 9) end))
+            (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-bytes!-evt w 0 buf)))])
+     (rmpi-barrier w)
+     (say "ok bytes-stream"))]
+  [("bytes-misc")
+   ;; buffer too small; a receive into a shared vector; a green thread
+   ;; parked on an in-place receive while another counts; sync choosing
+   ;; between an in-place receive and an alarm; 1 MiB each way from and
+   ;; into shared vectors
+   (case me
+     [(0) (rmpi-send-bytes w 1 (make-bytevector 100000 3) 4)
+          (rmpi-send-bytes w 1 (bytevector 5 6) 4)
+          (rmpi-send-bytes w 1 (make-bytevector 100 3))
+          (rmpi-send-bytes w 1 (bytevector 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16))
+          (expect "go" 'go (rmpi-recv w 1))
+          (rmpi-send-bytes w 1 (bytevector 42))
+          (expect "ready" 'ready (rmpi-recv w 1))
+          (rmpi-send-bytes w 1 (bytevector 7 7))
+          (let ([v (make-shared-fxvector 131072 0)])
+            (do ([i 0 (+ i 1)]) ((= i 131072)) (shared-fxvector-set! v i (* i 3)))
+            (rmpi-send-bytes w 1 v 3))
+          (let ([back (make-shared-bytes (expt 2 20) 0)])
+            (expect "1 MiB back into shared bytes" (expt 2 20) (rmpi-recv-bytes! w 1 back 3))
+            (expect "its last byte" 251 (shared-bytes-ref back (- (expt 2 20) 1))))
+          (expect "killed" 'killed (rmpi-recv w 1))
+          (rmpi-send-bytes w 1 (bytevector 9 9 9) 6)]
+     [(1) ;; a large message into a smaller range: an error, and nothing
+          ;; written past the range (Open MPI itself would write there)
+          (let* ([buf (make-bytevector 2000 0)]
+                 [msg (guard (c [(and (error? c) (who-condition? c) (message-condition? c))
+                                 (list (condition-who c) (condition-message c))])
+                        (rmpi-recv-bytes! w 0 buf 4 0 1000) #f)])
+            (expect "a large message too large raises, naming rmpi-recv-bytes!" 'rmpi-recv-bytes! (and msg (car msg)))
+            (unless (and msg (contains? (cadr msg) "100000 bytes") (contains? (cadr msg) "1000 bytes"))
+              (fail "the message says ~s" msg))
+            (expect "nothing written past the range" #t (for-all zero? (bytevector->u8-list (let ([b (make-bytevector 1000)]) (bytevector-copy! buf 1000 b 0 1000) b))))
+            (expect "the stream goes on" 2 (rmpi-recv-bytes! w 0 buf 4))
+            (expect "its bytes" '(5 6) (list (bytevector-u8-ref buf 0) (bytevector-u8-ref buf 1))))
+          (let ([small (make-bytevector 10 0)])
+            (let ([msg (guard (c [(and (error? c) (who-condition? c) (message-condition? c))
+                                  (list (condition-who c) (condition-message c))])
+                         (rmpi-recv-bytes! w 0 small) #f)])
+              (expect "a buffer too small raises, naming rmpi-recv-bytes!" 'rmpi-recv-bytes! (and msg (car msg)))
+              (unless (and msg (contains? (cadr msg) "100 bytes") (contains? (cadr msg) "10 bytes"))
+                (fail "the message says ~s" msg))))
+          (let ([sv (make-shared-bytes 32 0)])
+            (expect "into a shared vector, at 8" 16 (rmpi-recv-bytes! w 0 sv 0 8))
+            (expect "its bytes" '(0 1 2 16 0) (map (lambda (i) (shared-bytes-ref sv i)) '(7 8 9 23 24))))
+          (let* ([buf (make-bytevector 4 0)] [got #f]
+                 [t (thread (lambda () (set! got (rmpi-recv-bytes! w 0 buf))))])
+            (let ([end (+ (current-inexact-milliseconds) 500)])
+              (let loop ([k 0])
+                (if (< (current-inexact-milliseconds) end)
+                    (loop (+ k 1))
+                    (begin (say "counted ~a while a thread was parked on an in-place receive" k)
+                           (unless (> k 1000) (fail "counted only ~a" k))))))
+            (unless (eq? (thread-state t) 'parked) (fail "the in-place receiver is ~a, not parked" (thread-state t)))
+            (rmpi-send w 0 'go)
+            (unless (sync/timeout 10 t) (fail "the in-place receiver never woke"))
+            (expect "the parked receiver's count and byte" '(1 42) (list got (bytevector-u8-ref buf 0))))
+          (let* ([buf (make-bytevector 4 0)]
+                 [choose (lambda (ms)
+                           (sync (choice-evt (wrap-evt (rmpi-recv-bytes!-evt w 0 buf) (lambda (n) (list 'mpi n)))
+                                             (wrap-evt (alarm-evt (+ (current-inexact-milliseconds) ms)) (lambda (_) 'alarm)))))])
+            (expect "the alarm wins" 'alarm (choose 200))
+            (rmpi-send w 0 'ready)
+            (expect "the in-place receive wins" '(mpi 2) (choose 10000))
+            (expect "its bytes" (bytevector 7 7 0 0) buf)
+            (expect "then the alarm again, nothing duplicated" 'alarm (choose 200)))
+          (let ([in (make-shared-fxvector 131072 -1)])
+            (expect "1 MiB into a shared fxvector" (expt 2 20) (rmpi-recv-bytes! w 0 in 3))
+            (expect "its elements" '(0 3 393213) (map (lambda (i) (shared-fxvector-ref in i)) '(0 1 131071))))
+          (let ([out (make-shared-bytes (expt 2 20) 251)]) (rmpi-send-bytes w 0 out 3))
+          ;; a thread killed while parked on an in-place receive: its
+          ;; receive is cancelled (its buffer is never written), and the
+          ;; message goes to the next receive
+          (let* ([b (make-bytevector 8 0)] [t (thread (lambda () (rmpi-recv-bytes! w 0 b 6)))])
+            (sleep 0.2)
+            (unless (eq? (thread-state t) 'parked) (fail "the receiver to kill is ~a, not parked" (thread-state t)))
+            (kill-thread t)
+            (rmpi-send w 0 'killed)
+            (let ([b2 (make-bytevector 8 0)])
+              (expect "the next receive gets the message" 3 (rmpi-recv-bytes! w 0 b2 6))
+              (expect "its bytes" '(9 9 9) (list (bytevector-u8-ref b2 0) (bytevector-u8-ref b2 1) (bytevector-u8-ref b2 2))))
+            (sleep 0.1)
+            (expect "the killed receive's buffer is untouched" (make-bytevector 8 0) b))])
+   (rmpi-barrier w)
+   (say "ok bytes-misc")]
   [("parked")
    ;; rank 1: a thread parked on a receive while the main thread counts;
    ;; rank 0 sends only when asked.  Then: CPU time of a rank idle in a receive.
@@ -286,11 +396,18 @@
    (expect "alltoallv with too few counts" 'rmpi-alltoallv
      (raises? (lambda () (rmpi-alltoallv w (fxvector) (fxvector) (fxvector) (fxvector) (fxvector) (fxvector)))))
    (expect "comm-split with a negative color" 'rmpi-comm-split (raises? (lambda () (rmpi-comm-split w -1 0))))
+   (expect "rmpi-send-bytes of a string" 'rmpi-send-bytes (raises? (lambda () (rmpi-send-bytes w 0 "text"))))
+   (expect "rmpi-send-bytes to a bad rank" 'rmpi-send-bytes (raises? (lambda () (rmpi-send-bytes w n (bytevector 1)))))
+   (expect "rmpi-recv-bytes! with a bad tag" 'rmpi-recv-bytes! (raises? (lambda () (rmpi-recv-bytes! w 0 (make-bytevector 1) 40000))))
+   (expect "rmpi-recv-bytes! with an end past the buffer" 'rmpi-recv-bytes! (raises? (lambda () (rmpi-recv-bytes! w 0 (make-bytevector 4) 0 0 5))))
+   (expect "rmpi-recv-bytes!-evt from a bad rank" 'rmpi-recv-bytes!-evt (raises? (lambda () (rmpi-recv-bytes!-evt w -2 (make-bytevector 4)))))
    (rmpi-barrier w)
    (rmpi-finish w)
    (expect "after finish" 'rmpi-barrier (raises? (lambda () (rmpi-barrier w))))
    (expect "a receive after finish" 'rmpi-recv (raises? (lambda () (rmpi-recv w 0))))
    (expect "a send after finish" 'rmpi-send (raises? (lambda () (rmpi-send w 0 'x))))
+   (expect "an in-place receive after finish" 'rmpi-recv-bytes! (raises? (lambda () (rmpi-recv-bytes! w 0 (make-bytevector 8)))))
+   (expect "an in-place send after finish" 'rmpi-send-bytes (raises? (lambda () (rmpi-send-bytes w 0 (make-bytevector 8)))))
    (expect "allgather after finish" 'rmpi-allgather (raises? (lambda () (rmpi-allgather w 1))))
    (say "ok errors")]
   [("places")

@@ -21,7 +21,9 @@
           mpi-status-size mpi-status-source mpi-status-tag mpi-status-bytes
           mpi-init! mpi-initialized? mpi-finalized? mpi-finalize! mpi-abort!
           mpi-comm-rank mpi-comm-size
-          mpi-isend mpi-improbe mpi-mrecv mpi-mrecv-small mpi-get-count mpi-test
+          mpi-status-cancelled? mpi-any-source mpi-err-truncate
+          mpi-isend mpi-irecv mpi-improbe mpi-mrecv mpi-mrecv-small mpi-get-count mpi-test
+          mpi-test-safe mpi-cancel mpi-wait
           mpi-ibarrier mpi-ibcast mpi-iallreduce mpi-ireduce mpi-in-place
           mpi-iallgather mpi-iallgatherv mpi-ialltoall mpi-ialltoallv
           mpi-comm-split mpi-comm-null mpi-undefined
@@ -81,6 +83,8 @@
     (case op [(sum) (op-sum)] [(prod) (op-prod)] [(min) (op-min)] [else (op-max)]))
   (define mpi-in-place 1)               ; Open MPI's MPI_IN_PLACE is (void *) 1
   (define mpi-undefined -32766)         ; Open MPI's MPI_UNDEFINED
+  (define mpi-any-source -1)
+  (define mpi-err-truncate 15)          ; a message longer than its receive buffer
   (define (mpi-comm-null) (handle "ompi_mpi_comm_null"))
 
   ;; Open MPI's MPI_Status: MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled (ints), _ucount (size_t).
@@ -88,7 +92,9 @@
   (define (mpi-status-source st) (foreign-ref 'int st 0))
   (define (mpi-status-tag st) (foreign-ref 'int st 4))
   ;; The message's size in bytes (_ucount; MPI_Get_count of MPI_BYTE reads it).
+  ;; (After MPI_ERR_TRUNCATE, it is the message's whole size.)
   (define (mpi-status-bytes st) (foreign-ref 'size_t st 16))
+  (define (mpi-status-cancelled? st) (not (eqv? 0 (foreign-ref 'int st 12))))
 
   (define-mpi c-init-thread __collect_safe "MPI_Init_thread" (uptr uptr int uptr) int)
   (define-mpi c-initialized "MPI_Initialized" (uptr) int)
@@ -101,12 +107,21 @@
   (define-mpi c-error-string "MPI_Error_string" (int uptr uptr) int)
   (define-mpi mpi-isend "MPI_Isend" (uptr int uptr int int uptr uptr) int)
   (define-mpi mpi-improbe "MPI_Improbe" (int int uptr uptr uptr uptr) int)
+  ;; (buf count datatype source tag comm req)
+  (define-mpi mpi-irecv "MPI_Irecv" (uptr int uptr int int uptr uptr) int)
+  (define-mpi mpi-cancel "MPI_Cancel" (uptr) int)
+  ;; Only after MPI_Cancel (the receive then ends at once, or once the
+  ;; bytes of a message already matched have arrived).
+  (define-mpi mpi-wait __collect_safe "MPI_Wait" (uptr uptr) int)
   (define-mpi mpi-mrecv __collect_safe "MPI_Mrecv" (uptr int uptr uptr uptr) int)
   ;; For a small matched message, whose bytes have arrived with its match
   ;; (eager): the receive copies and returns, so no __collect_safe cost.
   (define-mpi mpi-mrecv-small "MPI_Mrecv" (uptr int uptr uptr uptr) int)
   (define-mpi mpi-get-count "MPI_Get_count" (uptr uptr uptr) int)
   (define-mpi mpi-test "MPI_Test" (uptr uptr uptr) int)
+  ;; For a request whose test may copy a large message (its buffers are
+  ;; foreign or locked).
+  (define-mpi mpi-test-safe __collect_safe "MPI_Test" (uptr uptr uptr) int)
   (define-mpi mpi-ibarrier "MPI_Ibarrier" (uptr uptr) int)
   (define-mpi mpi-ibcast "MPI_Ibcast" (uptr int uptr int uptr uptr) int)
   (define-mpi mpi-iallreduce "MPI_Iallreduce" (uptr uptr int uptr uptr uptr uptr) int)

@@ -20,14 +20,19 @@
 ;;; whose peer answers quickly never sleeps.
 ;;;
 ;;; engine-lock (a Chez mutex, held with interrupts disabled) serialises
-;;; every MPI call and guards the receivers, the early messages and the
-;;; requests.  A message matched for a receiver whose sync another branch
-;;; won goes to `early`, which every receive looks at before MPI, so no
-;;; message is lost and the order per (source, tag) is MPI's.
+;;; the MPI calls of the progress thread, the evts and the large
+;;; messages, and guards the receivers, the early messages and the
+;;; requests; a small message's send and a receive's probes call MPI
+;;; without it (with-mpi-call: MPI_THREAD_MULTIPLE allows that), in
+;;; memory of their OS thread's own.  A message matched for a receiver
+;;; whose sync another branch won goes to `early`, which every receive
+;;; looks at before MPI, so no message is lost and the order per
+;;; (source, tag) is MPI's.
 
 (library (spindle private places mpi-engine)
   (export run-request! with-engine send-message recv-internal
-          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!)
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!
+          handle->pending add-request! remove-request! cancel-pending! test! poke! add-prober! remove-prober!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-from-bytevector!)
@@ -57,8 +62,27 @@
     (set! progress-dead? dead?))
 
   (define-record-type recv-waiter (fields comm src tag syncer branch) (sealed #t))
-  ;; owned: foreign memory freed with the request once MPI is done with it.
-  (define-record-type pending (fields req status owned latch (mutable result)) (sealed #t))
+  ;; A request the progress thread completes.  owned: what MPI uses until
+  ;; it completes (see release!); on-done: (lambda (rc status)), called
+  ;; under engine-lock once it completes, before its memory is freed.
+  (define-record-type pending (fields req status owned on-done (mutable done?)) (sealed #t))
+  (define (ignore-completion rc st) (void))
+
+  ;; A pending request of the MPI request handle h (new foreign memory for
+  ;; it and its status).
+  (define (handle->pending h owned on-done)
+    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) owned on-done #f)])
+      (foreign-set! 'uptr (pending-req p) 0 h)
+      p))
+
+  ;; Under engine-lock: p joins the requests the progress thread tests
+  ;; (poke?: wake it now; a caller that spins on p itself wakes it only
+  ;; when it stops).
+  (define (add-request! p poke?)
+    (set! requests (cons p requests))
+    (when poke? (poke!)))
+
+
 
   ;; Called under engine-lock: makes sure the progress thread will look
   ;; soon (it may be asleep on its latch or in its backoff).
@@ -95,14 +119,30 @@
     (+ scratch i))
   (define small-message 4096)     ; below Open MPI's eager limits (vader 4 KiB, tcp 64 KiB)
   (define recv-buffer #f)
+  (define (locked-rbuf) (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer)))
   (define send-buffer #f)         ; handed to a send that did not complete at once
+
+  ;; The fast paths of a small message (a send, a receive's probes) make
+  ;; their MPI calls without engine-lock (with-mpi-call), in their OS
+  ;; thread's own memory: the area (flag, message, status, request,
+  ;; status at 0, 8, 24, 48, 56; a receive buffer of small-message bytes
+  ;; at 128) and a send buffer (handed to a send that did not complete at
+  ;; once).  Used with interrupts disabled: no other green thread runs on
+  ;; that OS thread meanwhile.
+  (define thread-area (make-thread-parameter #f))
+  (define (area) (or (thread-area) (let ([a (malloc (+ 128 small-message))]) (thread-area a) a)))
+  (define thread-send-buffer (make-thread-parameter #f))
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
   ;; src tag), received but not decoded, as (src raw? . body) (raw?
   ;; 'large: body is the received bytevector itself); #f if none has
   ;; arrived; or MPI's error code.
-  (define (probe-raw! comm src tag)
-    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)])
+  ;; sc: scratch memory (flag, message handle, status at 0, 8, 24) and
+  ;; rbuf, a buffer of small-message bytes: the engine's under
+  ;; engine-lock, or an OS thread's own (thread-area) with interrupts
+  ;; disabled.
+  (define (probe-raw! sc rbuf comm src tag)
+    (let ([flag sc] [msg (+ sc 8)] [st (+ sc 24)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-improbe (or src -1) tag (rmpi-comm-handle comm) flag msg st)])
         (cond
@@ -110,13 +150,13 @@
           [(eqv? 0 (foreign-ref 'int flag 0)) #f]
           [else
            (let* ([n (mpi-status-bytes st)] [small? (fx<= n small-message)]
-                  [buf (if small? (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer)) (malloc n))])
+                  [buf (if small? rbuf (malloc n))])
              (let ([rc (if small? (mpi-mrecv-small buf n (mpi-byte) msg st) (mpi-mrecv buf n (mpi-byte) msg st))]
                    [from (mpi-status-source st)])
                (let ([r (cond
                           [(not (eqv? rc 0)) rc]
                           [(fx= (foreign-ref 'unsigned-8 buf 0) header-kind)
-                           (let ([bv (receive-large! comm from tag (foreign-ref 'integer-64 buf 1))])
+                           (let ([bv (receive-large! sc comm from tag (foreign-ref 'integer-64 buf 1))])
                              (if (fixnum? bv) bv (cons* from 'large bv)))]
                           [else (let-values ([(raw? body) (foreign->body buf n)]) (cons* from raw? body))])])
                  (unless small? (free buf))
@@ -130,15 +170,15 @@
 
   ;; Under engine-lock: the next message for (comm src tag), decoded, or #f.
   (define (probe! who comm src tag)
-    (let ([r (probe-raw! comm src tag)])
+    (let ([r (probe-raw! (scratch-at 0) (locked-rbuf) comm src tag)])
       (and r (raw->message who comm tag r))))
 
   ;; Under engine-lock: the body of a large message whose header came from
   ;; `from`: MPI's next match from there, which the sender posted with the
   ;; header, received straight into a new (locked) bytevector; or MPI's
   ;; error code.
-  (define (receive-large! comm from tag n)
-    (let ([flag (scratch-at 0)] [msg (scratch-at 8)] [st (scratch-at 24)] [bv (make-bytevector n)])
+  (define (receive-large! sc comm from tag n)
+    (let ([flag sc] [msg (+ sc 8)] [st (+ sc 24)] [bv (make-bytevector n)])
       (let ([rc (let wait ()
                   (foreign-set! 'int flag 0 0)
                   (let ([rc (mpi-improbe from tag (rmpi-comm-handle comm) flag msg st)])
@@ -170,10 +210,37 @@
                    (push-early! m))
                  #f])))
           receivers))
+      (unless (null? probers)
+        (set! probers (filter (lambda (p) (if (p) (begin (set! moved #t) #f) #t)) probers)))
       (let ([before (length requests)])
         (reap!)
         (unless (fx= before (length requests)) (set! moved #t)))
-      (cond [moved 'moved] [(and (null? receivers) (null? requests)) 'idle] [else 'waiting]))))
+      (cond [moved 'moved] [(and (null? receivers) (null? requests) (null? probers)) 'idle] [else 'waiting]))))
+
+  ;; Under engine-lock: takes p back before it completed (the caller
+  ;; cancels it); #f if it completed already.
+  (define (remove-request! p)
+    (and (not (pending-done? p))
+         (begin (set! requests (remq p requests)) #t)))
+
+  ;; Under engine-lock, for a receive p that remove-request! took back:
+  ;; cancels it (MPI_Cancel, then MPI_Wait: at once for a receive not yet
+  ;; matched, else once its bytes are in); a message it received all the
+  ;; same goes to its on-done.
+  (define (cancel-pending! p)
+    (unless (world-finalized?)
+      (mpi-cancel (pending-req p))
+      (let ([rc (mpi-wait (pending-req p) (pending-status p))])
+        (unless (and (eqv? rc 0) (mpi-status-cancelled? (pending-status p)))
+          ((pending-on-done p) rc (pending-status p)))))
+    (pending-done?-set! p #t)
+    (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p)))
+
+  ;; Other receivers' probes (in-place receives, mpi-bytes): thunks called
+  ;; under engine-lock each round until one returns #t (it is then dropped).
+  (define probers '())
+  (define (add-prober! p) (set! probers (append probers (list p))) (poke!))
+  (define (remove-prober! p) (set! probers (remq p probers)))
 
   ;; Under engine-lock: tests the requests, dropping the completed.
   (define (reap!)
@@ -211,23 +278,27 @@
                 (loop #f 0.05)]
                [else (loop spin-since (min max-sleep-ms (* pause 2)))]))]))))
 
-  ;; What a request owns: foreign memory, a pooled buffer (address .
-  ;; size), or a bytevector MPI reads in place.
+  ;; What a request owns: foreign memory (an address), a pooled buffer
+  ;; (address . size), a bytevector MPI reads or writes in place (locked),
+  ;; or any other object kept alive until MPI is done (a shared vector).
   (define (release! x)
-    (cond [(bytevector? x) (unlock-object x)] [(pair? x) (buffer-free (car x) (cdr x))] [else (free x)]))
+    (cond [(bytevector? x) (unlock-object x)] [(pair? x) (buffer-free (car x) (cdr x))] [(integer? x) (free x)] [else (void)]))
 
-  ;; Under engine-lock: #t (and the latch fired, the request's memory
+  ;; Under engine-lock: #t (and its on-done called, the request's memory
   ;; freed) once p completed.
+  ;; (A waiting sender tests its own request too, so p may be done
+  ;; already; reap! then drops it.)
   (define (test! p)
+    (or (pending-done? p)
     (let ([flag (scratch-at 0)])
       (foreign-set! 'int flag 0 0)
       (let ([rc (mpi-test (pending-req p) flag (pending-status p))])
         (let ([done (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))])
           (when done
-            (pending-result-set! p rc)
-            (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p))
-            (latch-fire! (pending-latch p)))
-          done))))
+            (pending-done?-set! p #t)
+            ((pending-on-done p) rc (pending-status p))
+            (free (pending-req p)) (free (pending-status p)) (for-each release! (pending-owned p)))
+          done)))))
 
   ;; Starts a request with (start req-pointer) and waits for it.  The
   ;; request's memory and `owned` are freed by whoever sees it complete,
@@ -235,18 +306,18 @@
   ;; buffers alone.  Memory the waiter reads afterwards is its own to free
   ;; on a normal return (on an abnormal one it is left, not freed early).
   (define (run-request! who owned start)
-    (let* ([req (malloc 8)] [st (malloc mpi-status-size)]
-           [p (make-pending req st owned (make-latch (lambda (l) (void))) #f)])
+    (let* ([req (malloc 8)] [st (malloc mpi-status-size)] [latch (make-latch (lambda (l) (void)))] [result #f]
+           [p (make-pending req st owned (lambda (rc st) (set! result rc) (latch-fire! latch)) #f)])
       (let ([rc (with-atomic
                   (with-os-mutex engine-lock
                     (let ([rc (start req)])
                       (if (eqv? rc 0)
-                          (unless (test! p) (set! requests (cons p requests)) (poke!))
+                          (unless (test! p) (add-request! p #t))
                           (begin (free req) (free st) (for-each release! owned)))
                       rc)))])
         (check-rc who rc)
-        (sync (pending-latch p))
-        (check-rc who (pending-result p)))))
+        (sync latch)
+        (check-rc who result))))
 
   ;; ------------------------------------------------------------ messages
   ;; A message is one kind byte then its body (mpi-data), in foreign memory:
@@ -270,11 +341,13 @@
       (let ([n (fx+ 1 (bytevector-length body))])
         (when (> n max-message)
           (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
-        (let ([rc (with-engine-lock
-                    ;; completes earlier sends first: a sender that never
-                    ;; waits may not let the progress thread run, and their
-                    ;; buffers are wanted back
-                    (unless (or (world-finalized?) (null? requests)) (reap!))
+        ;; completes earlier sends first: a sender that never waits may
+        ;; not let the progress thread run, and their buffers are wanted
+        ;; back (requests read unlocked: a hint)
+        (unless (null? requests) (with-engine-lock (unless (world-finalized?) (reap!))))
+        (let ([rc (if (and (fx<= n small-message) (not (and raw? (fx> n large-message))))
+                   (send-small-fast! comm dest tag (if raw? 1 0) body n)
+                   (with-engine-lock
                     (cond
                       [(world-finalized?) 'finalized]
                       [(and raw? (fx> n large-message))
@@ -301,9 +374,33 @@
                          (fill! buf (if raw? 1 0) body)
                          (let ([rc (post-send! buf n comm dest tag buf)])
                            (unless (eq? rc 'pending) (free buf))
-                           rc))]))])
+                           rc))])))])
           (when (eq? rc 'finalized) (error who "MPI has been finalised"))
           (unless (sent? rc) (check-rc who rc))))))
+
+  ;; A message of n <= small-message bytes (kind, then body) from this OS
+  ;; thread's send buffer, MPI_Isend and one MPI_Test without the lock;
+  ;; one MPI does not complete at once keeps the buffer and goes to the
+  ;; progress thread.  MPI's error code, 0, or 'finalized.
+  (define (send-small-fast! comm dest tag kind body n)
+    (with-interrupts-off
+      (let ([r (with-mpi-call 'finalized
+                 (let ([a (area)]
+                       [buf (or (thread-send-buffer) (let ([b (malloc small-message)]) (thread-send-buffer b) b))])
+                   (fill! buf kind body)
+                   (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) (+ a 48))])
+                     (if (not (eqv? rc 0))
+                         rc
+                         (begin
+                           (foreign-set! 'int a 0 0)
+                           (let ([rc (mpi-test (+ a 48) a (+ a 56))])
+                             (cond
+                               [(not (eqv? rc 0)) rc]
+                               [(not (eqv? 0 (foreign-ref 'int a 0))) 0]
+                               [else (thread-send-buffer #f) (cons (foreign-ref 'uptr (+ a 48) 0) buf)])))))))])
+        (if (pair? r)
+            (with-engine-lock (add-request! (handle->pending (car r) (list (cdr r)) ignore-completion) #t) 0)
+            r))))
 
   (define (sent? rc) (or (eqv? rc 0) (eq? rc 'pending)))
 
@@ -336,10 +433,8 @@
               (let ([rc (mpi-test req flag st)])
                 (if (or (not (eqv? rc 0)) (not (eqv? 0 (foreign-ref 'int flag 0))))
                     rc
-                    (let ([p (make-pending (malloc 8) (malloc mpi-status-size) (list owned) (make-latch (lambda (l) (void))) #f)])
-                      (foreign-set! 'uptr (pending-req p) 0 (foreign-ref 'uptr req 0))
-                      (set! requests (cons p requests))
-                      (poke!)
+                    (begin
+                      (add-request! (handle->pending (foreign-ref 'uptr req 0) (list owned) ignore-completion) #t)
                       'pending))))))))
 
   (define rmpi-send
@@ -406,9 +501,13 @@
   ;; the worker's other threads run.  (cons* comm src tag value) or #f.
   (define spin-recv-us 30.)
   (define (spin-for-message comm src tag)
+    ;; (early read unlocked: a hint; an early message is taken under the
+    ;; lock, MPI probed without it)
     (define (look)
-      (let ([r (with-engine-lock (or (take-early! comm src tag) (probe-raw! comm src tag)))])
+      (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag)))
+                   (with-mpi-call 'finalized (let ([a (area)]) (probe-raw! a (+ a 128) comm src tag))))])
         (cond
+          [(eq? r 'finalized) (error 'rmpi-recv "MPI has been finalised")]
           [(or (not r) (rmpi-comm? (car r))) r]    ; nothing, or an early message
           [else (raw->message 'rmpi-recv comm tag r)])))
     (or (look)

@@ -1,6 +1,7 @@
 #!chezscheme
 ;;; The MPI world of (spindle mpi): initialising MPI, the communicator
-;;; record and its argument checks, the lock that serialises MPI calls,
+;;; record and its argument checks, the lock that serialises MPI calls
+;;; (and the count of those made without it, which finalising waits for),
 ;;; and the end of a rank: MPI_Finalize on a normal end, MPI_Abort (naming
 ;;; the rank and why) when it ends by an error.
 ;;;
@@ -11,7 +12,7 @@
   (export make-rmpi-comm rmpi-comm? rmpi-comm-handle rmpi-comm-id rmpi-comm-cnt
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
           check-comm check-rank check-tag check-rc internal-tag max-message
-          engine-lock with-engine-lock world-finalized?)
+          engine-lock with-engine-lock world-finalized? with-mpi-call with-interrupts-off)
   (import (chezscheme)
           (spindle private os mpi)
           (only (spindle private os processes) own-pid)
@@ -91,18 +92,47 @@
     (finalize!))
 
   ;; Under engine-lock, so that the progress thread is not inside an MPI
-  ;; call, and it makes no call afterwards (progress-step! checks).
+  ;; call, and it makes no call afterwards (progress-step! checks); and
+  ;; once no call without the lock (with-mpi-call) is under way.
   (define (finalize!)
     (with-atomic
       (with-os-mutex engine-lock
-        (unless (mpi-finalized?) (set! finalized? #t) (mpi-finalize!)))))
+        (unless (mpi-finalized?)
+          ;; a CAS: a full fence between this write and the reads of
+          ;; `active` (a call that entered after it sees the flag)
+          (box-cas! finalized #f #t)
+          (let wait () (unless (eqv? 0 (unbox active)) (wait)))
+          (mpi-finalize!)))))
 
-  (define finalized? #f)
-  (define (world-finalized?) finalized?)
+  (define finalized (box #f))
+  (define (world-finalized?) (unbox finalized))
+
+  ;; MPI calls made without engine-lock (MPI_THREAD_MULTIPLE allows them
+  ;; from any thread): the number under way, so that finalize! waits for
+  ;; them.  with-mpi-call runs its body with interrupts disabled, counted
+  ;; in active, or finalised-value once MPI is finalised.  The body must
+  ;; not raise, and wait only for MPI itself.
+  (define active (box 0))
+  ;; (Interrupts are disabled and enabled explicitly, not by
+  ;; with-interrupts-disabled, which is a dynamic-wind: the body does not
+  ;; raise.)
+  (define-syntax with-interrupts-off
+    (syntax-rules ()
+      [(_ e1 e2 ...) (begin (disable-interrupts) (let ([v (begin e1 e2 ...)]) (enable-interrupts) v))]))
+  (define-syntax with-mpi-call
+    (syntax-rules ()
+      [(_ finalised-value e1 e2 ...)
+       (begin
+         (disable-interrupts)
+         (let inc () (let ([n (unbox active)]) (unless (box-cas! active n (fx+ n 1)) (inc))))
+         (let ([v (if (unbox finalized) finalised-value (begin e1 e2 ...))])
+           (let dec () (let ([n (unbox active)]) (unless (box-cas! active n (fx- n 1)) (dec))))
+           (enable-interrupts)
+           v))]))
 
   (define (check-comm who c)
     (unless (rmpi-comm? c) (assertion-violation who "expected an rmpi communicator" c))
-    (when finalized? (error who "MPI has been finalised")))
+    (when (unbox finalized) (error who "MPI has been finalised")))
   (define (check-rank who c r)
     (unless (and (fixnum? r) (fx<= 0 r) (fx< r (rmpi-comm-cnt c)))
       (assertion-violation who (format "expected a rank in [0, ~a)" (rmpi-comm-cnt c)) r)))
@@ -116,7 +146,8 @@
   (define (rmpi-cnt comm) (check-comm 'rmpi-cnt comm) (rmpi-comm-cnt comm))
 
   ;; engine-lock (a Chez mutex, held with interrupts disabled) serialises
-  ;; every MPI call; the engine's state is under it too.
+  ;; the MPI calls not made under with-mpi-call; the engine's state is
+  ;; under it too.
   (define engine-lock (make-mutex))
 
   ;; with-os-mutex on engine-lock without dynamic-wind, for the paths every
@@ -126,8 +157,10 @@
   (define-syntax with-engine-lock
     (syntax-rules ()
       [(_ e1 e2 ...)
-       (with-interrupts-disabled
+       (begin
+         (disable-interrupts)
          (mutex-acquire engine-lock)
          (let ([v (begin e1 e2 ...)])
            (mutex-release engine-lock)
+           (enable-interrupts)
            v))])))

@@ -1,0 +1,557 @@
+#!chezscheme
+;;; Point-to-point messages of raw bytes, in place: rmpi-send-bytes sends
+;;; a range of a bytevector or shared vector without copying it, and
+;;; rmpi-recv-bytes! receives straight into the caller's buffer (MPI_Irecv
+;;; posted into it: no probe, no allocation, no decoding) and returns the
+;;; byte count.  The fast path of (spindle mpi) for data that is already
+;;; bytes.
+;;;
+;;; Tags: a message of tag t travels on direct-tag (t + 32768) or, when
+;;; large, as a header there and its bytes on data-tag (t + 65536):
+;;; streams of their own, never mixed with rmpi-send's.
+;;;
+;;; Why headers: Open MPI 4.1.4 writes a truncated rendezvous message (one
+;;; over the transport's eager limit) past the end of the receive buffer,
+;;; over shared memory (cma) and over TCP (bench/MPI.md has the C
+;;; reproduction); a truncated eager message it cuts correctly (checked
+;;; with guard bytes on self, vader and tcp), reporting MPI_ERR_TRUNCATE
+;;; and the whole size.  So only messages under header-size bytes (eager
+;;; on every transport: self's limit is 1 KiB with headers) go direct; a
+;;; larger one sends a header of exactly header-size bytes (its length
+;;; first), then its bytes on data-tag.  A receive posted into the
+;;; caller's range thus meets only eager messages: a header (header-size
+;;; bytes, cut short if the range is smaller), or a direct message (an
+;;; error if larger than the range).  After a header it takes the bytes
+;;; from data-tag with a matched probe (MPI_Improbe, then MPI_Mrecv of
+;;; exactly the probed size, into the range; into scratch memory,
+;;; dropped, and an error when larger).
+;;;
+;;; MPI writes a receive buffer, and reads a send buffer, until the request
+;;; completes, from whichever OS thread makes an MPI call: a bytevector is
+;;; locked (lock-object) unless the request completes while interrupts
+;;; are still disabled after its address was taken (no collection can
+;;; move it meanwhile).
+;;;
+;;; Waiting: the common message arrives within microseconds, so a receive
+;;; first tests its request with interrupts disabled (first-looks tests,
+;;; ~2 us), then tests it yielding every 8 tests for spin-us, then parks:
+;;; it hands its posted request to a receive evt (`adopted`) and syncs on
+;;; it, and the progress thread tests it from then on.  A send that MPI
+;;; does not complete at once (a rendezvous) is tested the same way, for
+;;; spin-us plus a nanosecond per byte, then parks.  While the receiving
+;;; thread owns a posted request, a break or kill cancels it
+;;; (dynamic-wind, and the thread's kill cleanup).
+;;;
+;;; A message MPI wrote for a receive whose sync another branch won, or
+;;; that was cancelled too late, is copied to `early` and is the next
+;;; receive's for its (comm, source, tag): none is lost.  A header whose
+;;; bytes were not taken stays there as "owed".
+(library (spindle private places mpi-bytes)
+  (export rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt)
+  (import (except (chezscheme) sleep make-parameter parameterize)
+          (spindle private os mpi)
+          (only (spindle private os memory) malloc free foreign->bytevector! bytevector->foreign!)
+          (only (spindle private os libc) bytes-at)
+          (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
+          (only (spindle private core evt-core) prim-evt commit-one! commit-partner! make-latch latch-fire!
+                record-prints-as! evt-trace-reason!)
+          (only (spindle private core scheduler) yield! current-gthread gthread-cleanup-set!)
+          (only (spindle private core sync) sync wrap-evt current-inexact-monotonic-milliseconds)
+          (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length
+                shared-vector-address)
+          (spindle private places mpi-world)
+          (only (spindle private places mpi-engine) handle->pending add-request! remove-request! cancel-pending!
+                test! poke! add-prober! remove-prober!))
+
+  (define (direct-tag t) (fx+ t 32768))   ; Open MPI's MPI_TAG_UB is 2^31-1
+  (define (data-tag t) (fx+ t 65536))
+  (define header-size 512)
+  (define spin-us 30.)
+  ;; Buffers above this are tested with a __collect_safe MPI_Test: a test
+  ;; may copy the whole message (single-copy cma), which must not hold up
+  ;; other threads' collections.
+  (define large-buffer 65536)
+  ;; The blocking receive's first tests, before it lets other threads
+  ;; run: about 2 us, time enough for most answers of a peer that runs.
+  (define first-looks 32)
+
+  ;; ------------------------------------------------------------ buffers
+  (define (buffer-size who buf)
+    (cond
+      [(bytevector? buf) (bytevector-length buf)]
+      [(shared-vector? buf)
+       (if (eq? (shared-vector-kind buf) 'bytes) (shared-vector-length buf) (fx* 8 (shared-vector-length buf)))]
+      [else (assertion-violation who "expected a bytevector or a shared vector" buf)]))
+
+  ;; The address of byte i of buf; for a bytevector, valid only until the
+  ;; next collection (interrupts disabled, no __collect_safe call since).
+  (define-syntax buffer-address
+    (syntax-rules ()
+      [(_ buf i) (if (bytevector? buf) (bytes-at buf i) (+ (shared-vector-address buf) i))]))
+
+  (define (lock! buf) (when (bytevector? buf) (lock-object buf)))
+  (define (unlock! buf) (when (bytevector? buf) (unlock-object buf)))
+
+  ;; (values start n): the byte range [start, end) of buf (end #f: its
+  ;; end).
+  (define (byte-range who buf start end)
+    (let* ([size (buffer-size who buf)] [end (or end size)])
+      (unless (and (fixnum? start) (fx<= 0 start size))
+        (assertion-violation who (format "expected a start in [0, ~a]" size) start))
+      (unless (and (fixnum? end) (fx<= start end size))
+        (assertion-violation who (format "expected an end in [~a, ~a]" start size) end))
+      (unless (fx<= (fx- end start) max-message)
+        (error who (format "a range of ~a bytes is too large (at most ~a)" (fx- end start) max-message)))
+      (values start (fx- end start))))
+
+  ;; The optional arguments [tag 0 [start 0 [end #f]]] of the procedures.
+  (define-syntax define-with-range
+    (syntax-rules ()
+      [(_ (name a ...) body)
+       (define name
+         (case-lambda
+           [(a ...) (body a ... 0 0 #f)]
+           [(a ... tag) (body a ... tag 0 #f)]
+           [(a ... tag start) (body a ... tag start #f)]
+           [(a ... tag start end) (body a ... tag start end)]))]))
+
+  ;; Scratch foreign memory: flag, request, matched message, status, and
+  ;; a header to send, at base sc.  The locked paths (the evts, cancelling)
+  ;; use locked-scratch, under engine-lock; the fast paths, which make
+  ;; their MPI calls without the lock (with-mpi-call), use their OS
+  ;; thread's own, with interrupts disabled (so no other green thread runs
+  ;; on that OS thread meanwhile).
+  (define-syntax flag (syntax-rules () [(_ sc) sc]))
+  (define-syntax req (syntax-rules () [(_ sc) (fx+ sc 8)]))
+  (define-syntax msg (syntax-rules () [(_ sc) (fx+ sc 16)]))
+  (define-syntax status (syntax-rules () [(_ sc) (fx+ sc 24)]))
+  (define-syntax header (syntax-rules () [(_ sc) (fx+ sc 64)]))
+  (define scratch-size (fx+ 64 header-size))
+  (define locked-sc #f)
+  (define (locked-scratch) (or locked-sc (begin (set! locked-sc (malloc scratch-size)) locked-sc)))
+  (define thread-sc (make-thread-parameter #f))   ; one per OS thread, never freed
+  (define (thread-scratch) (or (thread-sc) (let ([sc (malloc scratch-size)]) (thread-sc sc) sc)))
+
+
+  ;; ------------------------------------------------------------ results
+  ;; A receive's result: its byte count (a fixnum); (header . source): a
+  ;; large message's header, its bytes still to take from data-tag; or why
+  ;; it failed: (too-small size . capacity), (mpi . rc) or (finalized),
+  ;; raised by the receiving thread (check-result), never under a lock.
+  (define (header? r) (and (pair? r) (eq? (car r) 'header)))
+
+  (define (check-result who r)
+    (if (fixnum? r)
+        r
+        (case (car r)
+          [(too-small) (error who (format "a message of ~a bytes does not fit in the buffer's ~a bytes (it is dropped)" (cadr r) (cddr r)))]
+          [(finalized) (error who "MPI has been finalised")]
+          [else (error who (mpi-error-string (cdr r)))])))
+
+  ;; The result of a completed direct-tag receive (rc, status st) into
+  ;; buf's range of n bytes.
+  (define (direct-result rc st n)
+    (let ([c (mpi-status-bytes st)])
+      (cond
+        [(not (or (eqv? rc 0) (eqv? rc mpi-err-truncate))) (cons 'mpi rc)]
+        [(fx= c header-size) (cons 'header (mpi-status-source st))]
+        [(eqv? rc mpi-err-truncate) (cons* 'too-small c n)]
+        [else c])))
+
+  ;; ------------------------------------------------------------ early messages
+  (define early '())              ; #(comm source tag payload), oldest first: bytes, a failure, or (header . source)
+
+  ;; Under engine-lock: keeps result r of a receive that no sync takes
+  ;; (from the source in status st; the bytes, if any, in buf) for the
+  ;; next receive.
+  (define (keep-early! comm tag buf start r st)
+    (set! early
+      (append early
+        (list (vector comm (mpi-status-source st) tag
+                      (if (fixnum? r)
+                          (let ([b (make-bytevector r)])
+                            (if (bytevector? buf)
+                                (bytevector-copy! buf start b 0 r)
+                                (foreign->bytevector! (+ (shared-vector-address buf) start) b 0 r))
+                            b)
+                          r))))))
+
+  ;; Under engine-lock: the first early message for (comm src tag) copied
+  ;; into buf, as a result; or #f.
+  (define (take-early! comm src tag buf start n)
+    (let loop ([l early] [prev #f])
+      (cond
+        [(null? l) #f]
+        [(let ([m (car l)]) (and (eq? comm (vector-ref m 0)) (or (not src) (eqv? src (vector-ref m 1))) (eqv? tag (vector-ref m 2))))
+         (if prev (set-cdr! prev (cdr l)) (set! early (cdr l)))
+         (let ([p (vector-ref (car l) 3)])
+           (cond
+             [(not (bytevector? p)) p]
+             [(fx> (bytevector-length p) n) (cons* 'too-small (bytevector-length p) n)]
+             [else
+              (if (bytevector? buf)
+                  (bytevector-copy! p 0 buf start (bytevector-length p))
+                  (bytevector->foreign! p 0 (+ (shared-vector-address buf) start) (bytevector-length p)))
+              (bytevector-length p)]))]
+        [else (loop (cdr l) l)])))
+
+  ;; ------------------------------------------------------------ requests
+  ;; MPI_Test of request handle h (scratch sc): #t once it completed (its
+  ;; status in sc), an MPI error code, or #f.  A test may copy a whole
+  ;; message, so a large buffer's is __collect_safe (the buffer is locked).
+  (define (test-handle sc h cap)
+    (foreign-set! 'uptr (req sc) 0 h)
+    (foreign-set! 'int (flag sc) 0 0)
+    (let ([rc (if (fx> cap large-buffer) (mpi-test-safe (req sc) (flag sc) (status sc)) (mpi-test (req sc) (flag sc) (status sc)))])
+      (cond
+        [(not (eqv? rc 0)) rc]
+        [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
+        [else #t])))
+
+  ;; A posted direct-tag receive: its request handle, and whether buf is
+  ;; locked for it.
+  (define-record-type posted (fields h locked?) (sealed #t))
+
+  ;; Under with-mpi-call or engine-lock: posts a receive on direct-tag
+  ;; into buf's range and tests it up to `looks` times, interrupts
+  ;; disabled throughout (so no collection moves buf meanwhile): a result
+  ;; once it completed, else the posted receive, buf then locked.  A
+  ;; buffer tested __collect_safe is locked before.
+  (define (post-recv! sc comm src tag buf start n looks)
+    (let ([early-lock? (fx> n large-buffer)])
+      (when early-lock? (lock! buf))
+      (let ([rc (mpi-irecv (buffer-address buf start) n (mpi-byte) (or src mpi-any-source) (direct-tag tag)
+                           (rmpi-comm-handle comm) (req sc))])
+        (if (not (eqv? rc 0))
+            (begin (when early-lock? (unlock! buf)) (cons 'mpi rc))
+            (let ([h (foreign-ref 'uptr (req sc) 0)])
+              (let look ([k 1])
+                (let ([t (test-handle sc h n)])
+                  (cond
+                    [t (when early-lock? (unlock! buf)) (direct-result (if (eq? t #t) 0 t) (status sc) n)]
+                    [(fx< k looks) (look (fx+ k 1))]
+                    [else (unless early-lock? (lock! buf)) (make-posted h #t)]))))))))
+
+  ;; The result of posted receive p once its test gave t (status in sc).
+  (define (posted-result p t sc buf n)
+    (when (posted-locked? p) (unlock! buf))
+    (direct-result (if (eq? t #t) 0 t) (status sc) n))
+
+  ;; Under engine-lock: cancels posted receive p; what it had received
+  ;; all the same becomes early.
+  (define (cancel-posted! comm tag buf start n p)
+    (unless (world-finalized?)
+      (let ([sc (locked-scratch)])
+        (foreign-set! 'uptr (req sc) 0 (posted-h p))
+        (mpi-cancel (req sc))
+        (let ([rc (mpi-wait (req sc) (status sc))])
+          (unless (and (eqv? rc 0) (mpi-status-cancelled? (status sc)))
+            (keep-early! comm tag buf start (direct-result rc (status sc) n) (status sc))))))
+    (when (posted-locked? p) (unlock! buf)))
+
+  ;; Probes once for the bytes of a large message from src (after its
+  ;; header) and receives them into buf: a result, or #f if they have not
+  ;; come.  Bytes larger than buf go to scratch memory and are dropped.
+  (define (probe-data! sc comm src tag buf start n)
+    (foreign-set! 'int (flag sc) 0 0)
+    (let ([rc (mpi-improbe src (data-tag tag) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))])
+      (cond
+        [(not (eqv? rc 0)) (cons 'mpi rc)]
+        [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
+        [else
+         (let ([m (mpi-status-bytes (status sc))])
+           (if (fx> m n)
+               (let* ([tmp (malloc (fxmax m 1))] [rc (mpi-mrecv tmp m (mpi-byte) (msg sc) (status sc))])
+                 (free tmp)
+                 (if (eqv? rc 0) (cons* 'too-small m n) (cons 'mpi rc)))
+               (let ([rc (if (fx> m large-buffer)
+                             ;; the transfer may be long: __collect_safe, buf locked
+                             (begin
+                               (lock! buf)
+                               (let ([rc (mpi-mrecv (buffer-address buf start) m (mpi-byte) (msg sc) (status sc))])
+                                 (unlock! buf)
+                                 rc))
+                             (mpi-mrecv-small (buffer-address buf start) m (mpi-byte) (msg sc) (status sc)))])
+                 (if (eqv? rc 0) m (cons 'mpi rc)))))])))
+
+  ;; ------------------------------------------------------------ the receive evts
+  ;; recv-evt: a receive on direct-tag.  adopted: a receive the blocking
+  ;; receive posted and hands over, or #f.  The token of a registration
+  ;; is its pending request.
+  (define-record-type recv-evt
+    (parent prim-evt)
+    (fields comm src tag buf start n (mutable adopted))
+    (protocol (lambda (new) (lambda (c s t b st n a) ((new recv-attempt recv-cancel) c s t b st n a))))
+    (sealed #t))
+  ;; data-evt: the bytes of a large message from src, on data-tag.  The
+  ;; token of a registration is its prober (mpi-engine).
+  (define-record-type data-evt
+    (parent prim-evt)
+    (fields comm src tag buf start n)
+    (protocol (lambda (new) (lambda (c s t b st n) ((new data-attempt data-cancel) c s t b st n))))
+    (sealed #t))
+  (define evts-registered
+    (begin
+      (record-prints-as! (record-type-descriptor recv-evt) "rmpi-recv-bytes!-evt")
+      (evt-trace-reason! (record-type-descriptor recv-evt) 'io
+        (lambda (e) (list 'rmpi-recv-bytes! (or (recv-evt-src e) 'any) (recv-evt-tag e))))
+      (record-prints-as! (record-type-descriptor data-evt) "rmpi-recv-bytes!-evt")
+      (evt-trace-reason! (record-type-descriptor data-evt) 'io
+        (lambda (e) (list 'rmpi-recv-bytes! (data-evt-src e) (data-evt-tag e))))))
+
+  (define (recv-attempt e s branch register?)
+    (assert-atomic 'recv-attempt)
+    (let ([comm (recv-evt-comm e)] [src (recv-evt-src e)] [tag (recv-evt-tag e)]
+          [buf (recv-evt-buf e)] [start (recv-evt-start e)] [n (recv-evt-n e)])
+      ;; commits r; a message lost to a partner's commit stays early
+      (define (commit! r st)
+        (or (commit-one! s branch (list r))
+            (begin (when st (keep-early! comm tag buf start r st)) #f)))
+      ;; posted receive p, registered for the progress thread
+      (define (register! p)
+        (let ([pp (handle->pending (posted-h p) (if (posted-locked? p) (list buf) '())
+                    (lambda (rc st)
+                      (let ([r (direct-result rc st n)])
+                        (unless (commit-partner! s branch (list r))
+                          (keep-early! comm tag buf start r st)))))])
+          (add-request! pp #t)
+          pp))
+      (with-os-mutex engine-lock
+        (let ([sc (locked-scratch)])
+          (cond
+            [(world-finalized?) (commit! '(finalized) #f)]
+            [(recv-evt-adopted e)
+             => (lambda (p)
+                  (let ([t (test-handle sc (posted-h p) n)])
+                    (cond
+                      [t (recv-evt-adopted-set! e #f) (commit! (posted-result p t sc buf n) (status sc))]
+                      [register? (recv-evt-adopted-set! e #f) (register! p)]
+                      [else #f])))]
+            [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
+            [register?
+             (let ([r (post-recv! sc comm src tag buf start n 1)])
+               (cond
+                 [(posted? r) (register! r)]
+                 [(and (pair? r) (eq? (car r) 'mpi)) (commit! r #f)]
+                 [else (commit! r (status sc))]))]
+            [else
+             ;; a poll: a matched probe, so that nothing is left posted
+             (foreign-set! 'int (flag sc) 0 0)
+             (let ([rc (mpi-improbe (or src mpi-any-source) (direct-tag tag) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))])
+               (cond
+                 [(not (eqv? rc 0)) (commit! (cons 'mpi rc) #f)]
+                 [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
+                 [else
+                  (commit! (direct-result (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg sc) (status sc)) (status sc) n)
+                           (status sc))]))])))))
+
+  (define (recv-cancel e p)
+    (assert-atomic 'recv-cancel)
+    (with-os-mutex engine-lock
+      (when (remove-request! p) (cancel-pending! p))))
+
+  (define (data-attempt e s branch register?)
+    (assert-atomic 'data-attempt)
+    (let ([comm (data-evt-comm e)] [src (data-evt-src e)] [tag (data-evt-tag e)]
+          [buf (data-evt-buf e)] [start (data-evt-start e)] [n (data-evt-n e)])
+      ;; #t once committed; 'lost if a partner committed s first (the bytes
+      ;; are then kept early); #f if they have not come
+      (define (look! commit)
+        (let* ([sc (locked-scratch)] [r (probe-data! sc comm src tag buf start n)])
+          (and r
+               (or (commit s branch (list r))
+                   ;; kept as data-tag's: the header is owed back (recv-data!)
+                   (begin (when (fixnum? r) (keep-early! comm (data-tag tag) buf start r (status sc))) 'lost)))))
+      (with-os-mutex engine-lock
+        (cond
+          [(world-finalized?) (commit-one! s branch (list '(finalized)))]
+          [(look! commit-one!) => (lambda (x) (eq? x #t))]
+          [register?
+           (let ([p (lambda () (and (look! commit-partner!) #t))])
+             (add-prober! p)
+             p)]
+          [else #f]))))
+
+  (define (data-cancel e p)
+    (assert-atomic 'data-cancel)
+    (with-os-mutex engine-lock (remove-prober! p)))
+
+  ;; ------------------------------------------------------------ receiving
+  (define (check-recv who comm src tag)
+    (check-comm who comm)
+    (when src (check-rank who comm src))
+    (check-tag who tag))
+
+  ;; (rmpi-recv-bytes! comm src buf [tag [start [end]]]) -> byte count
+  (define-with-range (rmpi-recv-bytes! comm src buf)
+    (lambda (comm src buf tag start end)
+      (check-recv 'rmpi-recv-bytes! comm src tag)
+      (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf start end)])
+        (finish 'rmpi-recv-bytes! comm tag buf start n (recv-direct! comm src tag buf start n)))))
+
+  ;; A direct-tag result, with a large message's bytes taken after its
+  ;; header.
+  (define (finish who comm tag buf start n r)
+    (check-result who (if (header? r) (recv-data! comm (cdr r) tag buf start n) r)))
+
+  ;; Takes an early message, or posts the receive; if that does not
+  ;; complete at once, tests it itself (no lock: with-mpi-call), then
+  ;; hands it to a receive evt and syncs.
+  (define (recv-direct! comm src tag buf start n)
+    (let ([e #f] [t #f])
+      (dynamic-wind
+        void
+        (lambda ()
+          (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
+                       (with-mpi-call '(finalized)
+                         (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
+                           (when (posted? r)
+                             ;; from here on a kill or break cancels the receive
+                             (set! e (make-recv-evt comm src tag buf start n r))
+                             (set! t (current-gthread))
+                             (gthread-cleanup-set! t (lambda () (abandon! e))))
+                           r)))])
+            (if (not e)
+                r
+                (let loop ([k 1] [end #f])
+                  (when (fx= 0 (fxand k 7)) (yield!))
+                  (or (with-mpi-call '(finalized)
+                        (let* ([sc (thread-scratch)] [p (recv-evt-adopted e)] [t (test-handle sc (posted-h p) n)])
+                          (and t (begin (recv-evt-adopted-set! e #f) (posted-result p t sc buf n)))))
+                      (cond
+                        [(not (fx= 0 (fxand k 15))) (loop (fx+ k 1) end)]
+                        [(not end) (loop (fx+ k 1) (spin-end 0))]
+                        [(< (current-inexact-monotonic-milliseconds) end) (loop (fx+ k 1) end)]
+                        [else (sync e)]))))))
+        (lambda ()
+          (when e
+            (gthread-cleanup-set! t #f)
+            ;; (adopted is only cleared by this thread: read unlocked)
+            (when (recv-evt-adopted e) (abandon! e)))))))
+
+  ;; Cancels the receive the blocking receive still owns (a break or kill
+  ;; during its spin); nothing once the evt's registration took it.
+  (define (abandon! e)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (let ([p (recv-evt-adopted e)])
+          (when p
+            (recv-evt-adopted-set! e #f)
+            (cancel-posted! (recv-evt-comm e) (recv-evt-tag e) (recv-evt-buf e) (recv-evt-start e) (recv-evt-n e) p))))))
+
+  ;; The bytes of a large message from src whose header was taken: they
+  ;; follow it at once, so this probes until they come, then parks.  If
+  ;; it is left before (a break, a kill), the header stays early for the
+  ;; next receive.
+  (define (recv-data! comm src tag buf start n)
+    (let ([done #f] [t (current-gthread)])
+      (define (owe!)
+        (unless done
+          (set! done #t)
+          (with-atomic
+            (with-os-mutex engine-lock
+              (set! early (cons (vector comm src tag (cons 'header src)) early))))))
+      (dynamic-wind
+        (lambda () (gthread-cleanup-set! t owe!))
+        (lambda ()
+          (let ([end (spin-end n)])
+            (let loop ([k 1])
+              (when (fx= 0 (fxand k 7)) (yield!))
+              (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src (data-tag tag) buf start n)))
+                           (with-mpi-call '(finalized) (probe-data! (thread-scratch) comm src tag buf start n))
+                           (and (fx= 0 (fxand k 15)) (>= (current-inexact-monotonic-milliseconds) end)
+                                (sync (make-data-evt comm src tag buf start n))))])
+                (cond
+                  [r (set! done #t) r]
+                  [else (loop (fx+ k 1))])))))
+        (lambda () (gthread-cleanup-set! t #f) (owe!)))))
+
+  (define-with-range (rmpi-recv-bytes!-evt comm src buf)
+    (lambda (comm src buf tag start end)
+      (check-recv 'rmpi-recv-bytes!-evt comm src tag)
+      (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf start end)])
+        (wrap-evt (make-recv-evt comm src tag buf start n #f)
+                  (lambda (r) (finish 'rmpi-recv-bytes! comm tag buf start n r))))))
+
+  ;; When a thread that has tested its request since now stops and parks.
+  (define (spin-end n) (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.)))
+
+  ;; ------------------------------------------------------------ sending
+  ;; (rmpi-send-bytes comm dest buf [tag [start [end]]]): returns once MPI
+  ;; is done with buf's bytes.
+  (define-with-range (rmpi-send-bytes comm dest buf)
+    (lambda (comm dest buf tag start end)
+     (let ([who 'rmpi-send-bytes])
+      (check-comm who comm) (check-rank who comm dest) (check-tag who tag)
+      (let-values ([(start n) (byte-range who buf start end)])
+        (let* ([result 0] [latch #f]
+               [r (with-interrupts-off
+                    (let ([r (with-mpi-call 'finalized
+                               (let ([sc (thread-scratch)])
+                                 (if (fx< n header-size)
+                                     (post-send! sc (buffer-address buf start) buf n comm dest (direct-tag tag))
+                                     (let ([rc (send-header! sc comm dest tag n)])
+                                       (if (eqv? rc 0)
+                                           (post-send! sc (buffer-address buf start) buf n comm dest (data-tag tag))
+                                           rc)))))])
+                      (if (and (fixnum? r) (fx< r 0))
+                          ;; MPI reads buf until the request completes: the
+                          ;; progress machinery owns it (and buf, locked);
+                          ;; the progress thread is woken only if this
+                          ;; thread stops testing it itself
+                          (with-engine-lock
+                            (set! latch (make-latch (lambda (l) (void))))
+                            (let ([p (handle->pending (fx- 0 r) (list buf)
+                                       (lambda (rc st) (set! result rc) (latch-fire! latch)))])
+                              (add-request! p #f)
+                              p))
+                          r)))])
+          (cond
+            [(eq? r 'finalized) (error who "MPI has been finalised")]
+            [(fixnum? r) (check-rc who r)]
+            [else (await-send r latch n) (check-rc who result)]))))))
+
+  ;; MPI_Isend of n bytes at addr (buf's), tested once: 0 when sent, MPI's
+  ;; error code, or the request handle negated (handles are addresses,
+  ;; never 0), buf then locked.
+  (define (post-send! sc addr buf n comm dest mtag)
+    (let ([early-lock? (fx> n large-buffer)])
+      (when early-lock? (lock! buf))
+      (let ([rc (mpi-isend addr n (mpi-byte) dest mtag (rmpi-comm-handle comm) (req sc))])
+        (if (not (eqv? rc 0))
+            (begin (when early-lock? (unlock! buf)) rc)
+            (let* ([h (foreign-ref 'uptr (req sc) 0)] [t (test-handle sc h n)])
+              (cond
+                [t (when early-lock? (unlock! buf)) (if (eq? t #t) 0 t)]
+                [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
+
+  ;; A large message's header (header-size bytes, its length first), from
+  ;; the thread's scratch memory: MPI_Send semantics through MPI_Isend and
+  ;; tests (it is eager, so MPI copies it at once; waiting is a fallback,
+  ;; with interrupts disabled, for MPI only).
+  (define (send-header! sc comm dest tag n)
+    (foreign-set! 'integer-64 (header sc) 0 n)
+    (let ([rc (mpi-isend (header sc) header-size (mpi-byte) dest (direct-tag tag) (rmpi-comm-handle comm) (req sc))])
+      (if (not (eqv? rc 0))
+          rc
+          (let ([h (foreign-ref 'uptr (req sc) 0)])
+            (let wait ()
+              (let ([t (test-handle sc h 0)])
+                (cond [(eq? t #t) 0] [t t] [else (wait)])))))))
+
+  ;; Tests the send's pending request p until it completes, then parks on
+  ;; its latch (fired by whoever completes it).  A thread broken or killed
+  ;; here leaves p to the progress thread, woken for it.
+  (define (await-send p latch n)
+    (let ([end (spin-end n)] [t (current-gthread)] [done #f])
+      (define (wake-progress!) (with-engine-lock (poke!)))
+      (dynamic-wind
+        (lambda () (gthread-cleanup-set! t wake-progress!))
+        (lambda ()
+          (let loop ([k 1])
+            (when (fx= 0 (fxand k 7)) (yield!))
+            (cond
+              [(with-engine-lock (or (world-finalized?) (test! p))) (set! done #t)]
+              [(or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end)) (loop (fx+ k 1))]
+              [else (wake-progress!) (sync latch) (set! done #t)])))
+        (lambda () (gthread-cleanup-set! t #f) (unless done (wake-progress!)))))))
