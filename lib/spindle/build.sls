@@ -7,10 +7,12 @@
 ;;; DLS 2011): each worker place asks for a file, compiles it and reports
 ;;; back; the controller syncs on every worker at once and hands the next
 ;;; ready file to whichever reports first.  A file is ready once every
-;;; scanned library it imports has been compiled.
+;;; scanned library it imports has been compiled.  Until the first worker
+;;; has said it is ready, the controller compiles ready files itself, so
+;;; the places' start (a fresh template process) overlaps work.
 ;;;
 ;;; Invariants:
-;;; - A file is compiled by one worker, once: workers run with
+;;; - A file is compiled by one worker (or the controller), once: both run with
 ;;;   compile-imported-libraries off, so an import of a scanned library
 ;;;   loads the object its own job wrote (the controller hands a file out only
 ;;;   after its dependencies' objects are in place).
@@ -108,6 +110,20 @@
                 (/ (- (real-time) t0) 1000.0)))))
 
   (define (start-worker) (place ch (build-worker ch)))
+
+  ;; The controller's own compile of job, while no worker place has started
+  ;; yet (a place template's start is ~0.1 s of a build that -j cannot
+  ;; divide): with the workers' settings, and an exit from the file's
+  ;; compile-time code raised as an error in the file instead of ending the
+  ;; build.
+  (define (compile-here job libdirs)
+    (parameterize ([library-directories libdirs]
+                   [compile-imported-libraries #f]
+                   [generate-wpo-files #f]
+                   [import-notify #f]
+                   [exit-handler (lambda args
+                                   (error #f (format "its compile-time code called exit~{ ~s~}" args)))])
+      (compile-job job)))
 
   ;; (parallel-build dirs [jobs] [verbose?]) -> (values built up-to-date)
   (define parallel-build
@@ -211,7 +227,7 @@
           [held (make-eq-hashtable)]
           [compiled-by (make-eq-hashtable)] ; worker -> files it compiled
           [err (current-error-port)]
-          [ready '()] [taking '()] [in-flight 0] [built 0] [failed '()] [refused #f])
+          [ready '()] [taking '()] [in-flight 0] [built 0] [here 0] [failed '()] [refused #f])
       (define (stopping?) (or refused (pair? failed)))
       (define (compiled! u)
         (set! built (+ built 1))
@@ -221,6 +237,21 @@
                       (when (zero? (unit-waiting d)) (set! ready (insert-ready d ready)))))
                   (unit-dependents u)))
       (define (held-count w) (length (hashtable-ref held w '())))
+      (define (check-clash! loaded)
+        (let ([clash (find (lambda (name) (hashtable-ref names name #f)) loaded)])
+          (when (and clash (not refused))
+            (set! refused
+              (format "cannot build ~a: library ~s is one the build's worker places run on"
+                      (unit-file (hashtable-ref names clash #f)) clash)))))
+      ;; Until a worker has said it is ready, the controller compiles the
+      ;; next ready unit itself (between two looks at the workers).
+      (define (compile-while-starting!)
+        (when (and (null? taking) (not (stopping?)) (pair? ready))
+          (let ([u (car ready)])
+            (set! ready (cdr ready))
+            (let ([m (compile-here (vector 'compile (unit-kind u) (unit-file u) (unit-object u)) libdirs)])
+              (set! here (+ here 1))
+              (report! u m)))))
       ;; The next unit goes to the worker holding fewest, under the limit.
       (define (dispatch!)
         (unless (or (stopping?) (null? ready) (null? taking))
@@ -236,27 +267,26 @@
       (define (receive! w m)
         (cond
           [(and (pair? m) (eq? (car m) 'ready))
-           (let ([clash (find (lambda (name) (hashtable-ref names name #f)) (cdr m))])
-             (when (and clash (not refused))
-               (set! refused
-                 (format "cannot build ~a: library ~s is one the build's worker places run on"
-                         (unit-file (hashtable-ref names clash #f)) clash))))
+           (check-clash! (cdr m))
            (set! taking (append taking (list w)))]
           [else                           ; #(done ok? text seconds)
-           (let ([u (car (hashtable-ref held w '()))] [ok? (vector-ref m 1)] [text (vector-ref m 2)])
+           (let ([u (car (hashtable-ref held w '()))])
              (hashtable-update! held w cdr '())
              (set! in-flight (- in-flight 1))
              (hashtable-update! compiled-by w (lambda (k) (+ k 1)) 0)
-             (cond
-               [ok?
-                (unless (string=? text "")
-                  (fprintf err "spindle build: ~a: ~a" (unit-file u) text))
-                (when verbose?
-                  (printf "compiled ~a (~,2f s)\n" (unit-file u) (vector-ref m 3)))
-                (compiled! u)]
-               [else
-                (fprintf err "spindle build: ~a: ~a\n" (unit-file u) text)
-                (set! failed (cons (unit-file u) failed))]))]))
+             (report! u m))]))
+      (define (report! u m)
+        (let ([ok? (vector-ref m 1)] [text (vector-ref m 2)])
+          (cond
+            [ok?
+             (unless (string=? text "")
+               (fprintf err "spindle build: ~a: ~a" (unit-file u) text))
+             (when verbose?
+               (printf "compiled ~a (~,2f s)\n" (unit-file u) (vector-ref m 3)))
+             (compiled! u)]
+            [else
+             (fprintf err "spindle build: ~a: ~a\n" (unit-file u) text)
+             (set! failed (cons (unit-file u) failed))])))
       (define (dead! w live)
         ;; a report it sent before it ended may still be queued
         (let ([m (guard (c [#t #f]) (sync/timeout 0 w))])
@@ -275,6 +305,8 @@
       ;; Stops the live workers; with verbose?, prints what each did.
       (define (finish live)
         (for-each (lambda (w) (place-channel-put w 'stop)) live)
+        (when (and verbose? (positive? here))
+          (printf "controller: ~a file~:p, while the workers started\n" here))
         (for-each
           (lambda (w k)
             (let ([m (let get () (let ([m (guard (c [#t #f]) (place-channel-get w))])
@@ -294,6 +326,8 @@
              (fail 'parallel-build "every worker place ended; built ~a, not built ~a" built not-built)]
             [else built])))
       (for-each (lambda (u) (when (unit-name u) (hashtable-set! names (unit-name u) u))) stale)
+      ;; the controller runs on the libraries a worker runs on
+      (check-clash! (library-list))
       (for-each (lambda (u)
                   (unit-waiting-set! u (length (filter unit-stale? (unit-deps u))))
                   (when (zero? (unit-waiting u)) (set! ready (insert-ready u ready))))
@@ -306,15 +340,19 @@
                  (or (stopping?) (null? ready) (null? live)))
             (finish live)
             ;; A channel whose place has ended raises "peer place ended"
-            ;; from sync; its place-dead-evt says which one.
+            ;; from sync; its place-dead-evt says which one.  While the
+            ;; controller has a unit it may compile, it only looks.
             (let ([got (guard (c [#t #f])
-                         (apply sync
+                         (apply (if (and (null? taking) (not (stopping?)) (pair? ready))
+                                    (lambda evts (or (apply sync/timeout 0 evts) (begin (compile-while-starting!) 'compiled)))
+                                    sync)
                                 (apply append
                                        (map (lambda (w)
                                               (list (wrap-evt w (lambda (m) (cons w m)))
                                                     (wrap-evt (place-dead-evt w) (lambda (e) (cons w #f)))))
                                             live))))])
               (cond
+                [(eq? got 'compiled) (loop live)]
                 [(not got)
                  (loop (fold-left (lambda (live w) (if (sync/timeout 0 (place-dead-evt w)) (dead! w live) live))
                                   live live))]
