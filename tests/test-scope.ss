@@ -94,6 +94,36 @@
   (check-equal "caught, it is raised again at the next park" #f
                (move-on-after 0.02 (guard (c [#t 'caught]) (sleep 1)) (sleep 1) 'done)))
 
+;; Cleanup that computes without waiting runs to its end: a preemption
+;; delivers a cancellation once per scope, not again into the unwinding.
+(define (spin ms) (let ([t0 (now)]) (let loop () (when (< (- (now) t0) ms) (loop)))))
+(test "cleanup that computes past a preemption is not cancelled again"
+  (let ([exits 0] [clauses 0] [after-park 0])
+    (check-equal "preempted body" #f
+      (move-on-after 0.05
+        (dynamic-wind void (lambda () (spin 5000)) (lambda () (spin 60) (set! exits (+ exits 1))))))
+    (check-equal "dynamic-wind exit finished once" 1 exits)
+    (check-equal "guard" #f
+      (move-on-after 0.05
+        (guard (c [(cancelled-condition? c) (spin 60) (set! clauses (+ clauses 1)) (raise c)])
+          (spin 5000))))
+    (check-equal "guard clause finished once" 1 clauses)
+    (check-equal "cancelled at a park" #f
+      (move-on-after 0.05
+        (dynamic-wind void (lambda () (sleep 10)) (lambda () (spin 60) (set! after-park (+ after-park 1))))))
+    (check-equal "its computing exit finished once" 1 after-park)
+    (let* ([pool (make-parallel-thread-pool 1)] [done (box 0)]
+           [r (thread-wait
+                (thread (lambda ()
+                          (move-on-after 0.05
+                            (dynamic-wind void (lambda () (spin 5000)) (lambda () (spin 60) (set-box! done 1)))))
+                        #:pool pool #:keep 'results))])
+      (check-equal "parallel: result" #f r)
+      (check-equal "parallel: exit finished" 1 (unbox done))
+      (parallel-thread-pool-close pool)))
+  (check-equal "an outer deadline still reaches a loop whose inner scope caught its own" #f
+    (move-on-after 0.2 (let loop () (move-on-after 0.02 (spin 5000)) (loop)))))
+
 ;; ---------------------------------------------------------------- locks
 (test "a thread cancelled inside call-with-semaphore releases it; its exit runs once"
   (let ([sem (make-semaphore 1)] [exits 0])
