@@ -276,6 +276,25 @@
     (check-equal "children done first" '(fast slow) (sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) done))
     (check-equal "future" 42 (call-with-task-scope (lambda (s) (touch (scope-future s (lambda () (* 6 7)))))))))
 
+(test "a scope-future's thunk runs only in its child, never after the scope; a toucher's deadline stays its own"
+  (let* ([ran #f]
+         [f (call-with-task-scope
+              (lambda (s) (let ([f (scope-future s (lambda () (set! ran #t) 'late))]) (scope-cancel! s) f)))])
+    (check-raises "touched after the scope: its cancellation" cancelled-condition? (lambda () (touch f)))
+    (check "never ran" (not ran)))
+  (let* ([g #f]
+         [r (call-with-task-scope
+              (lambda (s)
+                (set! g (scope-future s (lambda () (sleep 0.1) 'value)))
+                (list (move-on-after 0.02 (touch g)) (touch g))))])
+    (check-equal "the toucher moved on, then got the value" '(#f value) r)
+    (check-equal "touched after the scope" 'value (touch g)))
+  (let ([c (guard (c [#t c])
+             (call-with-task-scope
+               (lambda (s) (touch (scope-future s (lambda () (raise 'boom)))))))])
+    (check-equal "a failure the body touched is listed once" '(boom)
+                 (and (scope-failure-condition? c) (scope-failure-conditions c)))))
+
 (test "the first failure cancels the siblings and the body; every failure is raised together"
   (let* ([sibling-exit 0] [gate (make-semaphore 0)]
          [c (guard (c [#t c])

@@ -47,7 +47,7 @@
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
           (only (spindle custodian) make-custodian current-custodian custodian-shutdown-all)
           (only (spindle parameter) parameterize)
-          (only (spindle future) would-be-future touch future-pool))
+          (only (spindle future) make-owned-future touch future-pool))
 
   (define-condition-type &scope-failure &error make-scope-failure scope-failure-condition?
     (conditions scope-failure-conditions))
@@ -181,7 +181,10 @@
         (let ([failures (reverse (task-scope-failures s))])
           (cond
             [(pair? failures)
-             (let ([all (if (and (eq? (car outcome) 'raised) (not (cancelled-condition? (cdr outcome))))
+             ;; the body's raise, unless it is a cancellation or a
+             ;; child's failure it got again (touching a scope-future)
+             (let ([all (if (and (eq? (car outcome) 'raised) (not (cancelled-condition? (cdr outcome)))
+                                 (not (memq (cdr outcome) failures)))
                             (cons (cdr outcome) failures)
                             failures)])
                (raise (condition (make-scope-failure all) (make-who-condition 'call-with-task-scope)
@@ -221,22 +224,27 @@
        (check-thunk 'scope-thread thunk)
        (unless (or (not pool) (eq? pool 'own) (parallel-thread-pool? pool))
          (assertion-violation 'scope-thread "expected #f, 'own or a parallel thread pool" pool))
-       (unless (eq? (task-scope-state s) 'open)
-         (assertion-violation 'scope-thread "the task scope has ended" s))
-       (let ([t (parameterize ([current-custodian (task-scope-custodian s)])
-                  (make-thread* 'scope-thread (lambda () (run-child s thunk)) pool #f #t #f #f))])
-         (gthread-cancel-set! t (task-scope-cancel s))
-         (unless (with-os-mutex (task-scope-lock s)
-                   (and (eq? (task-scope-state s) 'open)
-                        (begin
-                          (task-scope-live-set! s (fx+ (task-scope-live s) 1))
-                          (task-scope-children-set! s (cons t (task-scope-children s)))
-                          #t)))
-           (assertion-violation 'scope-thread "the task scope has ended" s))
-         ;; runs however the child ends, killed too
-         (thread-add-exit-hook! t (lambda () (child-ended! s t)))
-         (start-thread! t)
-         t)]))
+       (start-child! 'scope-thread s thunk pool void)]))
+
+  ;; Starts a child of s running thunk; on-end runs when it ends, however
+  ;; (before s counts it ended).
+  (define (start-child! who s thunk pool on-end)
+    (unless (eq? (task-scope-state s) 'open)
+      (assertion-violation who "the task scope has ended" s))
+    (let ([t (parameterize ([current-custodian (task-scope-custodian s)])
+               (make-thread* 'scope-thread (lambda () (run-child s thunk)) pool #f #t #f #f))])
+      (gthread-cancel-set! t (task-scope-cancel s))
+      (unless (with-os-mutex (task-scope-lock s)
+                (and (eq? (task-scope-state s) 'open)
+                     (begin
+                       (task-scope-live-set! s (fx+ (task-scope-live s) 1))
+                       (task-scope-children-set! s (cons t (task-scope-children s)))
+                       #t)))
+        (assertion-violation who "the task scope has ended" s))
+      ;; runs however the child ends, killed too
+      (thread-add-exit-hook! t (lambda () (on-end) (child-ended! s t)))
+      (start-thread! t)
+      t))
 
   ;; A child's raise is a failure unless it is the cancellation of its
   ;; scope or of a scope outside it.
@@ -259,9 +267,13 @@
       (task-scope-children-set! s (remq t (task-scope-children s))))
     (semaphore-post (task-scope-ended s)))
 
-  ;; A future run by a child of s (on the future pool, or pool); touch
-  ;; gives its values.  A toucher that gets to it first runs it itself, in
-  ;; its own thread, as for any future.
+  ;; A future whose thunk only a child of s runs (on the future pool, or
+  ;; pool); a touch waits for it.  So the thunk never runs outside the
+  ;; scope or after it, and a toucher's own cancellation stays the
+  ;; toucher's (were it run by a toucher, that raise would be the future's
+  ;; outcome for every toucher).  A child that ends before running it
+  ;; (cancelled first, killed) leaves the future failed with s's
+  ;; cancellation.
   (define scope-future
     (case-lambda
       [(s thunk) (scope-future s thunk #f)]
@@ -270,8 +282,9 @@
        (check-thunk 'scope-future thunk)
        (unless (or (not pool) (parallel-thread-pool? pool))
          (assertion-violation 'scope-future "expected #f or a parallel thread pool" pool))
-       (let ([f (would-be-future thunk)])
-         (scope-thread s (lambda () (touch f)) (or pool (future-pool)))
+       (let-values ([(f run fail) (make-owned-future)])
+         (start-child! 'scope-future s (lambda () (run thunk)) (or pool (future-pool))
+           (lambda () (fail (cancel-condition (task-scope-cancel s)))))
          f)]))
 
   ;; A task scope is an evt ready, with itself, once it has ended.
