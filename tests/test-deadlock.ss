@@ -83,6 +83,24 @@
 (test "a timer can wake it: not reported"
   (check "the late message" (string-contains? (check-not-reported 'timer no-action 10 #f) "late")))
 
+(test "timers that never fire (sleep +inf.0, a deadline of +inf.0 s) wake nothing: reported"
+  (let ([r (run-child 'forever-timers no-action 10)])
+    (check-equal "status" 2 (car r))
+    (check "not killed" (not (cadr r)))
+    (check "the report" (string-contains? (cadddr r) "spindle: deadlock: every thread is blocked for ever"))))
+
+(test "every thread blocked inside task scopes and move-on-after: reported"
+  (let ([r (run-child 'scope-channel no-action 10)])
+    (check-equal "status" 2 (car r))
+    (check "not killed" (not (cadr r)))
+    (check "the report" (string-contains? (cadddr r) "spindle: deadlock: every thread is blocked for ever"))
+    (check "its scope's children, with its custodian" (string-contains? (cadddr r) "(coroutine, main pool): parked for"))))
+
+(test "a deadline can wake it: not reported"
+  (let ([out (check-not-reported 'deadline no-action 10 #f)])
+    (check "moved on" (string-contains? out "moved-on"))
+    (check "the scope ended" (string-contains? out "scope-ended"))))
+
 (test "a thread in tcp-accept: not reported"
   (check "accepted"
     (string-contains?

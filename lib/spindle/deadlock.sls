@@ -42,6 +42,7 @@
                 gthread-pool gthread-state adopted-gthreads main-pool spawn! start-gthread!
                 gthread-finisher-set! exit-current-thread!)
           (only (spindle private core gthread) gthread-winders gthread-exn-state)
+          (only (spindle private core cancel) scope-handler?)
           (only (spindle private core wait-targets) thread-wait-list)
           (only (spindle private core thread-dump) dump-object-text)
           (only (spindle private io poller) poller-may-wake?)
@@ -65,17 +66,19 @@
                  (loop (fx+ n 1)))))))
 
   ;; The number of handlers an exception state holds above Chez's default
-  ;; one: its one field is the handler stack, a list that ends in a
-  ;; cyclic pair of the default handler.  #f if it is not so.
+  ;; one, but for those of move-on-after and task scopes (scope-handler?:
+  ;; a break they catch is raised on): its one field is the handler
+  ;; stack, a list that ends in a cyclic pair of the default handler.  #f
+  ;; if it is not so.
   (define (handler-depth s)
     (guard (c [#t #f])
       (let ([stack ((record-accessor (#%$record-type-descriptor s) 0) s)])
-        (let loop ([l stack] [n 0])
+        (let loop ([l stack] [n 0] [seen 0])
           (cond
             [(not (pair? l)) #f]
             [(eq? (cdr l) l) n]
-            [(fx> n 100000) #f]
-            [else (loop (cdr l) (fx+ n 1))])))))
+            [(fx> seen 100000) #f]
+            [else (loop (cdr l) (if (scope-handler? (car l)) n (fx+ n 1)) (fx+ seen 1))])))))
 
   ;; #t if the parked main thread runs under a handler it did not have
   ;; when it was adopted: a guard that may catch the break of a Ctrl-C,

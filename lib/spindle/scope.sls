@@ -89,8 +89,7 @@
   (define (call-with-move-on-after seconds thunk)
     (let ([cs (deadline-scope 'move-on-after 'move-on seconds)])
       (check-thunk 'move-on-after thunk)
-      (guard (c [(own-cancellation? c cs) #f])
-        (in-scope cs thunk))))
+      (call-catching (lambda (c) (own-cancellation? c cs)) (lambda () (in-scope cs thunk)) (lambda (c) #f))))
 
   (define (own-cancellation? c cs)
     (and (cancelled-condition? c) (eq? (cancelled-condition-scope c) cs)))
@@ -158,25 +157,28 @@
           (task-scope-nested-set! parent (cons s (task-scope-nested parent)))
           (cancel-scope-cancelled-set! cs (cancel-scope-cancelled (task-scope-cancel parent)))))
       (let ([outcome
-             (guard (c [#t (cons 'raised c)])
-               (let ([left? #f])
-                 (dynamic-wind
-                   (lambda ()
-                     (when left? (assertion-violation 'call-with-task-scope "cannot re-enter a task scope" s)))
-                   (lambda ()
-                     (in-scope cs
-                       (lambda ()
-                         (call-with-values
-                           (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
-                           (lambda vals (set! left? #t) (cons 'ok vals))))))
-                   ;; a body that raises (the guard's escape) or jumps out
-                   ;; (a continuation) ends the scope here: its children
-                   ;; are cancelled and waited for
-                   (lambda ()
-                     (unless left?
-                       (set! left? #t)
-                       (cancel! s cs)
-                       (close! s parent))))))])
+             (call-catching
+               (lambda (c) #t)
+               (lambda ()
+                 (let ([left? #f])
+                   (dynamic-wind
+                     (lambda ()
+                       (when left? (assertion-violation 'call-with-task-scope "cannot re-enter a task scope" s)))
+                     (lambda ()
+                       (in-scope cs
+                         (lambda ()
+                           (call-with-values
+                             (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
+                             (lambda vals (set! left? #t) (cons 'ok vals))))))
+                     ;; a body that raises (the catch's escape) or jumps out
+                     ;; (a continuation) ends the scope here: its children
+                     ;; are cancelled and waited for
+                     (lambda ()
+                       (unless left?
+                         (set! left? #t)
+                         (cancel! s cs)
+                         (close! s parent))))))
+               (lambda (c) (cons 'raised c)))])
         (close! s parent)
         (let ([failures (reverse (task-scope-failures s))])
           (cond

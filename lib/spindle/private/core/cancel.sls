@@ -1,3 +1,4 @@
+#!chezscheme
 ;;; Cancel scopes: the one mechanism under task scopes, deadlines
 ;;; (with-timeout, move-on-after) and shields.
 ;;;
@@ -32,7 +33,7 @@
           cancel-pending cancel-deadline cancel-scope-within?
           &cancelled make-cancelled-condition cancelled-condition? cancelled-condition-scope
           &timeout make-timeout-condition timeout-condition?
-          cancel-condition)
+          cancel-condition call-catching scope-handler?)
   (import (chezscheme) (only (spindle private core clock) monotonic-ms))
 
   ;; kind: task, timeout (with-timeout), move-on (move-on-after) or shield.
@@ -98,6 +99,28 @@
         (condition (make-cancelled-condition cs)
                    (make-message-condition
                      (if (cancel-scope-deadline cs) "cancelled: deadline passed" "cancelled")))))
+
+;; The handler under move-on-after and task scopes, in place of a guard:
+  ;; (call-catching pred thunk on-caught) runs thunk; a raise that
+  ;; satisfies pred leaves it, and on-caught is called with the condition
+  ;; outside it; any other passes on as if there were no handler here.
+  ;; Its callers go on normally after a catch only for their own scope's
+  ;; cancellation and raise anything else again (a task scope once its
+  ;; children have ended), so it never lets a break end a wait: the
+  ;; deadlock watch does not count it among the main thread's handlers
+  ;; that may catch a Ctrl-C (scope-handler?, which knows it by its name,
+  ;; kept by inlined copies).
+  (define (call-catching pred thunk on-caught)
+    ((call/cc
+       (lambda (k)
+         (with-exception-handler
+           (let ([spindle-scope-handler
+                  (lambda (c) (if (pred c) (k (lambda () (on-caught c))) (raise-continuable c)))])
+             spindle-scope-handler)
+           (lambda () (call-with-values thunk (lambda vals (lambda () (apply values vals))))))))))
+
+  (define (scope-handler? h)
+    (and (procedure? h) (equal? (#%$code-name (#%$closure-code h)) "spindle-scope-handler")))
 
   (record-writer (record-type-descriptor cancel-scope)
     (lambda (cs port wr) (display "#<cancel-scope " port) (display (cancel-scope-kind cs) port) (display ">" port))))
