@@ -24,6 +24,8 @@
 
 ;; Runs thunk, returns how many ms it took.
 (define (elapsed thunk) (let ([t0 (now)]) (thunk) (- (now) t0)))
+;; Computes for ms without waiting.
+(define (spin ms) (let ([t0 (now)]) (let loop () (when (< (- (now) t0) ms) (loop)))))
 
 ;; (body) must end through the deadline of a move-on-after of secs: it
 ;; returns #f within slack of the deadline.
@@ -59,6 +61,24 @@
     (check-equal "outer" #f
                  (move-on-after 0.05 (move-on-after 10 (sleep 10)) (set! inner-ran-after #t) 'x))
     (check "outer passes the inner's exit" (not inner-ran-after))))
+
+(test "of two expired deadlines the outer one wins, though the inner one came first"
+  (check-equal "move-on-after outside with-timeout" #f
+    (move-on-after 0.02 (with-timeout 0.01 (parameterize-break #f (spin 40)) (sleep 1)) 'not-cancelled))
+  (check-equal "three deep" 'outer
+    (guard (c [(timeout-condition? c) 'outer])
+      (with-timeout 0.03
+        (move-on-after 0.02 (with-timeout 0.01 (parameterize-break #f (spin 50)) (sleep 1)) 'not-cancelled)))))
+
+(test "deadlines of 0 and +inf.0"
+  (check-equal "0: a body that never waits returns" 'done (move-on-after 0 'done))
+  (check-equal "0: the first wait" #f (move-on-after 0 (sleep 1) 'done))
+  (check-equal "+inf.0 never expires" 'done (move-on-after +inf.0 (sleep 0.01) 'done))
+  (check-equal "1e308 s neither" 'done (with-timeout 1e308 (sleep 0.01) 'done))
+  (check-equal "an exact huge one neither" 'done (with-timeout (expt 10 400) (sleep 0.01) 'done))
+  (check-equal "+inf.0 inside a short one" #f (move-on-after 0.02 (with-timeout +inf.0 (sleep 1)) 'done))
+  (check-raises "-1" (assertion-from? 'move-on-after) (lambda () (move-on-after -1 'x)))
+  (check-raises "+nan.0" (assertion-from? 'with-timeout) (lambda () (with-timeout +nan.0 'x))))
 
 (test "a deadline is measured from entering the scope"
   (let ([later (lambda () (move-on-after 0.3 (sleep 0.2) 'full-time))]
@@ -96,7 +116,6 @@
 
 ;; Cleanup that computes without waiting runs to its end: a preemption
 ;; delivers a cancellation once per scope, not again into the unwinding.
-(define (spin ms) (let ([t0 (now)]) (let loop () (when (< (- (now) t0) ms) (loop)))))
 (test "cleanup that computes past a preemption is not cancelled again"
   (let ([exits 0] [clauses 0] [after-park 0])
     (check-equal "preempted body" #f

@@ -78,8 +78,10 @@
   (define (deadline-scope who kind seconds)
     (unless (and (real? seconds) (not (nan? seconds)) (>= seconds 0))
       (assertion-violation who "expected a non-negative real number of seconds" seconds))
-    (make-cancel-scope (gthread-cancel (current-gthread)) kind
-                       (fl+ (monotonic-ms) (fl* 1000. (inexact seconds)))))
+    ;; +inf.0 (or past the largest flonum): a deadline that never comes,
+    ;; so none (no timer at each wait)
+    (let ([dl (fl+ (monotonic-ms) (fl* 1000. (inexact seconds)))])
+      (make-cancel-scope (gthread-cancel (current-gthread)) kind (and (fl< dl +inf.0) dl))))
 
   (define (call-with-timeout seconds thunk)
     (let ([cs (deadline-scope 'with-timeout 'timeout seconds)])

@@ -68,16 +68,25 @@
   (define-condition-type &timeout &cancelled make-timeout-condition timeout-condition?)
 
   ;; The outermost scope of the chain from cs, below the first shield,
-  ;; that is cancelled or expired; #f if none.  O(1); the clock is read
-  ;; only if a deadline applies.
+  ;; that is cancelled or expired; #f if none.  O(1) while no deadline has
+  ;; passed; the clock is read only if a deadline applies.
   (define (cancel-pending cs)
     (let* ([tk (scope-task cs)]
            [o (and tk (cancel-scope-cancelled tk))]
            [d (scope-dl cs)]
-           [d (and d (fl<= (cancel-scope-deadline d) (monotonic-ms)) d)])
+           [d (and d (let ([now (monotonic-ms)]) (and (fl<= (cancel-scope-deadline d) now) (outermost-expired d now))))])
       (if (and o d)
           (if (fx<= (cancel-scope-depth o) (cancel-scope-depth d)) o d)
           (or o d))))
+
+  ;; d, an expired deadline scope, or the outermost expired one outside it
+  ;; (below the first shield): the earliest deadline need not be the
+  ;; outermost, and two scopes both past their deadline are cancelled by
+  ;; the outer one.  Each step goes to the earliest deadline outside, so
+  ;; the walk visits only expired scopes.
+  (define (outermost-expired d now)
+    (let* ([p (cancel-scope-parent d)] [e (and p (scope-dl p))])
+      (if (and e (fl<= (cancel-scope-deadline e) now)) (outermost-expired e now) d)))
 
   ;; The earliest deadline of the chain from cs below the first shield, or
   ;; #f: when a parked thread must wake to be cancelled.
