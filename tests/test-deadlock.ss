@@ -211,6 +211,29 @@
     (check "a cycle" (cycle-of (find-deadlocks) a))
     (kill-thread a) (kill-thread b)))
 
+(test "find-deadlocks: a task scope's body waits for a child that waits for the body's semaphore"
+  (let* ([sem (make-semaphore 1)] [child (box #f)] [scope (box #f)]
+         [body (thread (lambda ()
+                         (call-with-semaphore sem
+                           (lambda ()
+                             (call-with-task-scope
+                               (lambda (s)
+                                 (set-box! scope s)
+                                 (set-box! child (scope-thread s (lambda () (semaphore-wait sem))))))))))])
+    (check "parked" (parked body))
+    (check "the child parked" (and (unbox child) (parked (unbox child))))
+    (check "thread-waits names the scope and its children"
+      (equal? (thread-waits body) (list (list 'children (unbox scope) 'held-by (list (unbox child))))))
+    (let ([c (cycle-of (find-deadlocks) body)])
+      (check "a cycle" c)
+      (check "through the child" (and c (assq (unbox child) (cdr c)))))
+    (let-values ([(port get) (open-string-output-port)])
+      (deadlock-report port)
+      (let ([text (get)])
+        (check (list "the report" text) (string-contains? text "waits for its task scope's children to end"))))
+    (kill-thread (unbox child))
+    (check "the body ends once its child is gone" (sync/timeout 5 (thread-dead-evt body)))))
+
 (test "find-deadlocks: a thread parked on a channel nothing reaches"
   (let* ([kept (make-channel)]
          [held (thread (lambda () (channel-get kept)))]

@@ -212,7 +212,8 @@
       h))
 
   ;; The threads t waits for, if it waits on one thing only: a mutex's
-  ;; holder, a semaphore's holders, a thread to end.
+  ;; holder, a semaphore's holders, a thread to end, a task scope's
+  ;; children to end.
   (define (waits-for t holders)
     (let ([ws (thread-wait-list t)])
       (if (and (pair? ws) (null? (cdr ws)))
@@ -221,6 +222,7 @@
               [(mutex) (let ([h (and (fx= (length w) 4) (cadddr w))]) (if (gthread? h) (list h) '()))]
               [(semaphore) (hashtable-ref holders (cadr w) '())]
               [(wait) (if (gthread? (cadr w)) (list (cadr w)) '())]
+              [(children) (let ([h (and (fx= (length w) 4) (cadddr w))]) (if (list? h) (filter gthread? h) '()))]
               [else '()]))
           '())))
 
@@ -298,6 +300,7 @@
       [(mutex) (format "~a ~a, held by thread ~s" (car w) (dump-object-text (cadr w)) holder)]
       [(semaphore) (format "semaphore ~a (~a), held by thread ~s" (dump-object-text (cadr w)) (caddr w) holder)]
       [(wait) (format "thread ~s to end" holder)]
+      [(children) (format "its task scope's children to end (~a), thread ~s among them" (dump-object-text (cadr w)) holder)]
       [else (wait-text w)]))
 
   (define (print-findings findings port)

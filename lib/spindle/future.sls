@@ -123,6 +123,11 @@
         (apply values (future-record-results f))
         (raise (future-record-results f))))
 
+  (define writer-installed
+    (begin (record-writer (record-type-descriptor future-record)
+             (lambda (f port wr) (display "#<future>" port)))
+           #t))
+
   ;; ---------------------------------------------------------------- fsemaphores
   (define-record-type fsemaphore
     (fields sema)

@@ -43,6 +43,7 @@
           (only (spindle private core evt-core) make-owned-latch owned-latch-owner-set!
                 latch-fire!)
           (only (spindle private core sync) register-evt-record-type!)
+          (only (spindle private core wait-targets) wait-target-alias!)
           (only (spindle thread) make-thread* start-thread! thread-add-exit-hook! parallel-thread-pool?)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
           (only (spindle custodian) make-custodian current-custodian custodian-shutdown-all)
@@ -205,6 +206,9 @@
     (unless (eq? (task-scope-state s) 'ended) (close-now! s parent)))
 
   (define (close-now! s parent)
+    ;; the dump and the deadlock report name what the closer waits for:
+    ;; s's children, not a bare semaphore
+    (wait-target-alias! (task-scope-ended s) 'children s task-scope-children)
     (call-with-cancel-shield
       (lambda ()
         (let loop ()
