@@ -24,6 +24,9 @@
 
 ;; Runs thunk, returns how many ms it took.
 (define (elapsed thunk) (let ([t0 (now)]) (thunk) (- (now) t0)))
+;; The count of sem, taken and given back.
+(define (semaphore-count-now* sem)
+  (let loop ([n 0]) (if (semaphore-try-wait? sem) (loop (+ n 1)) (begin (do ([i 0 (+ i 1)]) ((= i n)) (semaphore-post sem)) n))))
 ;; Computes for ms without waiting.
 (define (spin ms) (let ([t0 (now)]) (let loop () (when (< (- (now) t0) ms) (loop)))))
 
@@ -93,6 +96,21 @@
          [r (thread-wait (thread (lambda () (move-on-after 0.1 (let loop () (loop)))) #:pool pool #:keep 'results))])
     (check-equal "parallel loop" #f r)
     (parallel-thread-pool-close pool)))
+
+(test "a loop of waits that never park is cancelled: every blocking wait is a checkpoint, a poll that took nothing is no sync return"
+  (let ([ready (make-semaphore 1000000000)])
+    ;; runs (op) until cancelled, or 3 s
+    (define (looping op) (lambda () (let ([t0 (now)]) (let loop () (when (< (- (now) t0) 3000) (op) (loop))))))
+    (check-deadline "sync on a ready semaphore" 0.05 (looping (lambda () (sync ready))))
+    (check-deadline "semaphore-wait on a ready semaphore" 0.05 (looping (lambda () (semaphore-wait ready))))
+    (check-deadline "sync on always-evt" 0.05 (looping (lambda () (sync always-evt))))
+    (check-deadline "polls with sync/timeout 0" 0.05 (looping (lambda () (sync/timeout 0 never-evt))))
+    (check-deadline "channel-try-get on an empty channel" 0.05 (looping (lambda () (channel-try-get (make-channel)))))
+    (check-equal "a wait in a cancelled scope takes nothing" 1
+      (let ([sem (make-semaphore 1)])
+        (move-on-after 0 (semaphore-wait sem))
+        (move-on-after 0 (sync sem))
+        (semaphore-count-now* sem)))))
 
 (test "cleanup: dynamic-wind exits and guard clauses run once; shields let cleanup park"
   (let ([exits 0] [guarded 0] [cleaned #f])

@@ -150,20 +150,26 @@
   ;; A snapshot of the count (for fsemaphore-count).
   (define (semaphore-count-now sem) (fxmax 0 (unbox (semaphore-count sem))))
 
+  ;; Taking a count without a sync counts, for cancellation, as a sync
+  ;; that took something, and semaphore-wait is a checkpoint as a sync
+  ;; is (see note-taken! and wait-checkpoint! in (spindle private core
+  ;; sync)): the count taken is not dropped by a cancellation between the
+  ;; wait and, say, call-with-semaphore's dynamic-wind.
   (define (semaphore-try-wait? sem)
     (check 'semaphore-try-wait? sem)
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
-          (and (fx> n 0) (if (box-cas! b n (fx- n 1)) #t (loop)))))))
+          (and (fx> n 0) (if (box-cas! b n (fx- n 1)) (begin (note-taken!) #t) (loop)))))))
 
   (define (semaphore-wait sem)
     (check 'semaphore-wait sem)
+    (wait-checkpoint! (current-gthread))
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
           (if (fx> n 0)
-              (unless (box-cas! b n (fx- n 1)) (loop))
+              (if (box-cas! b n (fx- n 1)) (note-taken!) (loop))
               (sync-prim sem #t))))))   ; a tail call: one frame fewer when parked
 
   (define (semaphore-wait/enable-break sem)

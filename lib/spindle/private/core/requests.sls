@@ -7,7 +7,7 @@
 ;;; and wherever the sync layer looks.
 (library (spindle private core requests)
   (export request-kill! request-break! request-suspend! request-resume!
-          request-cancel-check! check-requests! set-interrupt-hook!)
+          request-cancel-check! check-requests! check-cancel! set-interrupt-hook!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
           (only (spindle private core cancel) cancel-condition))
 
@@ -77,6 +77,11 @@
   (define (raise-cancellation t cs)
     (gthread-cancel-raised-set! t (weak-cons cs #f))
     (raise (cancel-condition cs)))
+
+  ;; A wait's checkpoint (see sync.sls): raises t's pending cancellation,
+  ;; if any, before the wait takes anything.
+  (define (check-cancel! t)
+    (let ([cs (gthread-cancel-pending t)]) (when cs (raise-cancellation t cs))))
 
   (define (raised-before? t cs)
     (let ([w (gthread-cancel-raised t)]) (and w (eq? (car w) cs))))
