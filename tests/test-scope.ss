@@ -106,10 +106,10 @@
     (check-deadline "sync on always-evt" 0.05 (looping (lambda () (sync always-evt))))
     (check-deadline "polls with sync/timeout 0" 0.05 (looping (lambda () (sync/timeout 0 never-evt))))
     (check-deadline "channel-try-get on an empty channel" 0.05 (looping (lambda () (channel-try-get (make-channel)))))
-    (check-equal "a wait in a cancelled scope takes nothing" 1
+    (check-equal "a sync in a cancelled scope takes nothing" 1
       (let ([sem (make-semaphore 1)])
-        (move-on-after 0 (semaphore-wait sem))
         (move-on-after 0 (sync sem))
+        (move-on-after 0 (sync/timeout 5 sem))
         (semaphore-count-now* sem)))))
 
 (test "cleanup: dynamic-wind exits and guard clauses run once; shields let cleanup park"
@@ -175,6 +175,22 @@
           (sleep 10))))
     (check-equal "exit once" 1 exits)
     (check "released" (semaphore-try-wait? sem))))
+
+(test "stress: a loop of call-with-semaphore cancelled at a preemption never keeps the count"
+  (define (leaks-of pool)
+    (thread-wait
+      (thread (lambda ()
+                (let loop ([r 0] [leaks 0])
+                  (if (= r 60)
+                      leaks
+                      (let ([sem (make-semaphore 1)])
+                        (move-on-after 0.012 (let spin () (call-with-semaphore sem void) (spin)))
+                        (loop (+ r 1) (if (semaphore-try-wait? sem) leaks (+ leaks 1)))))))
+              #:pool pool #:keep 'results)))
+  (check-equal "coroutine" 0 (leaks-of #f))
+  (let ([p (make-parallel-thread-pool 1)])
+    (check-equal "parallel" 0 (leaks-of p))
+    (parallel-thread-pool-close p)))
 
 (test "SRFI-18: a cancelled waiter unlocks through dynamic-wind and leaves the condition variable"
   (let ([m (make-mutex)] [cv (make-condition-variable)] [exits 0])

@@ -150,26 +150,22 @@
   ;; A snapshot of the count (for fsemaphore-count).
   (define (semaphore-count-now sem) (fxmax 0 (unbox (semaphore-count sem))))
 
-  ;; Taking a count without a sync counts, for cancellation, as a sync
-  ;; that took something, and semaphore-wait is a checkpoint as a sync
-  ;; is (see note-taken! and wait-checkpoint! in (spindle private core
-  ;; sync)): the count taken is not dropped by a cancellation between the
-  ;; wait and, say, call-with-semaphore's dynamic-wind.
   (define (semaphore-try-wait? sem)
     (check 'semaphore-try-wait? sem)
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
-          (and (fx> n 0) (if (box-cas! b n (fx- n 1)) (begin (note-taken!) #t) (loop)))))))
+          (and (fx> n 0) (if (box-cas! b n (fx- n 1)) #t (loop)))))))
 
+  ;; The fast path (a count to take) is no cancellation checkpoint and
+  ;; stamps nothing (see (spindle private core sync)): it stays a CAS.
   (define (semaphore-wait sem)
     (check 'semaphore-wait sem)
-    (wait-checkpoint! (current-gthread))
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
           (if (fx> n 0)
-              (if (box-cas! b n (fx- n 1)) (note-taken!) (loop))
+              (unless (box-cas! b n (fx- n 1)) (loop))
               (sync-prim sem #t))))))   ; a tail call: one frame fewer when parked
 
   (define (semaphore-wait/enable-break sem)
@@ -184,6 +180,9 @@
   (define (call-with-sema who wait sem proc try-fail args)
     (check who sem)
     (unless (procedure? proc) (assertion-violation who "expected a procedure" proc))
+    ;; no cancellation between taking the count and the winder that
+    ;; gives it back (see before-take!)
+    (before-take! (not try-fail))
     (if (and try-fail (not (semaphore-try-wait? sem)))
         (try-fail)
         (let ([entered #f])

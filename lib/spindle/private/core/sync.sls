@@ -12,7 +12,7 @@
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! register-evt-kind!
-    sync-prim thread-wait-descriptions wait-checkpoint! note-taken!)
+    sync-prim thread-wait-descriptions before-take!)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) check-requests! check-cancel!)
           (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?
@@ -260,9 +260,17 @@
     (syntax-rules ()
       [(_ t) (when (gthread-cancel t) (check-cancel! t))]))
 
-  ;; For a wait that took something without a sync (semaphore-wait's fast
-  ;; path, a successful semaphore-try-wait?).
-  (define (note-taken!) (note-sync-return! (current-gthread)))
+  ;; For a wait about to take something it must give back in a
+  ;; dynamic-wind (call-with-semaphore): inside a scope, a checkpoint
+  ;; (checkpoint?: it is no poll), then the stamp of a sync's return made
+  ;; before the take, so that no preemption cancels between the take
+  ;; (semaphore-wait's fast path has no stamp) and the winder.  A loop of
+  ;; such waits stays cancellable at the checkpoint.
+  (define (before-take! checkpoint?)
+    (let ([t (current-gthread)])
+      (when (gthread-cancel t)
+        (when checkpoint? (check-cancel! t))
+        (note-sync-return! t))))
 
   ;; For dump-threads: what t, parked in a sync, waits on, one
   ;; (reason what ...) per branch (see evt-wait-description); '() if it
