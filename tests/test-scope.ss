@@ -176,7 +176,7 @@
     (check-equal "exit once" 1 exits)
     (check "released" (semaphore-try-wait? sem))))
 
-(test "stress: a loop of call-with-semaphore cancelled at a preemption never keeps the count"
+(test "stress: a loop of call-with-semaphore or mutex-lock! cancelled at a preemption never keeps the lock"
   (define (leaks-of pool)
     (thread-wait
       (thread (lambda ()
@@ -190,7 +190,15 @@
   (check-equal "coroutine" 0 (leaks-of #f))
   (let ([p (make-parallel-thread-pool 1)])
     (check-equal "parallel" 0 (leaks-of p))
-    (parallel-thread-pool-close p)))
+    (parallel-thread-pool-close p))
+  (check-equal "SRFI-18 mutex-lock!, then a dynamic-wind that unlocks" 0
+    (let loop ([r 0] [leaks 0])
+      (if (= r 60)
+          leaks
+          (let ([m (make-mutex)])
+            (move-on-after 0.012
+              (let spin () (mutex-lock! m) (dynamic-wind void void (lambda () (mutex-unlock! m))) (spin)))
+            (loop (+ r 1) (if (eq? (mutex-state m) 'not-abandoned) leaks (+ leaks 1))))))))
 
 (test "SRFI-18: a cancelled waiter unlocks through dynamic-wind and leaves the condition variable"
   (let ([m (make-mutex)] [cv (make-condition-variable)] [exits 0])
