@@ -377,7 +377,8 @@
       (let retry ([bv (list->vector branches)])
         (let ([s (begin (disable-interrupts)
                         (let ([s (sync-round t bv poll? deadline)])
-                          (when (and s (not (symbol? s)) (fixnum? (syncer-branch s))) (note-sync-return! t))
+                          (when (and (gthread-cancel t) s (not (symbol? s)) (fixnum? (syncer-branch s)))
+                            (note-sync-return! t))
                           s))])
           (enable-interrupts)
           (cond
