@@ -4,7 +4,9 @@
 ;;; A future's state moves once from queued to running, by CAS, for whoever
 ;;; gets there first: the pool's worker thread or a toucher, which then runs
 ;;; the thunk itself.  The loser does nothing (the worker thread just ends),
-;;; so acyclic touch dependencies never deadlock the pool.
+;;; so acyclic touch dependencies never deadlock the pool.  An owned future
+;;; (make-owned-future, for scope-future) starts running: only its owner
+;;; runs the thunk, and a touch waits.
 (library (spindle future)
   (export future touch future? would-be-future futures-enabled? current-future
           current-future-pool future-pool make-owned-future

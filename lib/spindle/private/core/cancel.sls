@@ -109,7 +109,7 @@
                    (make-message-condition
                      (if (cancel-scope-deadline cs) "cancelled: deadline passed" "cancelled")))))
 
-;; The handler under move-on-after and task scopes, in place of a guard:
+  ;; The handler under move-on-after and task scopes, in place of a guard:
   ;; (call-catching pred thunk on-caught) runs thunk; a raise that
   ;; satisfies pred leaves it, and on-caught is called with the condition
   ;; outside it; any other passes on as if there were no handler here.

@@ -251,11 +251,11 @@
     (syntax-rules ()
       [(_ t) (when (gthread-cancel t) (gthread-parked-at-set! t (real-time)))]))
 
-  ;; A blocking wait (a sync that is no poll, a semaphore-wait) is a
-  ;; checkpoint: inside a cancelled scope it raises before it tries, even
-  ;; if it could complete at once (Trio's rule), so a loop of waits that
-  ;; never park is cancelled too, and nothing is taken.  Outside every
-  ;; scope: one field check.
+  ;; A blocking wait (a sync that is no poll; semaphore-wait when it finds
+  ;; no count) is a checkpoint: inside a cancelled scope it raises before
+  ;; it tries, even if it could complete at once (Trio's rule), so a loop
+  ;; of waits that never park is cancelled too, and nothing is taken.
+  ;; Outside every scope: one field check.
   (define-syntax wait-checkpoint!
     (syntax-rules ()
       [(_ t) (when (gthread-cancel t) (check-cancel! t))]))
