@@ -376,6 +376,33 @@
   (check-raises "an outer deadline passes through the scope" timeout-condition?
     (lambda () (with-timeout 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (sleep 10)))))))
 
+(test "stress: children that fail at once over several pools: each started one failed or was cancelled, once"
+  (let ([pools (list #f (make-parallel-thread-pool 2) (make-parallel-thread-pool 1))] [bad 0])
+    (define (push! b v) (let loop () (let ([o (unbox b)]) (unless (box-cas! b o (cons v o)) (loop)))))
+    (do ([r 0 (+ r 1)]) ((= r 40))
+      (let* ([gate (make-semaphore 0)] [started (box '())] [cancelled (box '())]
+             [c (guard (c [#t c])
+                  (call-with-task-scope
+                    (lambda (s)
+                      (do ([i 0 (+ i 1)]) ((= i 9))
+                        (let ([i i])
+                          (scope-thread s
+                            (lambda ()
+                              (push! started i)
+                              (guard (c [(cancelled-condition? c) (push! cancelled i) (raise c)])
+                                (semaphore-wait gate))
+                              (raise i))
+                            (list-ref pools (mod i 3)))))
+                      (sleep (/ (random 3) 1000.))
+                      (do ([i 0 (+ i 1)]) ((= i 9)) (semaphore-post gate))
+                      (sleep 10))))]
+             [failed (if (scope-failure-condition? c) (scope-failure-conditions c) '())])
+        (unless (and (pair? failed)
+                     (equal? (sort < (append failed (unbox cancelled))) (sort < (unbox started))))
+          (set! bad (+ bad 1)))))
+    (check-equal "rounds where a child was lost or counted twice" 0 bad)
+    (for-each (lambda (p) (when p (parallel-thread-pool-close p))) pools)))
+
 (test "scope-cancel!, the scope as an evt, nested scopes"
   (let* ([grandchild-exit #f] [scope #f]
          [r (call-with-task-scope
