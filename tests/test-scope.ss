@@ -427,6 +427,25 @@
     (check-raises "no child after the end" (assertion-from? 'scope-thread)
       (lambda () (scope-thread scope void)))))
 
+(test "a deadline that cuts a scope's children while its body waits for them is not swallowed"
+  (let ([p (make-parallel-thread-pool 1)])
+    (check-raises "with-timeout raises" timeout-condition?
+      (lambda ()
+        (with-timeout 0.05
+          (call-with-task-scope
+            (lambda (s) (scope-thread s (lambda () (sleep 10)) p) (scope-thread s (lambda () (sleep 10))) 'body-done)))))
+    (check-equal "move-on-after moves on" #f
+      (move-on-after 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'body-done))))
+    (check-equal "an outer scope's cancellation reaches its body" #f
+      (call-with-task-scope
+        (lambda (o)
+          (thread (lambda () (sleep 0.05) (scope-cancel! o)))
+          (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'inner-body-done))
+          'outer-body-done)))
+    (check-equal "a scope that ends in time returns its values" 'body-done
+      (with-timeout 5 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 0.01))) 'body-done))))
+    (parallel-thread-pool-close p)))
+
 (test "a body that jumps out of its scope cancels and waits for the children"
   (let* ([exits 0] [scope #f]
          [r (call/cc

@@ -37,7 +37,7 @@
           (only (spindle private core atomic) with-os-mutex)
           (only (spindle private core scheduler) current-gthread)
           (only (spindle private core gthread) gthread-cancel gthread-cancel-set!)
-          (only (spindle private core requests) request-cancel-check!)
+          (only (spindle private core requests) request-cancel-check! check-cancel!)
           (only (spindle private core clock) monotonic-ms)
           (spindle private core cancel)
           (only (spindle private core evt-core) make-owned-latch owned-latch-owner-set!
@@ -196,9 +196,15 @@
                                  (make-message-condition
                                    (format "~a child thread~a of the task scope failed"
                                            (length failures) (if (null? (cdr failures)) "" "s"))))))]
-            [(eq? (car outcome) 'ok) (apply values (cdr outcome))]
-            [(own-cancellation? (cdr outcome) cs) #f]
+            ;; with no failure to raise, ending the scope is a checkpoint,
+            ;; as any wait: a cancellation of the scopes around it (a
+            ;; deadline that cut the children while the body waited for
+            ;; them, shielded) is raised here, not lost
+            [(eq? (car outcome) 'ok) (checkpoint! t) (apply values (cdr outcome))]
+            [(own-cancellation? (cdr outcome) cs) (checkpoint! t) #f]
             [else (raise (cdr outcome))])))))
+
+  (define (checkpoint! t) (when (gthread-cancel t) (check-cancel! t)))
 
   ;; Waits (shielded: the children are cancelled if the waiter would be)
   ;; until no child is left, then ends s.

@@ -79,7 +79,7 @@
     (raise (cancel-condition cs)))
 
   ;; A wait's checkpoint (see sync.sls): raises t's pending cancellation,
-  ;; if any, before the wait takes anything.
+  ;; if any, before the wait takes anything.  t is inside a cancel scope.
   (define (check-cancel! t)
     (let ([cs (gthread-cancel-pending t)]) (when cs (raise-cancellation t cs))))
 
