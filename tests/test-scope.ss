@@ -442,6 +442,8 @@
           (thread (lambda () (sleep 0.05) (scope-cancel! o)))
           (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'inner-body-done))
           'outer-body-done)))
+    (check-equal "a scope whose children had all ended adds no checkpoint: its body's value stays" 'v
+      (move-on-after 0.02 (call-with-task-scope (lambda (s) (parameterize-break #f (spin 40)) 'v))))
     (check-equal "a scope that ends in time returns its values" 'body-done
       (with-timeout 5 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 0.01))) 'body-done))))
     (parallel-thread-pool-close p)))

@@ -159,30 +159,30 @@
         (with-os-mutex (task-scope-lock parent)
           (task-scope-nested-set! parent (cons s (task-scope-nested parent)))
           (cancel-scope-cancelled-set! cs (cancel-scope-cancelled (task-scope-cancel parent)))))
-      (let ([outcome
-             (call-catching
-               (lambda (c) #t)
-               (lambda ()
-                 (let ([left? #f])
-                   (dynamic-wind
-                     (lambda ()
-                       (when left? (assertion-violation 'call-with-task-scope "cannot re-enter a task scope" s)))
-                     (lambda ()
-                       (in-scope cs
-                         (lambda ()
-                           (call-with-values
-                             (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
-                             (lambda vals (set! left? #t) (cons 'ok vals))))))
-                     ;; a body that raises (the catch's escape) or jumps out
-                     ;; (a continuation) ends the scope here: its children
-                     ;; are cancelled and waited for
-                     (lambda ()
-                       (unless left?
-                         (set! left? #t)
-                         (cancel! s cs)
-                         (close! s parent))))))
-               (lambda (c) (cons 'raised c)))])
-        (close! s parent)
+      (let* ([outcome
+              (call-catching
+                (lambda (c) #t)
+                (lambda ()
+                  (let ([left? #f])
+                    (dynamic-wind
+                      (lambda ()
+                        (when left? (assertion-violation 'call-with-task-scope "cannot re-enter a task scope" s)))
+                      (lambda ()
+                        (in-scope cs
+                          (lambda ()
+                            (call-with-values
+                              (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
+                              (lambda vals (set! left? #t) (cons 'ok vals))))))
+                      ;; a body that raises (the catch's escape) or jumps out
+                      ;; (a continuation) ends the scope here: its children
+                      ;; are cancelled and waited for
+                      (lambda ()
+                        (unless left?
+                          (set! left? #t)
+                          (cancel! s cs)
+                          (close! s parent))))))
+                (lambda (c) (cons 'raised c)))]
+             [waited? (close! s parent)])
         (let ([failures (reverse (task-scope-failures s))])
           (cond
             [(pair? failures)
@@ -196,39 +196,41 @@
                                  (make-message-condition
                                    (format "~a child thread~a of the task scope failed"
                                            (length failures) (if (null? (cdr failures)) "" "s"))))))]
-            ;; with no failure to raise, ending the scope is a checkpoint,
-            ;; as any wait: a cancellation of the scopes around it (a
-            ;; deadline that cut the children while the body waited for
-            ;; them, shielded) is raised here, not lost
-            [(eq? (car outcome) 'ok) (checkpoint! t) (apply values (cdr outcome))]
-            [(own-cancellation? (cdr outcome) cs) (checkpoint! t) #f]
+            ;; with no failure to raise, waiting for children makes the
+            ;; scope's end a checkpoint, as any wait: a cancellation of the
+            ;; scopes around it (a deadline that cut the children while the
+            ;; body waited for them, shielded) is raised here, not lost
+            [(eq? (car outcome) 'ok) (when waited? (checkpoint! t)) (apply values (cdr outcome))]
+            [(own-cancellation? (cdr outcome) cs) (when waited? (checkpoint! t)) #f]
             [else (raise (cdr outcome))])))))
 
   (define (checkpoint! t) (when (gthread-cancel t) (check-cancel! t)))
 
   ;; Waits (shielded: the children are cancelled if the waiter would be)
-  ;; until no child is left, then ends s.
+  ;; until no child is left, then ends s.  #t if it found a child running.
   (define (close! s parent)
-    (unless (eq? (task-scope-state s) 'ended) (close-now! s parent)))
+    (and (not (eq? (task-scope-state s) 'ended)) (close-now! s parent)))
 
   (define (close-now! s parent)
     ;; the dump and the deadlock report name what the closer waits for:
     ;; s's children, not a bare semaphore
     (wait-target-alias! (task-scope-ended s) 'children s task-scope-children)
-    (call-with-cancel-shield
-      (lambda ()
-        (let loop ()
-          (when (with-os-mutex (task-scope-lock s)
-                  (if (fx= (task-scope-live s) 0)
-                      (begin (task-scope-state-set! s 'ended) #f)
-                      #t))
-            (semaphore-wait (task-scope-ended s))
-            (loop)))))
-    (custodian-shutdown-all (task-scope-custodian s))
-    (when parent
-      (with-os-mutex (task-scope-lock parent)
-        (task-scope-nested-set! parent (remq s (task-scope-nested parent)))))
-    (latch-fire! (task-scope-end s)))
+    (let ([waited?
+           (call-with-cancel-shield
+             (lambda ()
+               (let loop ([waited? #f])
+                 (if (with-os-mutex (task-scope-lock s)
+                       (if (fx= (task-scope-live s) 0)
+                           (begin (task-scope-state-set! s 'ended) #f)
+                           #t))
+                     (begin (semaphore-wait (task-scope-ended s)) (loop #t))
+                     waited?))))])
+      (custodian-shutdown-all (task-scope-custodian s))
+      (when parent
+        (with-os-mutex (task-scope-lock parent)
+          (task-scope-nested-set! parent (remq s (task-scope-nested parent)))))
+      (latch-fire! (task-scope-end s))
+      waited?))
 
   (define scope-thread
     (case-lambda
