@@ -212,9 +212,6 @@
     (and (not (eq? (task-scope-state s) 'ended)) (close-now! s parent)))
 
   (define (close-now! s parent)
-    ;; the dump and the deadlock report name what the closer waits for:
-    ;; s's children, not a bare semaphore
-    (wait-target-alias! (task-scope-ended s) 'children s task-scope-children)
     (let ([waited?
            (call-with-cancel-shield
              (lambda ()
@@ -223,7 +220,12 @@
                        (if (fx= (task-scope-live s) 0)
                            (begin (task-scope-state-set! s 'ended) #f)
                            #t))
-                     (begin (semaphore-wait (task-scope-ended s)) (loop #t))
+                     (begin
+                       ;; the dump and the deadlock report name what the
+                       ;; closer waits for: s's children, not a bare semaphore
+                       (unless waited? (wait-target-alias! (task-scope-ended s) 'children s task-scope-children))
+                       (semaphore-wait (task-scope-ended s))
+                       (loop #t))
                      waited?))))])
       (custodian-shutdown-all (task-scope-custodian s))
       (when parent
