@@ -29,6 +29,29 @@
      (semaphore-post go) (semaphore-post go)
      (say "ready")
      (thread-wait t1))]
+  ;; waits with timers that never fire: a sleep and a deadline of +inf.0 s
+  [(forever-timers)
+   (thread (lambda () (sleep +inf.0)))
+   (say "ready")
+   (move-on-after +inf.0 (channel-get (make-channel)))
+   (say "not reached")]
+  ;; the main thread inside a task scope and a move-on-after (handlers
+  ;; that raise a break on), its children on unreachable channels
+  [(scope-channel)
+   (call-with-task-scope
+     (lambda (s)
+       (scope-thread s (lambda () (channel-get (make-channel))))
+       (scope-thread s (lambda () (channel-get (make-channel))) (make-parallel-thread-pool 1))
+       (say "ready")
+       (move-on-after +inf.0 (channel-get (make-channel)))))
+   (say "not reached")]
+  ;; waits with a deadline: the scope moves on, then a task scope's child
+  ;; does, while its body waits for it to end
+  [(deadline)
+   (say "ready")
+   (say (or (move-on-after 0.5 (channel-get (make-channel))) "moved-on"))
+   (say (call-with-task-scope
+          (lambda (s) (scope-thread s (lambda () (move-on-after 0.5 (channel-get (make-channel))))) "scope-ended")))]
   ;; waits on a timer: a thread sends after a pause
   [(timer)
    (let ([ch (make-channel)])

@@ -83,6 +83,24 @@
 (test "a timer can wake it: not reported"
   (check "the late message" (string-contains? (check-not-reported 'timer no-action 10 #f) "late")))
 
+(test "timers that never fire (sleep +inf.0, a deadline of +inf.0 s) wake nothing: reported"
+  (let ([r (run-child 'forever-timers no-action 10)])
+    (check-equal "status" 2 (car r))
+    (check "not killed" (not (cadr r)))
+    (check "the report" (string-contains? (cadddr r) "spindle: deadlock: every thread is blocked for ever"))))
+
+(test "every thread blocked inside task scopes and move-on-after: reported"
+  (let ([r (run-child 'scope-channel no-action 10)])
+    (check-equal "status" 2 (car r))
+    (check "not killed" (not (cadr r)))
+    (check "the report" (string-contains? (cadddr r) "spindle: deadlock: every thread is blocked for ever"))
+    (check "its scope's children, with its custodian" (string-contains? (cadddr r) "(coroutine, main pool): parked for"))))
+
+(test "a deadline can wake it: not reported"
+  (let ([out (check-not-reported 'deadline no-action 10 #f)])
+    (check "moved on" (string-contains? out "moved-on"))
+    (check "the scope ended" (string-contains? out "scope-ended"))))
+
 (test "a thread in tcp-accept: not reported"
   (check "accepted"
     (string-contains?
@@ -192,6 +210,29 @@
     (sleep 0.05)
     (check "a cycle" (cycle-of (find-deadlocks) a))
     (kill-thread a) (kill-thread b)))
+
+(test "find-deadlocks: a task scope's body waits for a child that waits for the body's semaphore"
+  (let* ([sem (make-semaphore 1)] [child (box #f)] [scope (box #f)]
+         [body (thread (lambda ()
+                         (call-with-semaphore sem
+                           (lambda ()
+                             (call-with-task-scope
+                               (lambda (s)
+                                 (set-box! scope s)
+                                 (set-box! child (scope-thread s (lambda () (semaphore-wait sem))))))))))])
+    (check "parked" (parked body))
+    (check "the child parked" (and (unbox child) (parked (unbox child))))
+    (check "thread-waits names the scope and its children"
+      (equal? (thread-waits body) (list (list 'children (unbox scope) 'held-by (list (unbox child))))))
+    (let ([c (cycle-of (find-deadlocks) body)])
+      (check "a cycle" c)
+      (check "through the child" (and c (assq (unbox child) (cdr c)))))
+    (let-values ([(port get) (open-string-output-port)])
+      (deadlock-report port)
+      (let ([text (get)])
+        (check (list "the report" text) (string-contains? text "waits for its task scope's children to end"))))
+    (kill-thread (unbox child))
+    (check "the body ends once its child is gone" (sync/timeout 5 (thread-dead-evt body)))))
 
 (test "find-deadlocks: a thread parked on a channel nothing reaches"
   (let* ([kept (make-channel)]

@@ -24,6 +24,11 @@
 
 ;; Runs thunk, returns how many ms it took.
 (define (elapsed thunk) (let ([t0 (now)]) (thunk) (- (now) t0)))
+;; The count of sem, taken and given back.
+(define (semaphore-count-now* sem)
+  (let loop ([n 0]) (if (semaphore-try-wait? sem) (loop (+ n 1)) (begin (do ([i 0 (+ i 1)]) ((= i n)) (semaphore-post sem)) n))))
+;; Computes for ms without waiting.
+(define (spin ms) (let ([t0 (now)]) (let loop () (when (< (- (now) t0) ms) (loop)))))
 
 ;; (body) must end through the deadline of a move-on-after of secs: it
 ;; returns #f within slack of the deadline.
@@ -60,6 +65,24 @@
                  (move-on-after 0.05 (move-on-after 10 (sleep 10)) (set! inner-ran-after #t) 'x))
     (check "outer passes the inner's exit" (not inner-ran-after))))
 
+(test "of two expired deadlines the outer one wins, though the inner one came first"
+  (check-equal "move-on-after outside with-timeout" #f
+    (move-on-after 0.02 (with-timeout 0.01 (parameterize-break #f (spin 40)) (sleep 1)) 'not-cancelled))
+  (check-equal "three deep" 'outer
+    (guard (c [(timeout-condition? c) 'outer])
+      (with-timeout 0.03
+        (move-on-after 0.02 (with-timeout 0.01 (parameterize-break #f (spin 50)) (sleep 1)) 'not-cancelled)))))
+
+(test "deadlines of 0 and +inf.0"
+  (check-equal "0: a body that never waits returns" 'done (move-on-after 0 'done))
+  (check-equal "0: the first wait" #f (move-on-after 0 (sleep 1) 'done))
+  (check-equal "+inf.0 never expires" 'done (move-on-after +inf.0 (sleep 0.01) 'done))
+  (check-equal "1e308 s neither" 'done (with-timeout 1e308 (sleep 0.01) 'done))
+  (check-equal "an exact huge one neither" 'done (with-timeout (expt 10 400) (sleep 0.01) 'done))
+  (check-equal "+inf.0 inside a short one" #f (move-on-after 0.02 (with-timeout +inf.0 (sleep 1)) 'done))
+  (check-raises "-1" (assertion-from? 'move-on-after) (lambda () (move-on-after -1 'x)))
+  (check-raises "+nan.0" (assertion-from? 'with-timeout) (lambda () (with-timeout +nan.0 'x))))
+
 (test "a deadline is measured from entering the scope"
   (let ([later (lambda () (move-on-after 0.3 (sleep 0.2) 'full-time))]
         [thunk (lambda () (sleep 0.2) 'full-time)])
@@ -73,6 +96,21 @@
          [r (thread-wait (thread (lambda () (move-on-after 0.1 (let loop () (loop)))) #:pool pool #:keep 'results))])
     (check-equal "parallel loop" #f r)
     (parallel-thread-pool-close pool)))
+
+(test "a loop of waits that never park is cancelled: every blocking wait is a checkpoint, a poll that took nothing is no sync return"
+  (let ([ready (make-semaphore 1000000000)])
+    ;; runs (op) until cancelled, or 3 s
+    (define (looping op) (lambda () (let ([t0 (now)]) (let loop () (when (< (- (now) t0) 3000) (op) (loop))))))
+    (check-deadline "sync on a ready semaphore" 0.05 (looping (lambda () (sync ready))))
+    (check-deadline "semaphore-wait on a ready semaphore" 0.05 (looping (lambda () (semaphore-wait ready))))
+    (check-deadline "sync on always-evt" 0.05 (looping (lambda () (sync always-evt))))
+    (check-deadline "polls with sync/timeout 0" 0.05 (looping (lambda () (sync/timeout 0 never-evt))))
+    (check-deadline "channel-try-get on an empty channel" 0.05 (looping (lambda () (channel-try-get (make-channel)))))
+    (check-equal "a sync in a cancelled scope takes nothing" 1
+      (let ([sem (make-semaphore 1)])
+        (move-on-after 0 (sync sem))
+        (move-on-after 0 (sync/timeout 5 sem))
+        (semaphore-count-now* sem)))))
 
 (test "cleanup: dynamic-wind exits and guard clauses run once; shields let cleanup park"
   (let ([exits 0] [guarded 0] [cleaned #f])
@@ -94,6 +132,35 @@
   (check-equal "caught, it is raised again at the next park" #f
                (move-on-after 0.02 (guard (c [#t 'caught]) (sleep 1)) (sleep 1) 'done)))
 
+;; Cleanup that computes without waiting runs to its end: a preemption
+;; delivers a cancellation once per scope, not again into the unwinding.
+(test "cleanup that computes past a preemption is not cancelled again"
+  (let ([exits 0] [clauses 0] [after-park 0])
+    (check-equal "preempted body" #f
+      (move-on-after 0.05
+        (dynamic-wind void (lambda () (spin 5000)) (lambda () (spin 60) (set! exits (+ exits 1))))))
+    (check-equal "dynamic-wind exit finished once" 1 exits)
+    (check-equal "guard" #f
+      (move-on-after 0.05
+        (guard (c [(cancelled-condition? c) (spin 60) (set! clauses (+ clauses 1)) (raise c)])
+          (spin 5000))))
+    (check-equal "guard clause finished once" 1 clauses)
+    (check-equal "cancelled at a park" #f
+      (move-on-after 0.05
+        (dynamic-wind void (lambda () (sleep 10)) (lambda () (spin 60) (set! after-park (+ after-park 1))))))
+    (check-equal "its computing exit finished once" 1 after-park)
+    (let* ([pool (make-parallel-thread-pool 1)] [done (box 0)]
+           [r (thread-wait
+                (thread (lambda ()
+                          (move-on-after 0.05
+                            (dynamic-wind void (lambda () (spin 5000)) (lambda () (spin 60) (set-box! done 1)))))
+                        #:pool pool #:keep 'results))])
+      (check-equal "parallel: result" #f r)
+      (check-equal "parallel: exit finished" 1 (unbox done))
+      (parallel-thread-pool-close pool)))
+  (check-equal "an outer deadline still reaches a loop whose inner scope caught its own" #f
+    (move-on-after 0.2 (let loop () (move-on-after 0.02 (spin 5000)) (loop)))))
+
 ;; ---------------------------------------------------------------- locks
 (test "a thread cancelled inside call-with-semaphore releases it; its exit runs once"
   (let ([sem (make-semaphore 1)] [exits 0])
@@ -108,6 +175,30 @@
           (sleep 10))))
     (check-equal "exit once" 1 exits)
     (check "released" (semaphore-try-wait? sem))))
+
+(test "stress: a loop of call-with-semaphore or mutex-lock! cancelled at a preemption never keeps the lock"
+  (define (leaks-of pool)
+    (thread-wait
+      (thread (lambda ()
+                (let loop ([r 0] [leaks 0])
+                  (if (= r 60)
+                      leaks
+                      (let ([sem (make-semaphore 1)])
+                        (move-on-after 0.012 (let spin () (call-with-semaphore sem void) (spin)))
+                        (loop (+ r 1) (if (semaphore-try-wait? sem) leaks (+ leaks 1)))))))
+              #:pool pool #:keep 'results)))
+  (check-equal "coroutine" 0 (leaks-of #f))
+  (let ([p (make-parallel-thread-pool 1)])
+    (check-equal "parallel" 0 (leaks-of p))
+    (parallel-thread-pool-close p))
+  (check-equal "SRFI-18 mutex-lock!, then a dynamic-wind that unlocks" 0
+    (let loop ([r 0] [leaks 0])
+      (if (= r 60)
+          leaks
+          (let ([m (make-mutex)])
+            (move-on-after 0.012
+              (let spin () (mutex-lock! m) (dynamic-wind void void (lambda () (mutex-unlock! m))) (spin)))
+            (loop (+ r 1) (if (eq? (mutex-state m) 'not-abandoned) leaks (+ leaks 1))))))))
 
 (test "SRFI-18: a cancelled waiter unlocks through dynamic-wind and leaves the condition variable"
   (let ([m (make-mutex)] [cv (make-condition-variable)] [exits 0])
@@ -246,6 +337,25 @@
     (check-equal "children done first" '(fast slow) (sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) done))
     (check-equal "future" 42 (call-with-task-scope (lambda (s) (touch (scope-future s (lambda () (* 6 7)))))))))
 
+(test "a scope-future's thunk runs only in its child, never after the scope; a toucher's deadline stays its own"
+  (let* ([ran #f]
+         [f (call-with-task-scope
+              (lambda (s) (let ([f (scope-future s (lambda () (set! ran #t) 'late))]) (scope-cancel! s) f)))])
+    (check-raises "touched after the scope: its cancellation" cancelled-condition? (lambda () (touch f)))
+    (check "never ran" (not ran)))
+  (let* ([g #f]
+         [r (call-with-task-scope
+              (lambda (s)
+                (set! g (scope-future s (lambda () (sleep 0.1) 'value)))
+                (list (move-on-after 0.02 (touch g)) (touch g))))])
+    (check-equal "the toucher moved on, then got the value" '(#f value) r)
+    (check-equal "touched after the scope" 'value (touch g)))
+  (let ([c (guard (c [#t c])
+             (call-with-task-scope
+               (lambda (s) (touch (scope-future s (lambda () (raise 'boom)))))))])
+    (check-equal "a failure the body touched is listed once" '(boom)
+                 (and (scope-failure-condition? c) (scope-failure-conditions c)))))
+
 (test "the first failure cancels the siblings and the body; every failure is raised together"
   (let* ([sibling-exit 0] [gate (make-semaphore 0)]
          [c (guard (c [#t c])
@@ -265,6 +375,33 @@
     (lambda () (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (error 'b "body")))))
   (check-raises "an outer deadline passes through the scope" timeout-condition?
     (lambda () (with-timeout 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (sleep 10)))))))
+
+(test "stress: children that fail at once over several pools: each started one failed or was cancelled, once"
+  (let ([pools (list #f (make-parallel-thread-pool 2) (make-parallel-thread-pool 1))] [bad 0])
+    (define (push! b v) (let loop () (let ([o (unbox b)]) (unless (box-cas! b o (cons v o)) (loop)))))
+    (do ([r 0 (+ r 1)]) ((= r 40))
+      (let* ([gate (make-semaphore 0)] [started (box '())] [cancelled (box '())]
+             [c (guard (c [#t c])
+                  (call-with-task-scope
+                    (lambda (s)
+                      (do ([i 0 (+ i 1)]) ((= i 9))
+                        (let ([i i])
+                          (scope-thread s
+                            (lambda ()
+                              (push! started i)
+                              (guard (c [(cancelled-condition? c) (push! cancelled i) (raise c)])
+                                (semaphore-wait gate))
+                              (raise i))
+                            (list-ref pools (mod i 3)))))
+                      (sleep (/ (random 3) 1000.))
+                      (do ([i 0 (+ i 1)]) ((= i 9)) (semaphore-post gate))
+                      (sleep 10))))]
+             [failed (if (scope-failure-condition? c) (scope-failure-conditions c) '())])
+        (unless (and (pair? failed)
+                     (equal? (sort < (append failed (unbox cancelled))) (sort < (unbox started))))
+          (set! bad (+ bad 1)))))
+    (check-equal "rounds where a child was lost or counted twice" 0 bad)
+    (for-each (lambda (p) (when p (parallel-thread-pool-close p))) pools)))
 
 (test "scope-cancel!, the scope as an evt, nested scopes"
   (let* ([grandchild-exit #f] [scope #f]
@@ -289,6 +426,27 @@
     (check-equal "ended: ready with itself" scope (sync/timeout 0 scope))
     (check-raises "no child after the end" (assertion-from? 'scope-thread)
       (lambda () (scope-thread scope void)))))
+
+(test "a deadline that cuts a scope's children while its body waits for them is not swallowed"
+  (let ([p (make-parallel-thread-pool 1)])
+    (check-raises "with-timeout raises" timeout-condition?
+      (lambda ()
+        (with-timeout 0.05
+          (call-with-task-scope
+            (lambda (s) (scope-thread s (lambda () (sleep 10)) p) (scope-thread s (lambda () (sleep 10))) 'body-done)))))
+    (check-equal "move-on-after moves on" #f
+      (move-on-after 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'body-done))))
+    (check-equal "an outer scope's cancellation reaches its body" #f
+      (call-with-task-scope
+        (lambda (o)
+          (thread (lambda () (sleep 0.05) (scope-cancel! o)))
+          (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'inner-body-done))
+          'outer-body-done)))
+    (check-equal "a scope whose children had all ended adds no checkpoint: its body's value stays" 'v
+      (move-on-after 0.02 (call-with-task-scope (lambda (s) (parameterize-break #f (spin 40)) 'v))))
+    (check-equal "a scope that ends in time returns its values" 'body-done
+      (with-timeout 5 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 0.01))) 'body-done))))
+    (parallel-thread-pool-close p)))
 
 (test "a body that jumps out of its scope cancels and waits for the children"
   (let* ([exits 0] [scope #f]

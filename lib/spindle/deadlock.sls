@@ -42,6 +42,7 @@
                 gthread-pool gthread-state adopted-gthreads main-pool spawn! start-gthread!
                 gthread-finisher-set! exit-current-thread!)
           (only (spindle private core gthread) gthread-winders gthread-exn-state)
+          (only (spindle private core cancel) scope-handler?)
           (only (spindle private core wait-targets) thread-wait-list)
           (only (spindle private core thread-dump) dump-object-text)
           (only (spindle private io poller) poller-may-wake?)
@@ -65,17 +66,19 @@
                  (loop (fx+ n 1)))))))
 
   ;; The number of handlers an exception state holds above Chez's default
-  ;; one: its one field is the handler stack, a list that ends in a
-  ;; cyclic pair of the default handler.  #f if it is not so.
+  ;; one, but for those of move-on-after and task scopes (scope-handler?:
+  ;; a break they catch is raised on): its one field is the handler
+  ;; stack, a list that ends in a cyclic pair of the default handler.  #f
+  ;; if it is not so.
   (define (handler-depth s)
     (guard (c [#t #f])
       (let ([stack ((record-accessor (#%$record-type-descriptor s) 0) s)])
-        (let loop ([l stack] [n 0])
+        (let loop ([l stack] [n 0] [seen 0])
           (cond
             [(not (pair? l)) #f]
             [(eq? (cdr l) l) n]
-            [(fx> n 100000) #f]
-            [else (loop (cdr l) (fx+ n 1))])))))
+            [(fx> seen 100000) #f]
+            [else (loop (cdr l) (if (scope-handler? (car l)) n (fx+ n 1)) (fx+ seen 1))])))))
 
   ;; #t if the parked main thread runs under a handler it did not have
   ;; when it was adopted: a guard that may catch the break of a Ctrl-C,
@@ -209,7 +212,8 @@
       h))
 
   ;; The threads t waits for, if it waits on one thing only: a mutex's
-  ;; holder, a semaphore's holders, a thread to end.
+  ;; holder, a semaphore's holders, a thread to end, a task scope's
+  ;; children to end.
   (define (waits-for t holders)
     (let ([ws (thread-wait-list t)])
       (if (and (pair? ws) (null? (cdr ws)))
@@ -218,6 +222,7 @@
               [(mutex) (let ([h (and (fx= (length w) 4) (cadddr w))]) (if (gthread? h) (list h) '()))]
               [(semaphore) (hashtable-ref holders (cadr w) '())]
               [(wait) (if (gthread? (cadr w)) (list (cadr w)) '())]
+              [(children) (let ([h (and (fx= (length w) 4) (cadddr w))]) (if (list? h) (filter gthread? h) '()))]
               [else '()]))
           '())))
 
@@ -295,6 +300,7 @@
       [(mutex) (format "~a ~a, held by thread ~s" (car w) (dump-object-text (cadr w)) holder)]
       [(semaphore) (format "semaphore ~a (~a), held by thread ~s" (dump-object-text (cadr w)) (caddr w) holder)]
       [(wait) (format "thread ~s to end" holder)]
+      [(children) (format "its task scope's children to end (~a), thread ~s among them" (dump-object-text (cadr w)) holder)]
       [else (wait-text w)]))
 
   (define (print-findings findings port)

@@ -4,10 +4,12 @@
 ;;; A future's state moves once from queued to running, by CAS, for whoever
 ;;; gets there first: the pool's worker thread or a toucher, which then runs
 ;;; the thunk itself.  The loser does nothing (the worker thread just ends),
-;;; so acyclic touch dependencies never deadlock the pool.
+;;; so acyclic touch dependencies never deadlock the pool.  An owned future
+;;; (make-owned-future, for scope-future) starts running: only its owner
+;;; runs the thunk, and a touch waits.
 (library (spindle future)
   (export future touch future? would-be-future futures-enabled? current-future
-          current-future-pool future-pool
+          current-future-pool future-pool make-owned-future
           (rename (make-fsemaphore* make-fsemaphore)) fsemaphore? fsemaphore-post fsemaphore-wait
           fsemaphore-try-wait? fsemaphore-count
           for/async map/async processor-count)
@@ -63,20 +65,42 @@
   ;; Runs f's thunk here if nobody has started it.  #t if this call ran it.
   (define (run-if-queued! f)
     (and (box-cas! (future-record-state f) 'queued 'running)
-         (let* ([t0 (and tracing? (trace-now))]
-                [r (call/cc
-                    (lambda (k)
-                      (with-exception-handler
-                        (lambda (c) (k (cons 'failed c)))
-                        (lambda ()
-                          (current-future f)
-                          (call-with-values (future-record-thunk f)
-                            (lambda vals (cons 'done vals)))))))])
-           (future-record-results-set! f (cdr r))
-           (set-box! (future-record-state f) (car r))
-           (latch-fire! (future-record-done f))
-           (when tracing? (trace-span! 'future t0 f #f))
-           #t)))
+         (begin (settle! f (outcome f (future-record-thunk f))) #t)))
+
+  ;; Runs thunk as f's: (done . values) or (failed . raised).
+  (define (outcome f thunk)
+    (let ([t0 (and tracing? (trace-now))])
+      (let ([r (call/cc
+                 (lambda (k)
+                   (with-exception-handler
+                     (lambda (c) (k (cons 'failed c)))
+                     (lambda ()
+                       (current-future f)
+                       (call-with-values thunk (lambda vals (cons 'done vals)))))))])
+        (when tracing? (trace-span! 'future t0 f #f))
+        r)))
+
+  ;; Sets f's outcome r; f is running, and only this thread settles it.
+  (define (settle! f r)
+    (future-record-results-set! f (cdr r))
+    (set-box! (future-record-state f) (car r))
+    (latch-fire! (future-record-done f)))
+
+  ;; For (spindle scope): a future that no toucher runs (it is running from
+  ;; the start), and two procedures that settle it, of which the first to
+  ;; finish wins: (run thunk) runs thunk as the future's thunk and raises
+  ;; again what it raised; (fail c) makes c its raise (for an owner that
+  ;; ended, even killed mid-run, before run finished).
+  (define (make-owned-future)
+    (let* ([f (make-future #f)] [settled (box #f)]
+           [settle-once! (lambda (r) (when (box-cas! settled #f #t) (settle! f r)))])
+      (set-box! (future-record-state f) 'running)
+      (values f
+              (lambda (thunk)
+                (let ([r (outcome f thunk)])
+                  (settle-once! r)
+                  (if (eq? (car r) 'failed) (raise (cdr r)) (void))))
+              (lambda (c) (settle-once! (cons 'failed c))))))
 
   (define (future thunk)
     (check-thunk 'future thunk)
@@ -100,6 +124,11 @@
     (if (eq? (unbox (future-record-state f)) 'done)
         (apply values (future-record-results f))
         (raise (future-record-results f))))
+
+  (define writer-installed
+    (begin (record-writer (record-type-descriptor future-record)
+             (lambda (f port wr) (display "#<future>" port)))
+           #t))
 
   ;; ---------------------------------------------------------------- fsemaphores
   (define-record-type fsemaphore

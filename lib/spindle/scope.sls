@@ -37,17 +37,18 @@
           (only (spindle private core atomic) with-os-mutex)
           (only (spindle private core scheduler) current-gthread)
           (only (spindle private core gthread) gthread-cancel gthread-cancel-set!)
-          (only (spindle private core requests) request-cancel-check!)
+          (only (spindle private core requests) request-cancel-check! check-cancel!)
           (only (spindle private core clock) monotonic-ms)
           (spindle private core cancel)
           (only (spindle private core evt-core) make-owned-latch owned-latch-owner-set!
                 latch-fire!)
           (only (spindle private core sync) register-evt-record-type!)
+          (only (spindle private core wait-targets) wait-target-alias!)
           (only (spindle thread) make-thread* start-thread! thread-add-exit-hook! parallel-thread-pool?)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
           (only (spindle custodian) make-custodian current-custodian custodian-shutdown-all)
           (only (spindle parameter) parameterize)
-          (only (spindle future) would-be-future touch future-pool))
+          (only (spindle future) make-owned-future touch future-pool))
 
   (define-condition-type &scope-failure &error make-scope-failure scope-failure-condition?
     (conditions scope-failure-conditions))
@@ -78,8 +79,10 @@
   (define (deadline-scope who kind seconds)
     (unless (and (real? seconds) (not (nan? seconds)) (>= seconds 0))
       (assertion-violation who "expected a non-negative real number of seconds" seconds))
-    (make-cancel-scope (gthread-cancel (current-gthread)) kind
-                       (fl+ (monotonic-ms) (fl* 1000. (inexact seconds)))))
+    ;; +inf.0 (or past the largest flonum): a deadline that never comes,
+    ;; so none (no timer at each wait)
+    (let ([dl (fl+ (monotonic-ms) (fl* 1000. (inexact seconds)))])
+      (make-cancel-scope (gthread-cancel (current-gthread)) kind (and (fl< dl +inf.0) dl))))
 
   (define (call-with-timeout seconds thunk)
     (let ([cs (deadline-scope 'with-timeout 'timeout seconds)])
@@ -89,8 +92,7 @@
   (define (call-with-move-on-after seconds thunk)
     (let ([cs (deadline-scope 'move-on-after 'move-on seconds)])
       (check-thunk 'move-on-after thunk)
-      (guard (c [(own-cancellation? c cs) #f])
-        (in-scope cs thunk))))
+      (call-catching (lambda (c) (own-cancellation? c cs)) (lambda () (in-scope cs thunk)) (lambda (c) #f))))
 
   (define (own-cancellation? c cs)
     (and (cancelled-condition? c) (eq? (cancelled-condition-scope c) cs)))
@@ -157,61 +159,80 @@
         (with-os-mutex (task-scope-lock parent)
           (task-scope-nested-set! parent (cons s (task-scope-nested parent)))
           (cancel-scope-cancelled-set! cs (cancel-scope-cancelled (task-scope-cancel parent)))))
-      (let ([outcome
-             (guard (c [#t (cons 'raised c)])
-               (let ([left? #f])
-                 (dynamic-wind
-                   (lambda ()
-                     (when left? (assertion-violation 'call-with-task-scope "cannot re-enter a task scope" s)))
-                   (lambda ()
-                     (in-scope cs
-                       (lambda ()
-                         (call-with-values
-                           (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
-                           (lambda vals (set! left? #t) (cons 'ok vals))))))
-                   ;; a body that raises (the guard's escape) or jumps out
-                   ;; (a continuation) ends the scope here: its children
-                   ;; are cancelled and waited for
-                   (lambda ()
-                     (unless left?
-                       (set! left? #t)
-                       (cancel! s cs)
-                       (close! s parent))))))])
-        (close! s parent)
+      (let* ([outcome
+              (call-catching
+                (lambda (c) #t)
+                (lambda ()
+                  (let ([left? #f])
+                    (dynamic-wind
+                      (lambda ()
+                        (when left? (assertion-violation 'call-with-task-scope "cannot re-enter a task scope" s)))
+                      (lambda ()
+                        (in-scope cs
+                          (lambda ()
+                            (call-with-values
+                              (lambda () (parameterize ([current-custodian (task-scope-custodian s)]) (proc s)))
+                              (lambda vals (set! left? #t) (cons 'ok vals))))))
+                      ;; a body that raises (the catch's escape) or jumps out
+                      ;; (a continuation) ends the scope here: its children
+                      ;; are cancelled and waited for
+                      (lambda ()
+                        (unless left?
+                          (set! left? #t)
+                          (cancel! s cs)
+                          (close! s parent))))))
+                (lambda (c) (cons 'raised c)))]
+             [waited? (close! s parent)])
         (let ([failures (reverse (task-scope-failures s))])
           (cond
             [(pair? failures)
-             (let ([all (if (and (eq? (car outcome) 'raised) (not (cancelled-condition? (cdr outcome))))
+             ;; the body's raise, unless it is a cancellation or a
+             ;; child's failure it got again (touching a scope-future)
+             (let ([all (if (and (eq? (car outcome) 'raised) (not (cancelled-condition? (cdr outcome)))
+                                 (not (memq (cdr outcome) failures)))
                             (cons (cdr outcome) failures)
                             failures)])
                (raise (condition (make-scope-failure all) (make-who-condition 'call-with-task-scope)
                                  (make-message-condition
                                    (format "~a child thread~a of the task scope failed"
                                            (length failures) (if (null? (cdr failures)) "" "s"))))))]
-            [(eq? (car outcome) 'ok) (apply values (cdr outcome))]
-            [(own-cancellation? (cdr outcome) cs) #f]
+            ;; with no failure to raise, waiting for children makes the
+            ;; scope's end a checkpoint, as any wait: a cancellation of the
+            ;; scopes around it (a deadline that cut the children while the
+            ;; body waited for them, shielded) is raised here, not lost
+            [(eq? (car outcome) 'ok) (when waited? (checkpoint! t)) (apply values (cdr outcome))]
+            [(own-cancellation? (cdr outcome) cs) (when waited? (checkpoint! t)) #f]
             [else (raise (cdr outcome))])))))
 
+  (define (checkpoint! t) (when (gthread-cancel t) (check-cancel! t)))
+
   ;; Waits (shielded: the children are cancelled if the waiter would be)
-  ;; until no child is left, then ends s.
+  ;; until no child is left, then ends s.  #t if it found a child running.
   (define (close! s parent)
-    (unless (eq? (task-scope-state s) 'ended) (close-now! s parent)))
+    (and (not (eq? (task-scope-state s) 'ended)) (close-now! s parent)))
 
   (define (close-now! s parent)
-    (call-with-cancel-shield
-      (lambda ()
-        (let loop ()
-          (when (with-os-mutex (task-scope-lock s)
-                  (if (fx= (task-scope-live s) 0)
-                      (begin (task-scope-state-set! s 'ended) #f)
-                      #t))
-            (semaphore-wait (task-scope-ended s))
-            (loop)))))
-    (custodian-shutdown-all (task-scope-custodian s))
-    (when parent
-      (with-os-mutex (task-scope-lock parent)
-        (task-scope-nested-set! parent (remq s (task-scope-nested parent)))))
-    (latch-fire! (task-scope-end s)))
+    (let ([waited?
+           (call-with-cancel-shield
+             (lambda ()
+               (let loop ([waited? #f])
+                 (if (with-os-mutex (task-scope-lock s)
+                       (if (fx= (task-scope-live s) 0)
+                           (begin (task-scope-state-set! s 'ended) #f)
+                           #t))
+                     (begin
+                       ;; the dump and the deadlock report name what the
+                       ;; closer waits for: s's children, not a bare semaphore
+                       (unless waited? (wait-target-alias! (task-scope-ended s) 'children s task-scope-children))
+                       (semaphore-wait (task-scope-ended s))
+                       (loop #t))
+                     waited?))))])
+      (custodian-shutdown-all (task-scope-custodian s))
+      (when parent
+        (with-os-mutex (task-scope-lock parent)
+          (task-scope-nested-set! parent (remq s (task-scope-nested parent)))))
+      (latch-fire! (task-scope-end s))
+      waited?))
 
   (define scope-thread
     (case-lambda
@@ -221,22 +242,27 @@
        (check-thunk 'scope-thread thunk)
        (unless (or (not pool) (eq? pool 'own) (parallel-thread-pool? pool))
          (assertion-violation 'scope-thread "expected #f, 'own or a parallel thread pool" pool))
-       (unless (eq? (task-scope-state s) 'open)
-         (assertion-violation 'scope-thread "the task scope has ended" s))
-       (let ([t (parameterize ([current-custodian (task-scope-custodian s)])
-                  (make-thread* 'scope-thread (lambda () (run-child s thunk)) pool #f #t #f #f))])
-         (gthread-cancel-set! t (task-scope-cancel s))
-         (unless (with-os-mutex (task-scope-lock s)
-                   (and (eq? (task-scope-state s) 'open)
-                        (begin
-                          (task-scope-live-set! s (fx+ (task-scope-live s) 1))
-                          (task-scope-children-set! s (cons t (task-scope-children s)))
-                          #t)))
-           (assertion-violation 'scope-thread "the task scope has ended" s))
-         ;; runs however the child ends, killed too
-         (thread-add-exit-hook! t (lambda () (child-ended! s t)))
-         (start-thread! t)
-         t)]))
+       (start-child! 'scope-thread s thunk pool void)]))
+
+  ;; Starts a child of s running thunk; on-end runs when it ends, however
+  ;; (before s counts it ended).
+  (define (start-child! who s thunk pool on-end)
+    (unless (eq? (task-scope-state s) 'open)
+      (assertion-violation who "the task scope has ended" s))
+    (let ([t (parameterize ([current-custodian (task-scope-custodian s)])
+               (make-thread* 'scope-thread (lambda () (run-child s thunk)) pool #f #t #f #f))])
+      (gthread-cancel-set! t (task-scope-cancel s))
+      (unless (with-os-mutex (task-scope-lock s)
+                (and (eq? (task-scope-state s) 'open)
+                     (begin
+                       (task-scope-live-set! s (fx+ (task-scope-live s) 1))
+                       (task-scope-children-set! s (cons t (task-scope-children s)))
+                       #t)))
+        (assertion-violation who "the task scope has ended" s))
+      ;; runs however the child ends, killed too
+      (thread-add-exit-hook! t (lambda () (on-end) (child-ended! s t)))
+      (start-thread! t)
+      t))
 
   ;; A child's raise is a failure unless it is the cancellation of its
   ;; scope or of a scope outside it.
@@ -259,9 +285,13 @@
       (task-scope-children-set! s (remq t (task-scope-children s))))
     (semaphore-post (task-scope-ended s)))
 
-  ;; A future run by a child of s (on the future pool, or pool); touch
-  ;; gives its values.  A toucher that gets to it first runs it itself, in
-  ;; its own thread, as for any future.
+  ;; A future whose thunk only a child of s runs (on the future pool, or
+  ;; pool); a touch waits for it.  So the thunk never runs outside the
+  ;; scope or after it, and a toucher's own cancellation stays the
+  ;; toucher's (were it run by a toucher, that raise would be the future's
+  ;; outcome for every toucher).  A child that ends before running it
+  ;; (cancelled first, killed) leaves the future failed with s's
+  ;; cancellation.
   (define scope-future
     (case-lambda
       [(s thunk) (scope-future s thunk #f)]
@@ -270,8 +300,9 @@
        (check-thunk 'scope-future thunk)
        (unless (or (not pool) (parallel-thread-pool? pool))
          (assertion-violation 'scope-future "expected #f or a parallel thread pool" pool))
-       (let ([f (would-be-future thunk)])
-         (scope-thread s (lambda () (touch f)) (or pool (future-pool)))
+       (let-values ([(f run fail) (make-owned-future)])
+         (start-child! 'scope-future s (lambda () (run thunk)) (or pool (future-pool))
+           (lambda () (fail (cancel-condition (task-scope-cancel s)))))
          f)]))
 
   ;; A task scope is an evt ready, with itself, once it has ended.

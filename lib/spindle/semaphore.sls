@@ -157,6 +157,8 @@
         (let ([n (unbox b)])
           (and (fx> n 0) (if (box-cas! b n (fx- n 1)) #t (loop)))))))
 
+  ;; The fast path (a count to take) is no cancellation checkpoint and
+  ;; stamps nothing (see (spindle private core sync)): it stays a CAS.
   (define (semaphore-wait sem)
     (check 'semaphore-wait sem)
     (let ([b (semaphore-count sem)])
@@ -178,6 +180,9 @@
   (define (call-with-sema who wait sem proc try-fail args)
     (check who sem)
     (unless (procedure? proc) (assertion-violation who "expected a procedure" proc))
+    ;; no cancellation between taking the count and the winder that
+    ;; gives it back (see before-take!)
+    (before-take! (not try-fail))
     (if (and try-fail (not (semaphore-try-wait? sem)))
         (try-fail)
         (let ([entered #f])

@@ -31,7 +31,8 @@
           (spindle private core queue)
           (only (spindle private core requests) request-kill!)
           (only (spindle private core atomic) with-os-mutex)
-          (only (spindle private core wait-targets) wait-target-alias!))
+          (only (spindle private core wait-targets) wait-target-alias!)
+          (only (spindle private core sync) before-take!))
 
   ;; ---------------------------------------------------------------- conditions
   (define-condition-type &join-timeout &error make-join-timeout join-timeout-exception?)
@@ -181,8 +182,11 @@
          ;; kill cannot split (interrupts disabled; nothing in it blocks):
          ;; a thread killed between a sync that took the unit and the state
          ;; update would leave the mutex locked for good.  So wait on a peek
-         ;; (which takes nothing) and claim with a try-wait.
+         ;; (which takes nothing) and claim with a try-wait.  Inside a
+         ;; cancel scope, before-take! keeps a preemption from cancelling
+         ;; between the claim and the caller's dynamic-wind that unlocks.
          (let loop ()
+           (before-take! #t)
            (let ([was (with-interrupts-disabled
                         (and (semaphore-try-wait? (mutex-unit m))
                              (let ([was (mutex-state m)])

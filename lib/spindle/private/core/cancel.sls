@@ -1,3 +1,4 @@
+#!chezscheme
 ;;; Cancel scopes: the one mechanism under task scopes, deadlines
 ;;; (with-timeout, move-on-after) and shields.
 ;;;
@@ -32,7 +33,7 @@
           cancel-pending cancel-deadline cancel-scope-within?
           &cancelled make-cancelled-condition cancelled-condition? cancelled-condition-scope
           &timeout make-timeout-condition timeout-condition?
-          cancel-condition)
+          cancel-condition call-catching scope-handler?)
   (import (chezscheme) (only (spindle private core clock) monotonic-ms))
 
   ;; kind: task, timeout (with-timeout), move-on (move-on-after) or shield.
@@ -67,16 +68,25 @@
   (define-condition-type &timeout &cancelled make-timeout-condition timeout-condition?)
 
   ;; The outermost scope of the chain from cs, below the first shield,
-  ;; that is cancelled or expired; #f if none.  O(1); the clock is read
-  ;; only if a deadline applies.
+  ;; that is cancelled or expired; #f if none.  O(1) while no deadline has
+  ;; passed; the clock is read only if a deadline applies.
   (define (cancel-pending cs)
     (let* ([tk (scope-task cs)]
            [o (and tk (cancel-scope-cancelled tk))]
            [d (scope-dl cs)]
-           [d (and d (fl<= (cancel-scope-deadline d) (monotonic-ms)) d)])
+           [d (and d (let ([now (monotonic-ms)]) (and (fl<= (cancel-scope-deadline d) now) (outermost-expired d now))))])
       (if (and o d)
           (if (fx<= (cancel-scope-depth o) (cancel-scope-depth d)) o d)
           (or o d))))
+
+  ;; d, an expired deadline scope, or the outermost expired one outside it
+  ;; (below the first shield): the earliest deadline need not be the
+  ;; outermost, and two scopes both past their deadline are cancelled by
+  ;; the outer one.  Each step goes to the earliest deadline outside, so
+  ;; the walk visits only expired scopes.
+  (define (outermost-expired d now)
+    (let* ([p (cancel-scope-parent d)] [e (and p (scope-dl p))])
+      (if (and e (fl<= (cancel-scope-deadline e) now)) (outermost-expired e now) d)))
 
   ;; The earliest deadline of the chain from cs below the first shield, or
   ;; #f: when a parked thread must wake to be cancelled.
@@ -98,6 +108,28 @@
         (condition (make-cancelled-condition cs)
                    (make-message-condition
                      (if (cancel-scope-deadline cs) "cancelled: deadline passed" "cancelled")))))
+
+  ;; The handler under move-on-after and task scopes, in place of a guard:
+  ;; (call-catching pred thunk on-caught) runs thunk; a raise that
+  ;; satisfies pred leaves it, and on-caught is called with the condition
+  ;; outside it; any other passes on as if there were no handler here.
+  ;; Its callers go on normally after a catch only for their own scope's
+  ;; cancellation and raise anything else again (a task scope once its
+  ;; children have ended), so it never lets a break end a wait: the
+  ;; deadlock watch does not count it among the main thread's handlers
+  ;; that may catch a Ctrl-C (scope-handler?, which knows it by its name,
+  ;; kept by inlined copies).
+  (define (call-catching pred thunk on-caught)
+    ((call/cc
+       (lambda (k)
+         (with-exception-handler
+           (let ([spindle-scope-handler
+                  (lambda (c) (if (pred c) (k (lambda () (on-caught c))) (raise-continuable c)))])
+             spindle-scope-handler)
+           (lambda () (call-with-values thunk (lambda vals (lambda () (apply values vals))))))))))
+
+  (define (scope-handler? h)
+    (and (procedure? h) (equal? (#%$code-name (#%$closure-code h)) "spindle-scope-handler")))
 
   (record-writer (record-type-descriptor cancel-scope)
     (lambda (cs port wr) (display "#<cancel-scope " port) (display (cancel-scope-kind cs) port) (display ">" port))))

@@ -15,7 +15,8 @@
           &break make-break-condition break-condition? &break-hang-up make-break-hang-up-condition
           break-hang-up-condition? &break-terminate make-break-terminate-condition
           break-terminate-condition? raise-park-disabled gthread-requests-pending?
-          gthread-cancel gthread-cancel-set! gthread-cancel-pending)
+          gthread-cancel gthread-cancel-set! gthread-cancel-pending
+          gthread-cancel-raised gthread-cancel-raised-set!)
   (import (chezscheme) (only (spindle private core cancel) cancel-pending))
 
   (define-condition-type &break &serious make-break-condition break-condition?)
@@ -46,14 +47,17 @@
             ;; scope, also at each sync's return: see sync.sls)
             (mutable waits) (mutable parked-at)
             ;; its innermost cancel scope, or #f (see (spindle private core cancel))
-            (mutable cancel))
+            (mutable cancel)
+            ;; a weak pair holding the last cancel scope whose cancellation
+            ;; it raised, or #f (see check-requests-of! in requests.sls)
+            (mutable cancel-raised))
     (protocol
       (lambda (new)
         (lambda (name pool params)
           (new name pool (box 'running) #f #f '() initial-exception-state
                (current-input-port) (current-output-port) (current-error-port)
-               params #f #f #f #t #f #f #f #f #f #f #f 0 #f))))
-    (nongenerative spindle-gthread-v4) (sealed #t))
+               params #f #f #f #t #f #f #f #f #f #f #f 0 #f #f))))
+    (nongenerative spindle-gthread-v5) (sealed #t))
 
   ;; Fresh threads start with the handlers the program started with.
   (define initial-exception-state (current-exception-state))

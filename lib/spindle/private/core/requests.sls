@@ -7,7 +7,7 @@
 ;;; and wherever the sync layer looks.
 (library (spindle private core requests)
   (export request-kill! request-break! request-suspend! request-resume!
-          request-cancel-check! check-requests! set-interrupt-hook!)
+          request-cancel-check! check-requests! check-cancel! set-interrupt-hook!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
           (only (spindle private core cancel) cancel-condition))
 
@@ -66,8 +66,25 @@
   ;; then takes it at its next park, where raising takes nothing (the sync
   ;; has not committed), so a value a sync returned is not dropped between
   ;; the commit and the caller's next step; one that never waits is still
-  ;; cancelled.
+  ;; cancelled.  A preemption raises a scope's cancellation only if it was
+  ;; not raised in t already (at a park or a preemption): the raise
+  ;; unwinds, and cleanup that computes without waiting (a dynamic-wind
+  ;; exit, a guard clause) must run to its end, as a Trio finally block
+  ;; without checkpoints does.  A cleanup that waits gets it again at the
+  ;; wait; an outer scope's later cancellation is another scope, raised.
   (define cancel-run-ms 10)
+
+  (define (raise-cancellation t cs)
+    (gthread-cancel-raised-set! t (weak-cons cs #f))
+    (raise (cancel-condition cs)))
+
+  ;; A wait's checkpoint (see sync.sls): raises t's pending cancellation,
+  ;; if any, before the wait takes anything.  t is inside a cancel scope.
+  (define (check-cancel! t)
+    (let ([cs (gthread-cancel-pending t)]) (when cs (raise-cancellation t cs))))
+
+  (define (raised-before? t cs)
+    (let ([w (gthread-cancel-raised t)]) (and w (eq? (car w) cs))))
 
   (define (check-requests-of! t preempted?)
     (let loop ()
@@ -95,7 +112,10 @@
         [(and (gthread-cancel t)
               (or (not preempted?) (fx>= (fx- (real-time) (gthread-parked-at t)) cancel-run-ms))
               (gthread-cancel-pending t))
-         => (lambda (cs) (raise (cancel-condition cs)))]
+         => (lambda (cs)
+              (if (and preempted? (raised-before? t cs))
+                  (void)
+                  (raise-cancellation t cs)))]
         [else (void)])))
 
   (define resume-check-installed

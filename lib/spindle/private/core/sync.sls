@@ -12,9 +12,9 @@
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! register-evt-kind!
-    sync-prim thread-wait-descriptions)
+    sync-prim thread-wait-descriptions before-take!)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
-          (only (spindle private core requests) check-requests!)
+          (only (spindle private core requests) check-requests! check-cancel!)
           (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?
                 gthread-parked-at-set!)
           (only (spindle private core cancel) cancel-deadline)
@@ -241,14 +241,36 @@
       (and dl (not (syncer-done? s))
            (add-timer! (gthread-pool t) dl (lambda () (commit-partner! s 'interrupted '()))))))
 
-  ;; Inside a cancel scope, a sync's return counts as a park for the
-  ;; preemption rule of cancellation (see check-requests-of! in
-  ;; (spindle private core requests)): it stamps parked-at, which
-  ;; dump-threads reads only while the thread is parked.  Outside every
-  ;; scope: one field check.  Interrupts disabled.
+  ;; Inside a cancel scope, a sync's return that took something counts as
+  ;; a park for the preemption rule of cancellation (see check-requests-of!
+  ;; in (spindle private core requests)): it stamps parked-at, which
+  ;; dump-threads reads only while the thread is parked.  A poll that took
+  ;; nothing does not: a polling loop must stay cancellable.  Outside
+  ;; every scope: one field check.
   (define-syntax note-sync-return!
     (syntax-rules ()
       [(_ t) (when (gthread-cancel t) (gthread-parked-at-set! t (real-time)))]))
+
+  ;; A blocking wait (a sync that is no poll; semaphore-wait when it finds
+  ;; no count) is a checkpoint: inside a cancelled scope it raises before
+  ;; it tries, even if it could complete at once (Trio's rule), so a loop
+  ;; of waits that never park is cancelled too, and nothing is taken.
+  ;; Outside every scope: one field check.
+  (define-syntax wait-checkpoint!
+    (syntax-rules ()
+      [(_ t) (when (gthread-cancel t) (check-cancel! t))]))
+
+  ;; For a wait about to take something it must give back in a
+  ;; dynamic-wind (call-with-semaphore): inside a scope, a checkpoint
+  ;; (checkpoint?: it is no poll), then the stamp of a sync's return made
+  ;; before the take, so that no preemption cancels between the take
+  ;; (semaphore-wait's fast path has no stamp) and the winder.  A loop of
+  ;; such waits stays cancellable at the checkpoint.
+  (define (before-take! checkpoint?)
+    (let ([t (current-gthread)])
+      (when (gthread-cancel t)
+        (when checkpoint? (check-cancel! t))
+        (note-sync-return! t))))
 
   ;; For dump-threads: what t, parked in a sync, waits on, one
   ;; (reason what ...) per branch (see evt-wait-description); '() if it
@@ -277,6 +299,7 @@
   ;; one frame fewer in a parked thread).
   (define (sync-prim p void?)
     (let ([t (current-gthread)])
+      (wait-checkpoint! t)
       (disable-interrupts)
       (let ([s (make-syncer t)])
         (unless (eq? ((prim-evt-attempt p) p s 0 #f) #t)
@@ -341,7 +364,7 @@
   ;; timeout: #f, or a monotonic deadline; poll? for timeout 0.
   ;; Returns the result values, or calls on-timeout in tail position.
   (define (sync-evts who evts poll? deadline on-timeout)
-    (let* ([t (current-gthread)]
+    (let* ([t (let ([t (current-gthread)]) (unless poll? (wait-checkpoint! t)) t)]
            [nacks (box '())]
            [branches (if (for-all prim-evt? evts)
                          (map (lambda (e) (make-branch e '())) evts)
@@ -353,7 +376,10 @@
                                  (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))))])
       (let retry ([bv (list->vector branches)])
         (let ([s (begin (disable-interrupts)
-                        (let ([s (sync-round t bv poll? deadline)]) (note-sync-return! t) s))])
+                        (let ([s (sync-round t bv poll? deadline)])
+                          (when (and (gthread-cancel t) s (not (symbol? s)) (fixnum? (syncer-branch s)))
+                            (note-sync-return! t))
+                          s))])
           (enable-interrupts)
           (cond
             [(eq? s 'park-disabled)

@@ -21,14 +21,15 @@
   ;; A racy read is fine: used to skip the lock when there are no timers.
   (define (timer-heap-empty? h) (fx= (timer-heap-count h) 0))
 
-  ;; #t if a timer not cancelled is in the heap (for the deadlock watch:
-  ;; cancelled ones stay until their deadline).  A walk of the heap, made
-  ;; only by an idle worker's check.
+  ;; #t if a timer not cancelled and due some time is in the heap (for
+  ;; the deadlock watch: cancelled ones stay until their deadline).  A walk
+  ;; of the heap, made only by an idle worker's check.
   (define (timer-heap-live? h)
     (let ([v (timer-heap-v h)])
       (let loop ([i 0])
         (and (fx< i (timer-heap-count h))
-             (or (not (timer-cancelled? (vector-ref v i))) (loop (fx+ i 1)))))))
+             (or (let ([tm (vector-ref v i)]) (and (not (timer-cancelled? tm)) (fl< (timer-deadline tm) +inf.0)))
+                 (loop (fx+ i 1)))))))
 
   (define (heap-swap! v i j)
     (let ([x (vector-ref v i)]) (vector-set! v i (vector-ref v j)) (vector-set! v j x)))
@@ -90,6 +91,10 @@
             (loop (if (timer-cancelled? tm) acc (cons (timer-action tm) acc))))
           (reverse acc))))
 
-  ;; The first deadline, or #f.
+  ;; The first deadline; #f if none, or if the first is at +inf.0 (sleep
+  ;; +inf.0, a deadline of +inf.0 s): such timers never fire, and keep
+  ;; neither a worker from sleeping without a limit nor the deadlock watch
+  ;; from reporting.
   (define (timer-heap-next-deadline h)
-    (and (fx> (timer-heap-count h) 0) (timer-deadline (vector-ref (timer-heap-v h) 0)))))
+    (and (fx> (timer-heap-count h) 0)
+         (let ([dl (timer-deadline (vector-ref (timer-heap-v h) 0))]) (and (fl< dl +inf.0) dl)))))
