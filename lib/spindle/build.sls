@@ -303,6 +303,9 @@
             (for-each (lambda (u) (set! ready (insert-ready u ready))) (cdr us)))
           (remq w live)))
       ;; Stops the live workers; with verbose?, prints what each did.
+      ;; A worker that never said it was ready (the controller built
+      ;; everything while it started) is not waited for: it ends by itself
+      ;; once it reads the stop queued for it.
       (define (finish live)
         (for-each (lambda (w) (place-channel-put w 'stop)) live)
         (when (and verbose? (positive? here))
@@ -315,7 +318,7 @@
                 (printf "worker ~a: ~a file~:p, CPU ~,2f s (collections ~,2f s)\n"
                         k (hashtable-ref compiled-by w 0) (/ (vector-ref m 1) 1000.0) (/ (vector-ref m 2) 1000.0))))
             (place-wait w))
-          live (iota (length live)))
+          (filter (lambda (w) (memq w taking)) live) (iota (length (filter (lambda (w) (memq w taking)) live))))
         (let ([not-built (- (length stale) built (length failed))])
           (cond
             [refused (fail 'parallel-build "~a" refused)]
