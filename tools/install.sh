@@ -83,6 +83,11 @@ for f in "$src"/examples/*; do put 644 "examples/${f##*/}" "share/doc/spindle/ex
 grep '\.sls$' "$tmp/sources" | sed -e 's|\.sls$||' -e 's|/| |g' -e 's|.*|(only (&))|' |
   { echo '(import'; cat; echo ')'; } > "$tmp/all.ss"
 scheme --libdirs "$dest/$libdir" --optimize-level 3 --compile-imported-libraries --program "$tmp/all.ss" >/dev/null
+# the places' template program too (place.sls runs its object)
+zygote=spindle/private/places/place-zygote
+echo "(compile-program \"$dest/$libdir/$zygote.ss\" \"$dest/$libdir/$zygote.so\")" |
+  scheme -q --libdirs "$dest/$libdir" --optimize-level 3 >/dev/null
+echo "f $libdir/$zygote.so" >> "$files"
 while read -r f; do
   case "$f" in *.sls)
     obj=$libdir/${f%.sls}.so

@@ -130,12 +130,21 @@
   (define next-place-id 0)
   (define live-places (make-eqv-hashtable)) ; id -> place, under launcher-lock
 
+  ;; The template program: its compiled object (the cache's or the
+  ;; installed one, made by bin/spindle and make install; ~20 ms less to
+  ;; start than the source) unless the source is newer.
   (define (locate-zygote who)
     (let loop ([dirs (library-directories)])
       (if (null? dirs)
           (error who "cannot find spindle/private/places/place-zygote.ss in the library directories")
-          (let ([f (string-append (caar dirs) "/spindle/private/places/place-zygote.ss")])
-            (if (file-exists? f) f (loop (cdr dirs)))))))
+          (let ([f (string-append (caar dirs) "/spindle/private/places/place-zygote.ss")]
+                [o (string-append (cdar dirs) "/spindle/private/places/place-zygote.so")])
+            (cond
+              [(not (file-exists? f)) (loop (cdr dirs))]
+              [(and (file-exists? o)
+                    (time>=? (file-modification-time o) (file-modification-time f)))
+               o]
+              [else f])))))
 
   (define (absolute dir)
     (if (and (fx> (string-length dir) 0) (char=? (string-ref dir 0) #\/))
