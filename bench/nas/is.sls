@@ -99,7 +99,11 @@
            [ha (unsafe-shared-vector-address (arrays-hist a))]
            [ra (unsafe-shared-vector-address (arrays-ranks a))] [totals (arrays-totals a)]
            [row (fx* id mk)])
-      ;; A (the counts are zero: made so, then cleared by B as it reads them)
+      ;; A: my row cleared (8 counts a store; a row is a multiple of 8),
+      ;; then counted.  Only I write my row: the others only read it in C,
+      ;; so its lines stay in my core's cache between rankings.
+      (do ([j row (fx+ j 8)]) ((fx= j (fx+ row mk)))
+        (#3%foreign-set! 'unsigned-64 ha j 0))
       (do ([j 0 (fx+ j 4)]) ((fx= j m4))
         (let ([h (fx+ row (#3%bytevector-u32-native-ref mine j))])
           (count-set! ha h (fx+ (count-ref ha h) 1))))
@@ -114,9 +118,7 @@
                 ((fx= r np) acc))))
         (barrier)
         ;; C: ranks[v] = the count of the keys through v: the lower shares'
-        ;; totals, then a running sum over my share; each count read is
-        ;; cleared for the next ranking (the shares cover every row's every
-        ;; value)
+        ;; totals, then a running sum over my share
         (let ([base (do ([w 0 (fx+ w 1)] [acc 0 (fx+ acc (unsafe-shared-fxvector-ref totals w))])
                         ((fx= w id) acc))]
               [lo4 (fxand (fx+ lo 3) -4)] [hi4 (fxmax lo (fxand hi -4))]
@@ -126,9 +128,7 @@
             (let sum ([r v] [acc acc])
               (if (fx>= r end)
                   (begin (rank-set! ra v acc) acc)
-                  (let ([c (count-ref ha r)])
-                    (count-set! ha r 0)
-                    (sum (fx+ r mk) (fx+ acc c))))))
+                  (sum (fx+ r mk) (fx+ acc (count-ref ha r))))))
           (let* ([acc (do ([v lo (fx+ v 1)] [acc base (one v acc)]) ((fx>= v (fxmin lo4 hi)) acc))]
                  ;; values v .. v+3 at once: each row's 32-bit word of
                  ;; their counts, bytes 0 and 2 added in the 16-bit lanes
@@ -150,7 +150,6 @@
                                     (rank-set! ra (fx+ v 3) a3)
                                     (words (fx+ v 4) a3))
                                   (let ([x (#3%foreign-ref 'unsigned-32 ha r)])
-                                    (#3%foreign-set! 'unsigned-32 ha r 0)
                                     (rows (fx+ r mk) (fx+ even (fxand x #x00ff00ff))
                                           (fx+ odd (fxand (fxsrl x 8) #x00ff00ff))))))))])
             (do ([v (fxmax hi4 lo) (fx+ v 1)] [acc acc (one v acc)]) ((fx>= v hi)))))
