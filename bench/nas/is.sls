@@ -12,11 +12,12 @@
 ;;;   A. count the keys of my block per key value into row id of `hist`
 ;;;      (a member keeps its block in its own bytevector too, 32 bits a
 ;;;      key, and reads only that);
-;;;   B. for my Bmax/np share of the key values, publish the total of the
-;;;      members' counts in `totals`;
-;;;   C. for my share, add the members' counts into `ranks` as a running
-;;;      sum starting at the lower shares' totals.
-;;; A barrier ends each phase.  One pass over the keys: a row of the
+;;;   B. publish my row's count of each share of the key values in
+;;;      `totals` (np x np);
+;;;   C. for my Bmax/np share of the key values, add the members' counts
+;;;      into `ranks` as a running sum starting at every row's count of the
+;;;      lower shares.
+;;; A barrier ends B and one ends C.  One pass over the keys: a row of the
 ;;; histogram (Bmax 8-bit counts, 512 KB at class A) stays in the cache,
 ;;; where the reference's bucket variant (count per bucket, scatter the
 ;;; keys into bucket order, count within each bucket) took 2.5 times the
@@ -37,7 +38,7 @@
 
   ;; The arrays of one run, shared by every member: keys (N), sorted (N,
   ;; for the full verification), ranks (shared bytes: Bmax 32-bit ranks),
-  ;; hist (shared bytes: np rows of Bmax 8-bit counts), totals (np).
+  ;; hist (shared bytes: np rows of Bmax 8-bit counts), totals (np x np).
   ;; Member id's keys, into keys and into the bytevector returned (its
   ;; block, 32 bits a key).
   (define (generate-keys! keys n max-key np id)
@@ -107,20 +108,19 @@
       (do ([j 0 (fx+ j 4)]) ((fx= j m4))
         (let ([h (fx+ row (#3%bytevector-u32-native-ref mine j))])
           (count-set! ha h (fx+ (count-ref ha h) 1))))
+      ;; B: my row's count of each lower share of the key values (the last
+      ;; share's is no one's base), while the row is in my cache
+      (do ([s 0 (fx+ s 1)]) ((fx>= s (fx- np 1)))
+        (let-values ([(slo shi) (block mk np s)])
+          (unsafe-shared-fxvector-set! totals (fx+ (fx* id np) s)
+            (byte-sum ha (fx+ row slo) (fx+ row shi)))))
       (barrier)
       (let-values ([(lo hi) (block mk np id)])
-        ;; B: the total count of my share of the key values (every row),
-        ;; which the higher shares need as their base; the last share's is
-        ;; not needed
-        (unless (fx= id (fx- np 1))
-          (unsafe-shared-fxvector-set! totals id
-            (do ([r 0 (fx+ r 1)] [acc 0 (fx+ acc (byte-sum ha (fx+ (fx* r mk) lo) (fx+ (fx* r mk) hi)))])
-                ((fx= r np) acc))))
-        (barrier)
-        ;; C: ranks[v] = the count of the keys through v: the lower shares'
-        ;; totals, then a running sum over my share
-        (let ([base (do ([w 0 (fx+ w 1)] [acc 0 (fx+ acc (unsafe-shared-fxvector-ref totals w))])
-                        ((fx= w id) acc))]
+        ;; C: ranks[v] = the count of the keys through v: every row's count
+        ;; of the lower shares, then a running sum over my share
+        (let ([base (do ([k 0 (fx+ k 1)]
+                         [acc 0 (if (fx< (fxremainder k np) id) (fx+ acc (unsafe-shared-fxvector-ref totals k)) acc)])
+                        ((fx= k (fx* np np)) acc))]
               [lo4 (fxand (fx+ lo 3) -4)] [hi4 (fxmax lo (fxand hi -4))]
               [end (fx* np mk)])
           ;; value v alone: its rows' counts added to acc, cleared
@@ -227,7 +227,7 @@
                    r))
       (let* ([a (make-arrays n max-key (make-shared-fxvector n) (make-shared-fxvector n)
                              (make-shared-bytes (fx* 4 max-key)) (make-shared-bytes (fx* np max-key))
-                             (make-shared-fxvector np))]
+                             (make-shared-fxvector (fx* np np)))]
              [r (case mode
                   [(serial) (is-kernel 0 1 void class a)]
                   [(places) (run-places np class a)]
