@@ -250,6 +250,152 @@
             (expect "the killed receive's buffer is untouched" (make-bytevector 8 0) b))])
    (rmpi-barrier w)
    (say "ok bytes-misc")]
+  [("bytes-receivers")
+   ;; `bytes-receivers COUNT THREADS`: rank 0 sends COUNT in-place
+   ;; messages of distinct sizes (most of them large: a header, then the
+   ;; bytes), then THREADS end marks; on rank 1, THREADS green threads
+   ;; receive the one stream at once, each into its own buffer (from rank
+   ;; 0 or from any source; one through the evt): every message arrives
+   ;; exactly once, intact, its size the one its content names
+   (let* ([count (string->number (cadr args))] [threads (string->number (caddr args))]
+          [size (lambda (i) (if (= 3 (mod i 4)) (+ 8 (mod i 400)) (+ 512 (mod (* i 97) 20000))))]
+          [byte (lambda (i j) (mod (+ (* i 31) j) 256))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i count))
+              (let ([b (make-bytevector (size i))])
+                (do ([j 8 (+ j 1)]) ((= j (bytevector-length b))) (bytevector-u8-set! b j (byte i j)))
+                (bytevector-s64-native-set! b 0 i)
+                (rmpi-send-bytes w 1 b 2)
+                ;; bursts: the receivers park between them, so that the
+                ;; headers of a burst complete several parked receives at once
+                (when (= 0 (mod i 5)) (sleep 0.001))))
+            (do ([k 0 (+ k 1)]) ((= k threads))
+              (let ([b (make-bytevector 8)]) (bytevector-s64-native-set! b 0 -1) (rmpi-send-bytes w 1 b 2)))]
+       [(1) (let* ([seen (make-vector count 0)] [problems '()]
+                   [problem! (lambda (fmt . xs) (set! problems (cons (apply format fmt xs) problems)))]
+                   [receiver
+                    (lambda (k)
+                      (let ([buf (make-bytevector 21000 0)] [src (if (even? k) 0 #f)])
+                        (lambda ()
+                          (guard (c [#t (problem! "receiver ~a raised: ~a" k
+                                          (if (message-condition? c) (condition-message c) c))])
+                            (let loop ()
+                              (let* ([got (if (= k 1)
+                                              (sync (rmpi-recv-bytes!-evt w src buf 2))
+                                              (rmpi-recv-bytes! w src buf 2))]
+                                     [i (bytevector-s64-native-ref buf 0)])
+                                (cond
+                                  [(= i -1) (unless (= got 8) (problem! "an end mark of ~a bytes" got))]
+                                  [(not (and (<= 0 i) (< i count))) (problem! "receiver ~a: message index ~a (~a bytes)" k i got) (loop)]
+                                  [else
+                                   (unless (= got (size i)) (problem! "message ~a: ~a bytes, its size is ~a" i got (size i)))
+                                   (let check ([j 8])
+                                     (when (< j (min got (size i)))
+                                       (if (= (bytevector-u8-ref buf j) (byte i j))
+                                           (check (+ j 1))
+                                           (problem! "message ~a: byte ~a is ~a, not ~a" i j (bytevector-u8-ref buf j) (byte i j)))))
+                                   (vector-set! seen i (+ 1 (vector-ref seen i)))
+                                   (loop)])))))))]
+                   [ts (map (lambda (k) (thread (receiver k))) (iota threads))])
+              (for-each (lambda (t) (unless (sync/timeout 60 t) (problem! "a receiver did not finish in 60 s"))) ts)
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (unless (= 1 (vector-ref seen i)) (problem! "message ~a received ~a times" i (vector-ref seen i))))
+              (unless (null? problems)
+                (fail "~a problems, the first: ~a" (length problems) (reverse (list-head (reverse problems) (min 5 (length problems))))))
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-bytes!-evt w #f (make-bytevector 21000) 2))))])
+     ;; then rounds of four receives posted in a known order (each thread
+     ;; parked on its receive before the next starts; capacities 4000,
+     ;; 1500, 4000, 1200; from rank 0 or from any source), one of them
+     ;; suspended, and four large messages of 3000, 1000, 3500 and 900
+     ;; bytes: MPI matches receives in the order they were posted, so
+     ;; thread k gets message k, and fits it
+     (let ([rounds 100] [sizes '(3000 1000 3500 900)] [caps '(4000 1500 4000 1200)])
+       (case me
+         [(0) (do ([r 0 (+ r 1)]) ((= r rounds))
+                (expect "go" r (rmpi-recv w 1))
+                (for-each (lambda (k m)
+                            (let ([b (make-bytevector m (mod (+ r k) 251))])
+                              (bytevector-s64-native-set! b 0 (+ (* 4 r) k))
+                              (rmpi-send-bytes w 1 b 3)))
+                          '(0 1 2 3) sizes))]
+         [(1) (do ([r 0 (+ r 1)]) ((= r rounds))
+                (let* ([got (make-vector 4 #f)]
+                       [ts (map (lambda (k cap)
+                                  (let* ([buf (make-bytevector cap 0)]
+                                         [t (thread (lambda ()
+                                                      (vector-set! got k
+                                                        (guard (c [(message-condition? c) (condition-message c)])
+                                                          (let ([c (rmpi-recv-bytes! w (if (even? k) 0 #f) buf 3)])
+                                                            (list c (bytevector-s64-native-ref buf 0) (bytevector-u8-ref buf (- c 1))))))))])
+                                    ;; parked on its receive before the next thread posts its own
+                                    (let wait ([i 0])
+                                      (unless (eq? (thread-state t) 'parked)
+                                        (when (> i 10000) (fail "round ~a: receiver ~a never parked" r k))
+                                        (sleep 0.001)
+                                        (wait (+ i 1))))
+                                    t))
+                                '(0 1 2 3) caps)])
+                  ;; one receiver suspended while the messages come: its
+                  ;; header is taken, but the others must not take its bytes
+                  (let ([held (list-ref ts (mod r 4))])
+                    (thread-suspend held)
+                    (sleep (* 0.001 (mod r 3)))
+                    (rmpi-send w 0 r)
+                    (for-each (lambda (t) (unless (or (eq? t held) (sync/timeout 10 t)) (fail "round ~a: a receiver did not finish" r))) ts)
+                    (thread-resume held))
+                  (for-each (lambda (t) (unless (sync/timeout 10 t) (fail "round ~a: a receiver did not finish" r))) ts)
+                  (for-each (lambda (k m)
+                              (expect (format "round ~a: receiver ~a (posted ~a of 4) gets message ~a" r k (+ k 1) k)
+                                (list m (+ (* 4 r) k) (mod (+ r k) 251)) (vector-ref got k)))
+                            '(0 1 2 3) sizes)))]))
+     (rmpi-barrier w)
+     (say "ok bytes-receivers"))]
+  [("bytes-break")
+   ;; `bytes-break ROUNDS`: each round, a thread of rank 1 posts an
+   ;; in-place receive and spins on it; rank 0 sends one message (small or
+   ;; large, alternately) when asked, and rank 1 breaks the thread 0 to
+   ;; ~80 us later, during its spin, at its completion or after: the
+   ;; message is received exactly once (by the thread, or else by the
+   ;; next receive), and a broken receive of a small message leaves its
+   ;; buffer unwritten
+   (let* ([rounds (string->number (cadr args))]
+          [size (lambda (i) (if (even? i) 16 2000))]
+          [spin-us (lambda (us) (let ([end (+ (current-inexact-monotonic-milliseconds) (/ us 1000.))])
+                                  (let loop () (when (< (current-inexact-monotonic-milliseconds) end) (loop)))))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i rounds))
+              (expect "go" i (rmpi-recv w 1))
+              (let ([b (make-bytevector (size i) (mod i 251))])
+                (bytevector-s64-native-set! b 0 i)
+                (rmpi-send-bytes w 1 b 7)))]
+       [(1) (let ([delivered 0] [broken 0])
+              (do ([i 0 (+ i 1)]) ((= i rounds))
+                (let* ([buf (make-bytevector 4000 0)] [got #f]
+                       [t (thread (lambda () (guard (c [(break-condition? c) (set! got 'broken)]) (set! got (rmpi-recv-bytes! w 0 buf 7)))))])
+                  (sleep 0)
+                  (rmpi-send w 0 i)
+                  (spin-us (mod (* i 37) 80))
+                  (break-thread t)
+                  (unless (sync/timeout 10 t) (fail "round ~a: the broken receiver never ended" i))
+                  (cond
+                    [(eq? got 'broken)
+                     (set! broken (+ broken 1))
+                     (when (even? i)
+                       (unless (for-all zero? (bytevector->u8-list buf)) (fail "round ~a: a broken receive wrote its buffer" i)))
+                     (let ([b2 (make-bytevector 4000 0)])
+                       (expect (format "round ~a: the next receive gets the message" i) (size i)
+                         (sync/timeout 10 (rmpi-recv-bytes!-evt w 0 b2 7)))
+                       (expect (format "round ~a: its index" i) i (bytevector-s64-native-ref b2 0))
+                       (expect (format "round ~a: its last byte" i) (mod i 251) (bytevector-u8-ref b2 (- (size i) 1))))]
+                    [else
+                     (set! delivered (+ delivered 1))
+                     (expect (format "round ~a: the thread's count" i) (size i) got)
+                     (expect (format "round ~a: its index" i) i (bytevector-s64-native-ref buf 0))
+                     (expect (format "round ~a: its last byte" i) (mod i 251) (bytevector-u8-ref buf (- (size i) 1)))])))
+              (say "~a delivered to the thread, ~a broken first" delivered broken)
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-bytes!-evt w 0 (make-bytevector 4000) 7))))])
+     (rmpi-barrier w)
+     (say "ok bytes-break"))]
   [("parked")
    ;; rank 1: a thread parked on a receive while the main thread counts;
    ;; rank 0 sends only when asked.  Then: CPU time of a rank idle in a receive.
