@@ -360,8 +360,11 @@
    ;; buffer unwritten
    (let* ([rounds (string->number (cadr args))]
           [size (lambda (i) (if (even? i) 16 2000))]
-          [spin-us (lambda (us) (let ([end (+ (current-inexact-monotonic-milliseconds) (/ us 1000.))])
-                                  (let loop () (when (< (current-inexact-monotonic-milliseconds) end) (loop)))))])
+          ;; waits us microseconds; yielding to the receiver meanwhile
+          ;; (so that it tests its receive) when yield? is true
+          [spin-us (lambda (us yield?)
+                     (let ([end (+ (current-inexact-monotonic-milliseconds) (/ us 1000.))])
+                       (let loop () (when (< (current-inexact-monotonic-milliseconds) end) (when yield? (sleep 0)) (loop)))))])
      (case me
        [(0) (do ([i 0 (+ i 1)]) ((= i rounds))
               (expect "go" i (rmpi-recv w 1))
@@ -374,7 +377,7 @@
                        [t (thread (lambda () (guard (c [(break-condition? c) (set! got 'broken)]) (set! got (rmpi-recv-bytes! w 0 buf 7)))))])
                   (sleep 0)
                   (rmpi-send w 0 i)
-                  (spin-us (mod (* i 37) 80))
+                  (spin-us (mod (* i 37) 80) (odd? (quotient i 2)))
                   (break-thread t)
                   (unless (sync/timeout 10 t) (fail "round ~a: the broken receiver never ended" i))
                   (cond
