@@ -63,9 +63,20 @@
           (only (spindle private places mpi-engine) handle->pending add-request! remove-request! cancel-pending!
                 test! poke! add-prober! remove-prober!))
 
-  (define (direct-tag t) (fx+ t 32768))   ; Open MPI's MPI_TAG_UB is 2^31-1
-  (define (data-tag t) (fx+ t 65536))
+  ;; MPI tags: direct-tag in [32768, 65535); the data tags of user tag t
+  ;; (below 32767, check-tag) are the 65536 from (t + 1) * 65536, one per
+  ;; sequence number modulo 65536: at most 2^31 - 1, Open MPI's MPI_TAG_UB.
+  (define (direct-tag t) (fx+ t 32768))
+  (define seq-mask #xffff)
+  (define (data-tag t seq) (fx+ (fxsll (fx+ t 1) 16) (fxand seq seq-mask)))
+  ;; The key in `early` of the bytes of message seq of tag t, taken for a
+  ;; receive that did not keep them: never a tag (negative), one per seq.
+  (define (data-key t seq) (fx- -1 (fx+ t (fx* 32768 seq))))
   (define header-size 512)
+  ;; A header is cut to the receive's range; its sequence number, its
+  ;; first 8 bytes, is read from there, so a smaller range receives
+  ;; through a bounce buffer of min-range bytes.
+  (define min-range 8)
   (define spin-us 30.)
   ;; Buffers above this are tested with a __collect_safe MPI_Test: a test
   ;; may copy the whole message (single-copy cma), which must not hold up
@@ -134,8 +145,9 @@
 
 
   ;; ------------------------------------------------------------ results
-  ;; A receive's result: its byte count (a fixnum); (header . source): a
-  ;; large message's header, its bytes still to take from data-tag; or why
+  ;; A receive's result: its byte count (a fixnum); (header source . seq):
+  ;; a large message's header, its bytes still to take from
+  ;; (data-tag tag seq); or why
   ;; it failed: (too-small size . capacity), (mpi . rc) or (finalized),
   ;; raised by the receiving thread (check-result), never under a lock.
   (define (header? r) (and (pair? r) (eq? (car r) 'header)))
@@ -149,17 +161,25 @@
           [else (error who (mpi-error-string (cdr r)))])))
 
   ;; The result of a completed direct-tag receive (rc, status st) into
-  ;; buf's range of n bytes.
-  (define (direct-result rc st n)
+  ;; buf's range of n bytes (n >= min-range) from start.
+  (define (direct-result rc st buf start n)
     (let ([c (mpi-status-bytes st)])
       (cond
         [(not (or (eqv? rc 0) (eqv? rc mpi-err-truncate))) (cons 'mpi rc)]
-        [(fx= c header-size) (cons 'header (mpi-status-source st))]
+        [(fx= c header-size) (cons* 'header (mpi-status-source st) (read-seq buf start))]
         [(eqv? rc mpi-err-truncate) (cons* 'too-small c n)]
         [else c])))
 
+  ;; A header's sequence number, from buf's range at start.
+  (define (read-seq buf start)
+    (if (bytevector? buf)
+        (bytevector-u64-native-ref buf start)
+        (foreign-ref 'unsigned-64 (+ (shared-vector-address buf) start) 0)))
+
   ;; ------------------------------------------------------------ early messages
-  (define early '())              ; #(comm source tag payload), oldest first: bytes, a failure, or (header . source)
+  ;; #(comm source key payload), oldest first: key a tag, or a data-key;
+  ;; payload bytes, a failure, or a header (header source . seq)
+  (define early '())
 
   ;; Under engine-lock: keeps result r of a receive that no sync takes
   ;; (from the source in status st; the bytes, if any, in buf) for the
@@ -176,8 +196,8 @@
                             b)
                           r))))))
 
-  ;; Under engine-lock: the first early message for (comm src tag) copied
-  ;; into buf, as a result; or #f.
+  ;; Under engine-lock: the first early message for (comm src tag) (tag:
+  ;; a key) copied into buf, as a result; or #f.
   (define (take-early! comm src tag buf start n)
     (let loop ([l early] [prev #f])
       (cond
@@ -228,14 +248,15 @@
               (let look ([k 1])
                 (let ([t (test-handle sc h n)])
                   (cond
-                    [t (when early-lock? (unlock! buf)) (direct-result (if (eq? t #t) 0 t) (status sc) n)]
+                    [t (when early-lock? (unlock! buf)) (direct-result (if (eq? t #t) 0 t) (status sc) buf start n)]
                     [(fx< k looks) (look (fx+ k 1))]
                     [else (unless early-lock? (lock! buf)) (make-posted h #t)]))))))))
 
   ;; The result of posted receive p once its test gave t (status in sc).
-  (define (posted-result p t sc buf n)
-    (when (posted-locked? p) (unlock! buf))
-    (direct-result (if (eq? t #t) 0 t) (status sc) n))
+  (define (posted-result p t sc buf start n)
+    (let ([r (direct-result (if (eq? t #t) 0 t) (status sc) buf start n)])
+      (when (posted-locked? p) (unlock! buf))
+      r))
 
   ;; Under engine-lock: cancels posted receive p; what it had received
   ;; all the same becomes early.
@@ -246,15 +267,15 @@
         (mpi-cancel (req sc))
         (let ([rc (mpi-wait (req sc) (status sc))])
           (unless (and (eqv? rc 0) (mpi-status-cancelled? (status sc)))
-            (keep-early! comm tag buf start (direct-result rc (status sc) n) (status sc))))))
+            (keep-early! comm tag buf start (direct-result rc (status sc) buf start n) (status sc))))))
     (when (posted-locked? p) (unlock! buf)))
 
-  ;; Probes once for the bytes of a large message from src (after its
+  ;; Probes once for the bytes of large message seq from src (after its
   ;; header) and receives them into buf: a result, or #f if they have not
   ;; come.  Bytes larger than buf go to scratch memory and are dropped.
-  (define (probe-data! sc comm src tag buf start n)
+  (define (probe-data! sc comm src tag seq buf start n)
     (foreign-set! 'int (flag sc) 0 0)
-    (let ([rc (mpi-improbe src (data-tag tag) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))])
+    (let ([rc (mpi-improbe src (data-tag tag seq) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))])
       (cond
         [(not (eqv? rc 0)) (cons 'mpi rc)]
         [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
@@ -275,21 +296,36 @@
                  (if (eqv? rc 0) m (cons 'mpi rc)))))])))
 
   ;; ------------------------------------------------------------ the receive evts
+  ;; What a blocking receive holds: a header whose bytes it has not taken,
+  ;; or #f.  Set under the lock or with-mpi-call section that takes the
+  ;; header (or commits it to the receive's sync), cleared in the one that
+  ;; takes its bytes: so a break or kill, which comes only with interrupts
+  ;; enabled, finds in it exactly the header to give back (owe!).
+  (define-record-type hold (fields (mutable header)) (sealed #t))
+
   ;; recv-evt: a receive on direct-tag.  adopted: a receive the blocking
-  ;; receive posted and hands over, or #f.  The token of a registration
-  ;; is its pending request.
+  ;; receive posted and hands over, or #f; hold: the blocking receive's
+  ;; hold, or #f (rmpi-recv-bytes!-evt).  The token of a registration is
+  ;; its pending request.
   (define-record-type recv-evt
     (parent prim-evt)
-    (fields comm src tag buf start n (mutable adopted))
-    (protocol (lambda (new) (lambda (c s t b st n a) ((new recv-attempt recv-cancel) c s t b st n a))))
+    (fields comm src tag buf start n (mutable adopted) hold)
+    (protocol (lambda (new) (lambda (c s t b st n a h) ((new recv-attempt recv-cancel) c s t b st n a h))))
     (sealed #t))
-  ;; data-evt: the bytes of a large message from src, on data-tag.  The
-  ;; token of a registration is its prober (mpi-engine).
+  ;; data-evt: the bytes of large message seq from src, for the blocking
+  ;; receive of hold h (or #f).  The token of a registration is its prober
+  ;; (mpi-engine).
   (define-record-type data-evt
     (parent prim-evt)
-    (fields comm src tag buf start n)
-    (protocol (lambda (new) (lambda (c s t b st n) ((new data-attempt data-cancel) c s t b st n))))
+    (fields comm src tag seq buf start n hold)
+    (protocol (lambda (new) (lambda (c s t q b st n h) ((new data-attempt data-cancel) c s t q b st n h))))
     (sealed #t))
+
+  ;; Under engine-lock, or with interrupts disabled for a hold only this
+  ;; OS thread's green thread uses: r, given to the receive of hold h.
+  (define (held! h r)
+    (when (and h (header? r)) (hold-header-set! h r))
+    r)
   (define evts-registered
     (begin
       (record-prints-as! (record-type-descriptor recv-evt) "rmpi-recv-bytes!-evt")
@@ -305,15 +341,16 @@
           [buf (recv-evt-buf e)] [start (recv-evt-start e)] [n (recv-evt-n e)])
       ;; commits r; a message lost to a partner's commit stays early
       (define (commit! r st)
-        (or (commit-one! s branch (list r))
+        (or (and (commit-one! s branch (list r)) (begin (held! (recv-evt-hold e) r) #t))
             (begin (when st (keep-early! comm tag buf start r st)) #f)))
       ;; posted receive p, registered for the progress thread
       (define (register! p)
         (let ([pp (handle->pending (posted-h p) (if (posted-locked? p) (list buf) '())
                     (lambda (rc st)
-                      (let ([r (direct-result rc st n)])
-                        (unless (commit-partner! s branch (list r))
-                          (keep-early! comm tag buf start r st)))))])
+                      (let ([r (direct-result rc st buf start n)])
+                        (if (commit-partner! s branch (list r))
+                            (held! (recv-evt-hold e) r)
+                            (keep-early! comm tag buf start r st)))))])
           (add-request! pp #t)
           pp))
       (with-os-mutex engine-lock
@@ -324,7 +361,7 @@
              => (lambda (p)
                   (let ([t (test-handle sc (posted-h p) n)])
                     (cond
-                      [t (recv-evt-adopted-set! e #f) (commit! (posted-result p t sc buf n) (status sc))]
+                      [t (recv-evt-adopted-set! e #f) (commit! (posted-result p t sc buf start n) (status sc))]
                       [register? (recv-evt-adopted-set! e #f) (register! p)]
                       [else #f])))]
             [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
@@ -342,7 +379,7 @@
                  [(not (eqv? rc 0)) (commit! (cons 'mpi rc) #f)]
                  [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
                  [else
-                  (commit! (direct-result (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg sc) (status sc)) (status sc) n)
+                  (commit! (direct-result (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg sc) (status sc)) (status sc) buf start n)
                            (status sc))]))])))))
 
   (define (recv-cancel e p)
@@ -352,16 +389,17 @@
 
   (define (data-attempt e s branch register?)
     (assert-atomic 'data-attempt)
-    (let ([comm (data-evt-comm e)] [src (data-evt-src e)] [tag (data-evt-tag e)]
+    (let ([comm (data-evt-comm e)] [src (data-evt-src e)] [tag (data-evt-tag e)] [seq (data-evt-seq e)]
           [buf (data-evt-buf e)] [start (data-evt-start e)] [n (data-evt-n e)])
-      ;; #t once committed; 'lost if a partner committed s first (the bytes
-      ;; are then kept early); #f if they have not come
+      ;; #t once committed (the bytes are the receive's: its hold is
+      ;; cleared); 'lost if a partner committed s first (the bytes are then
+      ;; kept early); #f if they have not come
       (define (look! commit)
-        (let* ([sc (locked-scratch)] [r (probe-data! sc comm src tag buf start n)])
+        (let* ([sc (locked-scratch)] [r (probe-data! sc comm src tag seq buf start n)])
           (and r
-               (or (commit s branch (list r))
-                   ;; kept as data-tag's: the header is owed back (recv-data!)
-                   (begin (when (fixnum? r) (keep-early! comm (data-tag tag) buf start r (status sc))) 'lost)))))
+               (or (and (commit s branch (list r)) (begin (hold-header-set! (data-evt-hold e) #f) #t))
+                   ;; kept under the data's key: the header is owed back (recv-data!)
+                   (begin (when (fixnum? r) (keep-early! comm (data-key tag seq) buf start r (status sc))) 'lost)))))
       (with-os-mutex engine-lock
         (cond
           [(world-finalized?) (commit-one! s branch (list '(finalized)))]
@@ -387,47 +425,62 @@
     (lambda (comm src buf tag start end)
       (check-recv 'rmpi-recv-bytes! comm src tag)
       (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf start end)])
-        (finish 'rmpi-recv-bytes! comm tag buf start n (recv-direct! comm src tag buf start n)))))
+        (check-result 'rmpi-recv-bytes!
+          (if (fx< n min-range)
+              (let ([b (make-bytevector min-range)])
+                (bounced (recv! comm src tag b 0 min-range) b buf start n))
+              (recv! comm src tag buf start n))))))
 
-  ;; A direct-tag result, with a large message's bytes taken after its
-  ;; header.
-  (define (finish who comm tag buf start n r)
-    (check-result who (if (header? r) (recv-data! comm (cdr r) tag buf start n) r)))
+  ;; Result r of a receive into bounce buffer b, for buf's range of n
+  ;; bytes from start (n < min-range): the bytes copied there.
+  (define (bounced r b buf start n)
+    (cond
+      [(fixnum? r)
+       (cond
+         [(fx> r n) (cons* 'too-small r n)]
+         [(bytevector? buf) (bytevector-copy! b 0 buf start r) r]
+         [else (bytevector->foreign! b 0 (+ (shared-vector-address buf) start) r) r])]
+      [(eq? (car r) 'too-small) (cons* 'too-small (cadr r) n)]
+      [else r]))
 
-  ;; Takes an early message, or posts the receive; if that does not
-  ;; complete at once, tests it itself (no lock: with-mpi-call), then
-  ;; hands it to a receive evt and syncs.
-  (define (recv-direct! comm src tag buf start n)
-    (let ([e #f] [t #f])
+  ;; The blocking receive: takes an early message, or posts the receive;
+  ;; if that does not complete at once, tests it itself (spin-recv!), then
+  ;; hands it to a receive evt and syncs; after a header, takes its bytes
+  ;; (recv-data!).  A break or kill cancels the receive still posted
+  ;; (abandon!) and gives back the header whose bytes it has not taken
+  ;; (owe!).
+  (define (recv! comm src tag buf start n)
+    (let ([h (make-hold #f)] [e #f] [t (current-gthread)])
+      (define (cleanup!)
+        ;; (adopted is only cleared by this thread: read unlocked)
+        (when (and e (recv-evt-adopted e)) (abandon! e))
+        (when (hold-header h) (owe! comm tag h)))
       (dynamic-wind
-        void
+        (lambda () (gthread-cleanup-set! t cleanup!))
         (lambda ()
-          (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
-                       (with-mpi-call '(finalized)
-                         (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
-                           (when (posted? r)
-                             ;; from here on a kill or break cancels the receive
-                             (set! e (make-recv-evt comm src tag buf start n r))
-                             (set! t (current-gthread))
-                             (gthread-cleanup-set! t (lambda () (abandon! e))))
-                           r)))])
-            (if (not e)
-                r
-                (let loop ([k 1] [end #f])
-                  (when (fx= 0 (fxand k 7)) (yield!))
-                  (or (with-mpi-call '(finalized)
-                        (let* ([sc (thread-scratch)] [p (recv-evt-adopted e)] [t (test-handle sc (posted-h p) n)])
-                          (and t (begin (recv-evt-adopted-set! e #f) (posted-result p t sc buf n)))))
-                      (cond
-                        [(not (fx= 0 (fxand k 15))) (loop (fx+ k 1) end)]
-                        [(not end) (loop (fx+ k 1) (spin-end 0))]
-                        [(< (current-inexact-monotonic-milliseconds) end) (loop (fx+ k 1) end)]
-                        [else (sync e)]))))))
-        (lambda ()
-          (when e
-            (gthread-cleanup-set! t #f)
-            ;; (adopted is only cleared by this thread: read unlocked)
-            (when (recv-evt-adopted e) (abandon! e)))))))
+          (let* ([r (or (and (pair? early) (with-engine-lock (held! h (take-early! comm src tag buf start n))))
+                        (with-mpi-call '(finalized)
+                          (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
+                            (if (posted? r)
+                                (begin (set! e (make-recv-evt comm src tag buf start n r h)) #f)
+                                (held! h r))))
+                        (spin-recv! e h buf start n))])
+            (if (header? r) (recv-data! comm tag r h buf start n) r)))
+        (lambda () (gthread-cleanup-set! t #f) (cleanup!)))))
+
+  ;; Tests the receive e adopted (for hold h) itself (no lock:
+  ;; with-mpi-call), yielding every 8 tests, for spin-us; then syncs on e.
+  (define (spin-recv! e h buf start n)
+    (let loop ([k 1] [end #f])
+      (when (fx= 0 (fxand k 7)) (yield!))
+      (or (with-mpi-call '(finalized)
+            (let* ([sc (thread-scratch)] [p (recv-evt-adopted e)] [t (test-handle sc (posted-h p) n)])
+              (and t (begin (recv-evt-adopted-set! e #f) (held! h (posted-result p t sc buf start n))))))
+          (cond
+            [(not (fx= 0 (fxand k 15))) (loop (fx+ k 1) end)]
+            [(not end) (loop (fx+ k 1) (spin-end 0))]
+            [(< (current-inexact-monotonic-milliseconds) end) (loop (fx+ k 1) end)]
+            [else (sync e)]))))
 
   ;; Cancels the receive the blocking receive still owns (a break or kill
   ;; during its spin); nothing once the evt's registration took it.
@@ -439,39 +492,51 @@
             (recv-evt-adopted-set! e #f)
             (cancel-posted! (recv-evt-comm e) (recv-evt-tag e) (recv-evt-buf e) (recv-evt-start e) (recv-evt-n e) p))))))
 
-  ;; The bytes of a large message from src whose header was taken: they
-  ;; follow it at once, so this probes until they come, then parks.  If
-  ;; it is left before (a break, a kill), the header stays early for the
-  ;; next receive.
-  (define (recv-data! comm src tag buf start n)
-    (let ([done #f] [t (current-gthread)])
-      (define (owe!)
-        (unless done
-          (set! done #t)
-          (with-atomic
-            (with-os-mutex engine-lock
-              (set! early (cons (vector comm src tag (cons 'header src)) early))))))
-      (dynamic-wind
-        (lambda () (gthread-cleanup-set! t owe!))
-        (lambda ()
-          (let ([end (spin-end n)])
-            (let loop ([k 1])
-              (when (fx= 0 (fxand k 7)) (yield!))
-              (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src (data-tag tag) buf start n)))
-                           (with-mpi-call '(finalized) (probe-data! (thread-scratch) comm src tag buf start n))
-                           (and (fx= 0 (fxand k 15)) (>= (current-inexact-monotonic-milliseconds) end)
-                                (sync (make-data-evt comm src tag buf start n))))])
-                (cond
-                  [r (set! done #t) r]
-                  [else (loop (fx+ k 1))])))))
-        (lambda () (gthread-cleanup-set! t #f) (owe!)))))
+  ;; Gives back the header that hold h holds: early, the next receive's.
+  (define (owe! comm tag h)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (let ([r (hold-header h)])
+          (when r
+            (hold-header-set! h #f)
+            (set! early (cons (vector comm (cadr r) tag r) early)))))))
+
+  ;; The bytes of large message r (a header, held in h): the exact probe
+  ;; of their tag (data-tag tag seq) from the header's source.  They
+  ;; follow the header at once, so this probes until they come, then
+  ;; parks.  Taking them clears h in the same section.
+  (define (recv-data! comm tag r h buf start n)
+    (let ([src (cadr r)] [seq (cddr r)] [end (spin-end n)])
+      (define (taken! x) (when x (hold-header-set! h #f)) x)
+      (let loop ([k 1])
+        (when (fx= 0 (fxand k 7)) (yield!))
+        (or (and (pair? early) (with-engine-lock (taken! (take-early! comm src (data-key tag seq) buf start n))))
+            (with-mpi-call '(finalized) (taken! (probe-data! (thread-scratch) comm src tag seq buf start n)))
+            (and (fx= 0 (fxand k 15)) (>= (current-inexact-monotonic-milliseconds) end)
+                 (sync (make-data-evt comm src tag seq buf start n h)))
+            (loop (fx+ k 1))))))
 
   (define-with-range (rmpi-recv-bytes!-evt comm src buf)
     (lambda (comm src buf tag start end)
       (check-recv 'rmpi-recv-bytes!-evt comm src tag)
       (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf start end)])
-        (wrap-evt (make-recv-evt comm src tag buf start n #f)
-                  (lambda (r) (finish 'rmpi-recv-bytes! comm tag buf start n r))))))
+        (if (fx< n min-range)
+            (let ([b (make-bytevector min-range)])
+              (wrap-evt (make-recv-evt comm src tag b 0 min-range #f #f)
+                        (lambda (r) (check-result 'rmpi-recv-bytes! (bounced (evt-finish comm tag r b 0 min-range) b buf start n)))))
+            (wrap-evt (make-recv-evt comm src tag buf start n #f #f)
+                      (lambda (r) (check-result 'rmpi-recv-bytes! (evt-finish comm tag r buf start n))))))))
+
+  ;; After a sync on rmpi-recv-bytes!-evt: a header's bytes, given back
+  ;; if the thread is broken or killed first.
+  (define (evt-finish comm tag r buf start n)
+    (if (header? r)
+        (let ([h (make-hold r)] [t (current-gthread)])
+          (dynamic-wind
+            (lambda () (gthread-cleanup-set! t (lambda () (owe! comm tag h))))
+            (lambda () (recv-data! comm tag r h buf start n))
+            (lambda () (gthread-cleanup-set! t #f) (when (hold-header h) (owe! comm tag h)))))
+        r))
 
   ;; When a thread that has tested its request since now stops and parks.
   (define (spin-end n) (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.)))
@@ -486,14 +551,18 @@
       (let-values ([(start n) (byte-range who buf start end)])
         (let* ([result 0] [latch #f]
                [r (with-interrupts-off
-                    (let ([r (with-mpi-call 'finalized
-                               (let ([sc (thread-scratch)])
-                                 (if (fx< n header-size)
-                                     (post-send! sc (buffer-address buf start) buf n comm dest (direct-tag tag))
-                                     (let ([rc (send-header! sc comm dest tag n)])
-                                       (if (eqv? rc 0)
-                                           (post-send! sc (buffer-address buf start) buf n comm dest (data-tag tag))
-                                           rc)))))])
+                    (let ([r (if (fx< n header-size)
+                                 (with-mpi-call 'finalized
+                                   (post-send! (thread-scratch) (buffer-address buf start) buf n comm dest (direct-tag tag)))
+                                 ;; under the lock: the stream's sequence numbers
+                                 (with-engine-lock
+                                   (if (world-finalized?)
+                                       'finalized
+                                       (let* ([sc (locked-scratch)] [seq (next-seq! comm dest tag)]
+                                              [rc (send-header! sc comm dest tag seq n)])
+                                         (if (eqv? rc 0)
+                                             (post-send! sc (buffer-address buf start) buf n comm dest (data-tag tag seq))
+                                             rc)))))])
                       (if (and (fixnum? r) (fx< r 0))
                           ;; MPI reads buf until the request completes: the
                           ;; progress machinery owns it (and buf, locked);
@@ -525,12 +594,24 @@
                 [t (when early-lock? (unlock! buf)) (if (eq? t #t) 0 t)]
                 [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
 
-  ;; A large message's header (header-size bytes, its length first), from
-  ;; the thread's scratch memory: MPI_Send semantics through MPI_Isend and
+  ;; Under engine-lock: the sequence number of the next large message to
+  ;; dest with tag on comm (a stream's count of them, from 0).
+  (define seqs (make-eq-hashtable))   ; comm -> eqv hashtable: dest * 32768 + tag -> count
+  (define (next-seq! comm dest tag)
+    (let ([t (or (hashtable-ref seqs comm #f)
+                 (let ([t (make-eqv-hashtable)]) (hashtable-set! seqs comm t) t))]
+          [k (fx+ (fx* dest 32768) tag)])
+      (let ([q (hashtable-ref t k 0)])
+        (hashtable-set! t k (fx+ q 1))
+        q)))
+
+  ;; Large message seq's header (header-size bytes: seq, then the length
+  ;; n), from scratch memory sc: MPI_Send semantics through MPI_Isend and
   ;; tests (it is eager, so MPI copies it at once; waiting is a fallback,
   ;; with interrupts disabled, for MPI only).
-  (define (send-header! sc comm dest tag n)
-    (foreign-set! 'integer-64 (header sc) 0 n)
+  (define (send-header! sc comm dest tag seq n)
+    (foreign-set! 'integer-64 (header sc) 0 seq)
+    (foreign-set! 'integer-64 (header sc) 8 n)
     (let ([rc (mpi-isend (header sc) header-size (mpi-byte) dest (direct-tag tag) (rmpi-comm-handle comm) (req sc))])
       (if (not (eqv? rc 0))
           rc
