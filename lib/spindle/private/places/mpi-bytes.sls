@@ -270,16 +270,21 @@
             (keep-early! comm tag buf start (direct-result rc (status sc) buf start n) (status sc))))))
     (when (posted-locked? p) (unlock! buf)))
 
-  ;; Probes once for the bytes of large message seq from src (after its
-  ;; header) and receives them into buf: a result, or #f if they have not
-  ;; come.  Bytes larger than buf go to scratch memory and are dropped.
+  ;; Under engine-lock: probes once for the bytes of large message seq
+  ;; from src (after its header) and receives them into buf: a result, or
+  ;; #f if they have not come, or may not be taken yet (an earlier
+  ;; message's of the same tag are still in MPI).  Bytes larger than buf
+  ;; go to scratch memory and are dropped.
   (define (probe-data! sc comm src tag seq buf start n)
     (foreign-set! 'int (flag sc) 0 0)
-    (let ([rc (mpi-improbe src (data-tag tag seq) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))])
+    (let ([rc (if (may-take? comm src tag seq)
+                  (mpi-improbe src (data-tag tag seq) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))
+                  0)])
       (cond
         [(not (eqv? rc 0)) (cons 'mpi rc)]
         [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
         [else
+         (taken! comm src tag seq)
          (let ([m (mpi-status-bytes (status sc))])
            (if (fx> m n)
                (let* ([tmp (malloc (fxmax m 1))] [rc (mpi-mrecv tmp m (mpi-byte) (msg sc) (status sc))])
@@ -294,6 +299,44 @@
                                  rc))
                              (mpi-mrecv-small (buffer-address buf start) m (mpi-byte) (msg sc) (status sc)))])
                  (if (eqv? rc 0) m (cons 'mpi rc)))))])))
+
+  ;; ------------------------------------------------------------ taken bytes
+  ;; The data tag of message seq is shared with seq - 65536, seq - 2 *
+  ;; 65536, ...: MPI's probe matches the oldest of them still there.  So
+  ;; the bytes of seq are probed only once those of seq - 65536 (and so,
+  ;; by induction, every earlier one of the tag) have been taken, which
+  ;; makes the probe exact under any interleaving: a receive that holds an
+  ;; old header for long (its thread suspended, say) holds back only the
+  ;; receive of the message 65536 later.  (The sender sends a stream's
+  ;; bytes in seq order, under engine-lock.)  Per stream (comm, source,
+  ;; tag), under engine-lock: low, every seq below it taken; above, the
+  ;; seqs taken at or above low, each dropped once the one 65536 later is
+  ;; taken (the only one that asks for it).
+  (define-record-type stream (fields (mutable low) above) (sealed #t))
+  (define streams (make-eq-hashtable))   ; comm -> eqv hashtable: source * 32768 + tag -> stream
+
+  (define (stream-of comm src tag)
+    (let ([t (or (hashtable-ref streams comm #f)
+                 (let ([t (make-eqv-hashtable)]) (hashtable-set! streams comm t) t))]
+          [k (fx+ (fx* src 32768) tag)])
+      (or (hashtable-ref t k #f)
+          (let ([st (make-stream 0 (make-eqv-hashtable))]) (hashtable-set! t k st) st))))
+
+  (define (may-take? comm src tag seq)
+    (or (fx<= seq seq-mask)
+        (let ([st (stream-of comm src tag)] [prev (fx- seq (fx+ seq-mask 1))])
+          (or (fx< prev (stream-low st)) (hashtable-contains? (stream-above st) prev)))))
+
+  (define (taken! comm src tag seq)
+    (let ([st (stream-of comm src tag)])
+      (let ([above (stream-above st)])
+        (hashtable-delete! above (fx- seq (fx+ seq-mask 1)))
+        (if (fx= seq (stream-low st))
+            (let absorb ([low (fx+ seq 1)])
+              (if (hashtable-contains? above low)
+                  (begin (hashtable-delete! above low) (absorb (fx+ low 1)))
+                  (stream-low-set! st low)))
+            (hashtable-set! above seq #t)))))
 
   ;; ------------------------------------------------------------ the receive evts
   ;; What a blocking receive holds: a header whose bytes it has not taken,
@@ -391,15 +434,22 @@
     (assert-atomic 'data-attempt)
     (let ([comm (data-evt-comm e)] [src (data-evt-src e)] [tag (data-evt-tag e)] [seq (data-evt-seq e)]
           [buf (data-evt-buf e)] [start (data-evt-start e)] [n (data-evt-n e)])
-      ;; #t once committed (the bytes are the receive's: its hold is
-      ;; cleared); 'lost if a partner committed s first (the bytes are then
-      ;; kept early); #f if they have not come
+      ;; #t once committed: the bytes (the receive's: its hold is cleared),
+      ;; or an older header given back, which its hold now holds
+      ;; (older-owed!); 'lost if a partner committed s first (bytes are then
+      ;; kept early; the hold's header is given back by its thread); #f if
+      ;; neither has come
       (define (look! commit)
-        (let* ([sc (locked-scratch)] [r (probe-data! sc comm src tag seq buf start n)])
-          (and r
-               (or (and (commit s branch (list r)) (begin (hold-header-set! (data-evt-hold e) #f) #t))
-                   ;; kept under the data's key: the header is owed back (recv-data!)
-                   (begin (when (fixnum? r) (keep-early! comm (data-key tag seq) buf start r (status sc))) 'lost)))))
+        (let* ([sc (locked-scratch)] [h (data-evt-hold e)]
+               [r (or (probe-data! sc comm src tag seq buf start n) (older-owed! comm tag h))])
+          (cond
+            [(not r) #f]
+            [(header? r) (or (commit s branch (list r)) 'lost)]
+            [(commit s branch (list r)) (hold-header-set! h #f) #t]
+            [else
+             ;; kept under the data's key, for the header given back
+             (when (fixnum? r) (keep-early! comm (data-key tag seq) buf start r (status sc)))
+             'lost])))
       (with-os-mutex engine-lock
         (cond
           [(world-finalized?) (commit-one! s branch (list '(finalized)))]
@@ -504,17 +554,47 @@
   ;; The bytes of large message r (a header, held in h): the exact probe
   ;; of their tag (data-tag tag seq) from the header's source.  They
   ;; follow the header at once, so this probes until they come, then
-  ;; parks.  Taking them clears h in the same section.
+  ;; parks.  Taking them clears h in the same section.  An older header
+  ;; of the stream given back meanwhile (owe!) is taken instead (so its
+  ;; bytes, which may hold back these, are taken), this one given back.
   (define (recv-data! comm tag r h buf start n)
-    (let ([src (cadr r)] [seq (cddr r)] [end (spin-end n)])
-      (define (taken! x) (when x (hold-header-set! h #f)) x)
-      (let loop ([k 1])
+    (let ([end (spin-end n)])
+      (define (got! x) (when x (hold-header-set! h #f)) x)
+      (let loop ([k 1] [r r])
         (when (fx= 0 (fxand k 7)) (yield!))
-        (or (and (pair? early) (with-engine-lock (taken! (take-early! comm src (data-key tag seq) buf start n))))
-            (with-mpi-call '(finalized) (taken! (probe-data! (thread-scratch) comm src tag seq buf start n)))
-            (and (fx= 0 (fxand k 15)) (>= (current-inexact-monotonic-milliseconds) end)
-                 (sync (make-data-evt comm src tag seq buf start n h)))
-            (loop (fx+ k 1))))))
+        (let* ([src (cadr r)] [seq (cddr r)]
+               [x (or (and (pair? early) (with-engine-lock (got! (take-early! comm src (data-key tag seq) buf start n))))
+                      (with-engine-lock
+                        (cond
+                          [(world-finalized?) '(finalized)]
+                          [(probe-data! (locked-scratch) comm src tag seq buf start n) => got!]
+                          [else (older-owed! comm tag h)]))
+                      (and (fx= 0 (fxand k 15)) (>= (current-inexact-monotonic-milliseconds) end)
+                           (sync (make-data-evt comm src tag seq buf start n h))))])
+          (cond
+            [(header? x) (loop (fx+ k 1) x)]
+            [x x]
+            [else (loop (fx+ k 1) r)])))))
+
+  ;; Under engine-lock: if `early` holds a header of the stream of the one
+  ;; hold h holds, older than it, h takes the oldest such (returned) and
+  ;; gives its own back in its place; else #f.
+  (define (older-owed! comm tag h)
+    (and (pair? early)
+         (let* ([r (hold-header h)] [src (cadr r)])
+           (let loop ([l early] [best #f])
+             (if (pair? l)
+                 (let ([m (car l)])
+                   (loop (cdr l)
+                         (if (and (eq? comm (vector-ref m 0)) (eqv? src (vector-ref m 1)) (eqv? tag (vector-ref m 2))
+                                  (header? (vector-ref m 3)) (fx< (cddr (vector-ref m 3)) (cddr (or (and best (vector-ref best 3)) r))))
+                             m
+                             best)))
+                 (and best
+                      (let ([older (vector-ref best 3)])
+                        (vector-set! best 3 r)
+                        (hold-header-set! h older)
+                        older)))))))
 
   (define-with-range (rmpi-recv-bytes!-evt comm src buf)
     (lambda (comm src buf tag start end)
