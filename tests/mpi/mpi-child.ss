@@ -357,6 +357,53 @@
                   (fail "only ~a of ~a rounds gave A the first message: the others took its bytes" in-spin rounds)))]))
      (rmpi-barrier w)
      (say "ok bytes-receivers"))]
+  [("bytes-wrap")
+   ;; a stream's data tags repeat every 65536 large messages: receiver A
+   ;; posts its receive of message 0 and is suspended during its spin (its
+   ;; header matched, its bytes not taken); the main thread receives
+   ;; messages 1 to 65535; B the receive of message 65536, whose bytes
+   ;; share message 0's tag: B must wait for A, not take A's bytes.
+   ;; `bytes-wrap resume`: then A is resumed; `bytes-wrap kill`: killed
+   (let ([count 65537] [size (lambda (i) (+ 512 (mod i 1000)))])
+     (case me
+       [(0) (expect "go" 'go (rmpi-recv w 1))
+            (let ([b (make-bytevector 1600 0)])
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (bytevector-s64-native-set! b 0 i)
+                (rmpi-send-bytes w 1 b 4 0 (size i))))]
+       [(1) (let* ([got-a #f] [buf-a (make-bytevector 1600 0)]
+                   [a (thread (lambda () (set! got-a (rmpi-recv-bytes! w 0 buf-a 4))))])
+              (sleep 0)              ; A posts its receive and spins
+              (thread-suspend a)
+              (rmpi-send w 0 'go)
+              (let ([buf (make-bytevector 1600 0)])
+                (do ([i 1 (+ i 1)]) ((= i (- count 1)))
+                  (let ([c (rmpi-recv-bytes! w 0 buf 4)])
+                    (unless (and (= c (size i)) (= i (bytevector-s64-native-ref buf 0)))
+                      (fail "message ~a: ~a bytes, index ~a" i c (bytevector-s64-native-ref buf 0))))))
+              (let* ([got-b #f] [buf-b (make-bytevector 1600 0)]
+                     [b (thread (lambda () (set! got-b (rmpi-recv-bytes! w 0 buf-b 4))))])
+                (when (sync/timeout 0.3 b)
+                  (fail "the receive of message 65536 took ~a bytes (index ~a) while message 0's were not taken"
+                        got-b (bytevector-s64-native-ref buf-b 0)))
+                (if (equal? (cadr args) "kill")
+                    ;; A killed: its header is given back, B takes it
+                    ;; (the older), and the next receive message 65536
+                    (begin
+                      (kill-thread a)
+                      (unless (sync/timeout 10 b) (fail "B did not finish"))
+                      (expect "B: message 0" (list (size 0) 0) (list got-b (bytevector-s64-native-ref buf-b 0)))
+                      (expect "then message 65536" (size 65536) (rmpi-recv-bytes! w 0 buf-b 4))
+                      (expect "its index" 65536 (bytevector-s64-native-ref buf-b 0))
+                      (expect "A's buffer: at most the header written, never message bytes" #f got-a))
+                    (begin
+                      (thread-resume a)
+                      (unless (and (sync/timeout 10 a) (sync/timeout 10 b)) (fail "A or B did not finish"))
+                      (expect "A: message 0" (list (size 0) 0) (list got-a (bytevector-s64-native-ref buf-a 0)))
+                      (expect "B: message 65536" (list (size 65536) 65536) (list got-b (bytevector-s64-native-ref buf-b 0)))))
+                (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-bytes!-evt w 0 (make-bytevector 2000) 4)))))])
+     (rmpi-barrier w)
+     (say "ok bytes-wrap"))]
   [("bytes-break")
    ;; `bytes-break ROUNDS`: each round, a thread of rank 1 posts an
    ;; in-place receive and spins on it; rank 0 sends one message (small or
