@@ -7,8 +7,8 @@
 ;;; bytes.
 ;;;
 ;;; Tags: a message of tag t travels on direct-tag (t + 32768) or, when
-;;; large, as a header there and its bytes on data-tag (t + 65536):
-;;; streams of their own, never mixed with rmpi-send's.
+;;; large, as a header there and its bytes on a data tag of its own
+;;; (data-tag): streams of their own, never mixed with rmpi-send's.
 ;;;
 ;;; Why headers: Open MPI 4.1.4 writes a truncated rendezvous message (one
 ;;; over the transport's eager limit) past the end of the receive buffer,
@@ -17,14 +17,27 @@
 ;;; with guard bytes on self, vader and tcp), reporting MPI_ERR_TRUNCATE
 ;;; and the whole size.  So only messages under header-size bytes (eager
 ;;; on every transport: self's limit is 1 KiB with headers) go direct; a
-;;; larger one sends a header of exactly header-size bytes (its length
-;;; first), then its bytes on data-tag.  A receive posted into the
-;;; caller's range thus meets only eager messages: a header (header-size
-;;; bytes, cut short if the range is smaller), or a direct message (an
-;;; error if larger than the range).  After a header it takes the bytes
-;;; from data-tag with a matched probe (MPI_Improbe, then MPI_Mrecv of
-;;; exactly the probed size, into the range; into scratch memory,
-;;; dropped, and an error when larger).
+;;; larger one sends a header of exactly header-size bytes, then its
+;;; bytes.  A receive posted into the caller's range thus meets only eager
+;;; messages: a header (header-size bytes, cut short if the range is
+;;; smaller), or a direct message (an error if larger than the range).
+;;; After a header it takes the bytes with a matched probe (MPI_Improbe,
+;;; then MPI_Mrecv of exactly the probed size, into the range; into
+;;; scratch memory, dropped, and an error when larger).
+;;;
+;;; Which bytes: several receives of one stream (comm, source, tag) may
+;;; hold headers at once (threads of a rank; a receive suspended, broken
+;;; or killed after MPI matched its header), and MPI gives a probe the
+;;; oldest message that matches it, whoever probes first.  So a header
+;;; names its bytes exactly: the sender numbers a stream's large messages
+;;; (seq, from 0, under engine-lock), puts seq first in the header, and
+;;; sends the bytes on (data-tag t seq), one of 65536 tags per user tag
+;;; (seq modulo 65536); the receiver reads seq from its range (a range
+;;; under 8 bytes receives through a bounce buffer) and probes that tag
+;;; from the header's source.  The tags repeat every 65536 messages of a
+;;; stream, so it probes only once the bytes of seq - 65536 were taken
+;;; (`streams` records what was taken): otherwise a receive holding that
+;;; old header for long would lose its bytes to this one.
 ;;;
 ;;; MPI writes a receive buffer, and reads a send buffer, until the request
 ;;; completes, from whichever OS thread makes an MPI call: a bytevector is
@@ -45,7 +58,13 @@
 ;;; A message MPI wrote for a receive whose sync another branch won, or
 ;;; that was cancelled too late, is copied to `early` and is the next
 ;;; receive's for its (comm, source, tag): none is lost.  A header whose
-;;; bytes were not taken stays there as "owed".
+;;; bytes a blocking receive had not taken when it was broken or killed
+;;; goes back there too (its `hold`), and bytes taken for a data sync
+;;; that lost wait there for that header's next receive.  The one gap: a
+;;; thread killed between a sync choosing rmpi-recv-bytes!-evt and the
+;;; evt's wrapper taking the bytes (a few instructions) loses that large
+;;; message, as a killed thread loses any evt's result; its bytes stay in
+;;; MPI, and the stream's message 65536 later then never completes.
 (library (spindle private places mpi-bytes)
   (export rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt)
   (import (except (chezscheme) sleep make-parameter parameterize)
