@@ -334,10 +334,17 @@
   (define-record-type stream (fields (mutable low) above) (sealed #t))
   (define streams (make-eq-hashtable))   ; comm -> eqv hashtable: source * 32768 + tag -> stream
 
+  (define last-stream (vector #f #f #f))   ; comm, key, stream: the last looked up
   (define (stream-of comm src tag)
+    (let ([k (fx+ (fx* src 32768) tag)] [c last-stream])
+      (if (and (eq? comm (vector-ref c 0)) (eqv? k (vector-ref c 1)))
+          (vector-ref c 2)
+          (let ([st (stream-lookup comm k)])
+            (set! last-stream (vector comm k st))
+            st))))
+  (define (stream-lookup comm k)
     (let ([t (or (hashtable-ref streams comm #f)
-                 (let ([t (make-eqv-hashtable)]) (hashtable-set! streams comm t) t))]
-          [k (fx+ (fx* src 32768) tag)])
+                 (let ([t (make-eqv-hashtable)]) (hashtable-set! streams comm t) t))])
       (or (hashtable-ref t k #f)
           (let ([st (make-stream 0 (make-eqv-hashtable))]) (hashtable-set! t k st) st))))
 
@@ -349,10 +356,10 @@
   (define (taken! comm src tag seq)
     (let ([st (stream-of comm src tag)])
       (let ([above (stream-above st)])
-        (hashtable-delete! above (fx- seq (fx+ seq-mask 1)))
+        (unless (fx= 0 (hashtable-size above)) (hashtable-delete! above (fx- seq (fx+ seq-mask 1))))
         (if (fx= seq (stream-low st))
             (let absorb ([low (fx+ seq 1)])
-              (if (hashtable-contains? above low)
+              (if (and (not (fx= 0 (hashtable-size above))) (hashtable-contains? above low))
                   (begin (hashtable-delete! above low) (absorb (fx+ low 1)))
                   (stream-low-set! st low)))
             (hashtable-set! above seq #t)))))
@@ -363,15 +370,16 @@
   ;; header (or commits it to the receive's sync), cleared in the one that
   ;; takes its bytes: so a break or kill, which comes only with interrupts
   ;; enabled, finds in it exactly the header to give back (owe!).
-  (define-record-type hold (fields (mutable header)) (sealed #t))
+  ;; (evt: its receive evt once it posted a receive; thread: its thread.)
+  (define-record-type hold (fields (mutable header) evt thread) (sealed #t))
 
   ;; recv-evt: a receive on direct-tag.  adopted: a receive the blocking
   ;; receive posted and hands over, or #f; hold: the blocking receive's
-  ;; hold, or #f (rmpi-recv-bytes!-evt).  The token of a registration is
-  ;; its pending request.
+  ;; hold (set once made), or #f (rmpi-recv-bytes!-evt).  The token of a
+  ;; registration is its pending request.
   (define-record-type recv-evt
     (parent prim-evt)
-    (fields comm src tag buf start n (mutable adopted) hold)
+    (fields comm src tag buf start n (mutable adopted) (mutable hold))
     (protocol (lambda (new) (lambda (c s t b st n a h) ((new recv-attempt recv-cancel) c s t b st n a h))))
     (sealed #t))
   ;; data-evt: the bytes of large message seq from src, for the blocking
@@ -517,25 +525,38 @@
   ;; hands it to a receive evt and syncs; after a header, takes its bytes
   ;; (recv-data!).  A break or kill cancels the receive still posted
   ;; (abandon!) and gives back the header whose bytes it has not taken
-  ;; (owe!).
+  ;; (owe!).  The common message, a small one that completes at once,
+  ;; allocates none of that: own! sets it up in the section that posts
+  ;; the receive or takes a header.
   (define (recv! comm src tag buf start n)
-    (let ([h (make-hold #f)] [e #f] [t (current-gthread)])
-      (define (cleanup!)
-        ;; (adopted is only cleared by this thread: read unlocked)
-        (when (and e (recv-evt-adopted e)) (abandon! e))
-        (when (hold-header h) (owe! comm tag h)))
+    (let ([h #f])
+      (define (own! e)
+        (set! h (make-hold #f e (current-gthread)))
+        (when e (recv-evt-hold-set! e h))
+        (gthread-cleanup-set! (hold-thread h) (lambda () (cleanup! comm tag h))))
       (dynamic-wind
-        (lambda () (gthread-cleanup-set! t cleanup!))
+        void
         (lambda ()
-          (let* ([r (or (and (pair? early) (with-engine-lock (held! h (take-early! comm src tag buf start n))))
+          (let* ([r (or (and (pair? early)
+                             (with-engine-lock
+                               (let ([r (take-early! comm src tag buf start n)])
+                                 (if (header? r) (begin (own! #f) (held! h r)) r))))
                         (with-mpi-call '(finalized)
                           (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
-                            (if (posted? r)
-                                (begin (set! e (make-recv-evt comm src tag buf start n r h)) #f)
-                                (held! h r))))
-                        (spin-recv! e h buf start n))])
+                            (cond
+                              [(posted? r) (own! (make-recv-evt comm src tag buf start n r #f)) #f]
+                              [(header? r) (own! #f) (held! h r)]
+                              [else r])))
+                        (spin-recv! (hold-evt h) h buf start n))])
             (if (header? r) (recv-data! comm tag r h buf start n) r)))
-        (lambda () (gthread-cleanup-set! t #f) (cleanup!)))))
+        (lambda () (when h (gthread-cleanup-set! (hold-thread h) #f) (cleanup! comm tag h))))))
+
+  ;; A break or kill of the blocking receive of hold h.
+  (define (cleanup! comm tag h)
+    (let ([e (hold-evt h)])
+      ;; (adopted is only cleared by this thread: read unlocked)
+      (when (and e (recv-evt-adopted e)) (abandon! e)))
+    (when (hold-header h) (owe! comm tag h)))
 
   ;; Tests the receive e adopted (for hold h) itself (no lock:
   ;; with-mpi-call), yielding every 8 tests, for spin-us; then syncs on e.
@@ -630,7 +651,7 @@
   ;; if the thread is broken or killed first.
   (define (evt-finish comm tag r buf start n)
     (if (header? r)
-        (let ([h (make-hold r)] [t (current-gthread)])
+        (let* ([t (current-gthread)] [h (make-hold r #f t)])
           (dynamic-wind
             (lambda () (gthread-cleanup-set! t (lambda () (owe! comm tag h))))
             (lambda () (recv-data! comm tag r h buf start n))
@@ -700,9 +721,8 @@
     (let ([t (or (hashtable-ref seqs comm #f)
                  (let ([t (make-eqv-hashtable)]) (hashtable-set! seqs comm t) t))]
           [k (fx+ (fx* dest 32768) tag)])
-      (let ([q (hashtable-ref t k 0)])
-        (hashtable-set! t k (fx+ q 1))
-        q)))
+      (let ([b (or (hashtable-ref t k #f) (let ([b (box 0)]) (hashtable-set! t k b) b))])
+        (let ([q (unbox b)]) (set-box! b (fx+ q 1)) q))))
 
   ;; Large message seq's header (header-size bytes: seq, then the length
   ;; n), from scratch memory sc: MPI_Send semantics through MPI_Isend and
