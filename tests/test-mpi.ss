@@ -83,6 +83,30 @@
           (unless (eqv? rc 0) (display text))
           (check-ok 2 text "bytes-misc")))
 
+      (test "in-place receives of one stream by several threads at once (from rank 0 and from any source; one through the evt): 2000 messages of distinct sizes, most of them large, each received exactly once and intact; receives posted in a known order, the first one's thread suspended during its spin, get the large messages in that order (none takes another's bytes); over shared memory and over TCP"
+        (for-each
+          (lambda (btl)
+            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "bytes-receivers" 2000 4)])
+              (check-equal (format "over ~a: exit code" btl) 0 rc)
+              (unless (eqv? rc 0) (display text))
+              (check-ok 2 text "bytes-receivers")))
+          '("self,vader" "tcp,self")))
+
+      (test "in-place data tags repeat every 65536 large messages of a stream: a receive whose header shares its data tag with an earlier message's still held (by a suspended receiver) waits for it, not taking its bytes; if that receiver is killed instead, the waiting receive takes the older message and the next receive the later"
+        (for-each
+          (lambda (how)
+            (let-values ([(rc text secs) (mpirun 2 90 "bytes-wrap" how)])
+              (check-equal (format "~a: exit code" how) 0 rc)
+              (unless (eqv? rc 0) (display text))
+              (check-ok 2 text "bytes-wrap")))
+          '("resume" "kill")))
+
+      (test "a thread broken 0 to 80 us after posting an in-place receive (while it spins, as the message completes, or after): the message is received exactly once, by it or by the next receive; a broken small receive leaves its buffer unwritten"
+        (let-values ([(rc text secs) (mpirun 2 90 "bytes-break" 400)])
+          (check-equal "exit code" 0 rc)
+          (unless (eqv? rc 0) (display text))
+          (check-ok 2 text "bytes-break")))
+
       (test "several hosts on one machine: 3 network namespaces joined by a bridge, 2, 2 and 1 ranks, launched through ip netns exec (or one host if the sandbox refuses)"
         (let* ([name (format "spt~a" (own-pid))]
                [log (format "~a/netns.out" work)]

@@ -250,6 +250,209 @@
             (expect "the killed receive's buffer is untouched" (make-bytevector 8 0) b))])
    (rmpi-barrier w)
    (say "ok bytes-misc")]
+  [("bytes-receivers")
+   ;; `bytes-receivers COUNT THREADS`: rank 0 sends COUNT in-place
+   ;; messages of distinct sizes (most of them large: a header, then the
+   ;; bytes), then THREADS end marks; on rank 1, THREADS green threads
+   ;; receive the one stream at once, each into its own buffer (from rank
+   ;; 0 or from any source; one through the evt): every message arrives
+   ;; exactly once, intact, its size the one its content names
+   (let* ([count (string->number (cadr args))] [threads (string->number (caddr args))]
+          [size (lambda (i) (if (= 3 (mod i 4)) (+ 8 (mod i 400)) (+ 512 (mod (* i 97) 20000))))]
+          [byte (lambda (i j) (mod (+ (* i 31) j) 256))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i count))
+              (let ([b (make-bytevector (size i))])
+                (do ([j 8 (+ j 1)]) ((= j (bytevector-length b))) (bytevector-u8-set! b j (byte i j)))
+                (bytevector-s64-native-set! b 0 i)
+                (rmpi-send-bytes w 1 b 2)
+                ;; bursts: the receivers park between them, so that the
+                ;; headers of a burst complete several parked receives at once
+                (when (= 0 (mod i 5)) (sleep 0.001))))
+            (do ([k 0 (+ k 1)]) ((= k threads))
+              (let ([b (make-bytevector 8)]) (bytevector-s64-native-set! b 0 -1) (rmpi-send-bytes w 1 b 2)))]
+       [(1) (let* ([seen (make-vector count 0)] [problems '()]
+                   [problem! (lambda (fmt . xs) (set! problems (cons (apply format fmt xs) problems)))]
+                   [receiver
+                    (lambda (k)
+                      (let ([buf (make-bytevector 21000 0)] [src (if (even? k) 0 #f)])
+                        (lambda ()
+                          (guard (c [#t (problem! "receiver ~a raised: ~a" k
+                                          (if (message-condition? c) (condition-message c) c))])
+                            (let loop ()
+                              (let* ([got (if (= k 1)
+                                              (sync (rmpi-recv-bytes!-evt w src buf 2))
+                                              (rmpi-recv-bytes! w src buf 2))]
+                                     [i (bytevector-s64-native-ref buf 0)])
+                                (cond
+                                  [(= i -1) (unless (= got 8) (problem! "an end mark of ~a bytes" got))]
+                                  [(not (and (<= 0 i) (< i count))) (problem! "receiver ~a: message index ~a (~a bytes)" k i got) (loop)]
+                                  [else
+                                   (unless (= got (size i)) (problem! "message ~a: ~a bytes, its size is ~a" i got (size i)))
+                                   (let check ([j 8])
+                                     (when (< j (min got (size i)))
+                                       (if (= (bytevector-u8-ref buf j) (byte i j))
+                                           (check (+ j 1))
+                                           (problem! "message ~a: byte ~a is ~a, not ~a" i j (bytevector-u8-ref buf j) (byte i j)))))
+                                   (vector-set! seen i (+ 1 (vector-ref seen i)))
+                                   (loop)])))))))]
+                   [ts (map (lambda (k) (thread (receiver k))) (iota threads))])
+              (for-each (lambda (t) (unless (sync/timeout 60 t) (problem! "a receiver did not finish in 60 s"))) ts)
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (unless (= 1 (vector-ref seen i)) (problem! "message ~a received ~a times" i (vector-ref seen i))))
+              (unless (null? problems)
+                (fail "~a problems, the first: ~a" (length problems) (reverse (list-head (reverse problems) (min 5 (length problems))))))
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-bytes!-evt w #f (make-bytevector 21000) 2))))])
+     ;; then rounds of three receives posted in a known order, and three
+     ;; large messages of 3000, 1000 and 3500 bytes.  Receiver A posts its
+     ;; receive and is suspended during its spin, its receive still posted;
+     ;; B and C post theirs and park.  MPI matches the headers in posting
+     ;; order, A's first, but B and C run first: they must take their own
+     ;; messages' bytes, not A's.  (Had A parked before it was suspended,
+     ;; a rare stall of 30 us, its receive was withdrawn and posted again
+     ;; after C's: then B, C and A get the three messages in that order,
+     ;; which is also what a receiver taking another's bytes gives: so at
+     ;; most a tenth of the rounds may end so.)
+     (let ([rounds 100] [sizes '(3000 1000 3500)])
+       (case me
+         [(0) (do ([r 0 (+ r 1)]) ((= r rounds))
+                (expect "go" r (rmpi-recv w 1))
+                (for-each (lambda (k m)
+                            (let ([b (make-bytevector m (mod (+ r k) 251))])
+                              (bytevector-s64-native-set! b 0 (+ (* 3 r) k))
+                              (rmpi-send-bytes w 1 b 3)))
+                          '(0 1 2) sizes))]
+         [(1) (let ([in-spin 0])
+                (do ([r 0 (+ r 1)]) ((= r rounds))
+                  (let* ([got (make-vector 3 #f)]
+                         [receiver (lambda (k)
+                                     (let ([buf (make-bytevector 4000 0)])
+                                       (thread (lambda ()
+                                                 (vector-set! got k
+                                                   (guard (c [(message-condition? c) (condition-message c)])
+                                                     (let ([c (rmpi-recv-bytes! w (if (= k 1) #f 0) buf 3)])
+                                                       (list c (bytevector-s64-native-ref buf 0) (bytevector-u8-ref buf (- c 1))))))))))]
+                         [parked (lambda (t k)
+                                   (let wait ([i 0])
+                                     (unless (eq? (thread-state t) 'parked)
+                                       (when (> i 10000) (fail "round ~a: receiver ~a never parked" r k))
+                                       (sleep 0.001)
+                                       (wait (+ i 1)))))]
+                         [a (receiver 0)])
+                    (sleep 0)            ; A posts its receive and spins
+                    (thread-suspend a)
+                    (let ([b (receiver 1)]) (parked b 1)
+                      (let ([c (receiver 2)]) (parked c 2)
+                        (rmpi-send w 0 r)
+                        (for-each (lambda (t) (unless (sync/timeout 10 t) (fail "round ~a: a receiver did not finish" r))) (list b c))
+                        (thread-resume a)
+                        (unless (sync/timeout 10 a) (fail "round ~a: the suspended receiver did not finish" r))))
+                    (let ([message (lambda (k) (list (list-ref sizes k) (+ (* 3 r) k) (mod (+ r k) 251)))])
+                      (cond
+                        [(equal? got (vector (message 0) (message 1) (message 2))) (set! in-spin (+ in-spin 1))]
+                        [(equal? got (vector (message 2) (message 0) (message 1)))]
+                        [else (fail "round ~a: receivers A, B, C got ~s; A's receive was posted first" r got)]))))
+                (say "~a of ~a rounds with A suspended during its spin" in-spin rounds)
+                (unless (>= (* 10 in-spin) (* 9 rounds))
+                  (fail "only ~a of ~a rounds gave A the first message: the others took its bytes" in-spin rounds)))]))
+     (rmpi-barrier w)
+     (say "ok bytes-receivers"))]
+  [("bytes-wrap")
+   ;; a stream's data tags repeat every 65536 large messages: receiver A
+   ;; posts its receive of message 0 and is suspended during its spin (its
+   ;; header matched, its bytes not taken); the main thread receives
+   ;; messages 1 to 65535; B the receive of message 65536, whose bytes
+   ;; share message 0's tag: B must wait for A, not take A's bytes.
+   ;; `bytes-wrap resume`: then A is resumed; `bytes-wrap kill`: killed
+   (let ([count 65537] [size (lambda (i) (+ 512 (mod i 1000)))])
+     (case me
+       [(0) (expect "go" 'go (rmpi-recv w 1))
+            (let ([b (make-bytevector 1600 0)])
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (bytevector-s64-native-set! b 0 i)
+                (rmpi-send-bytes w 1 b 4 0 (size i))))]
+       [(1) (let* ([got-a #f] [buf-a (make-bytevector 1600 0)]
+                   [a (thread (lambda () (set! got-a (rmpi-recv-bytes! w 0 buf-a 4))))])
+              (sleep 0)              ; A posts its receive and spins
+              (thread-suspend a)
+              (rmpi-send w 0 'go)
+              (let ([buf (make-bytevector 1600 0)])
+                (do ([i 1 (+ i 1)]) ((= i (- count 1)))
+                  (let ([c (rmpi-recv-bytes! w 0 buf 4)])
+                    (unless (and (= c (size i)) (= i (bytevector-s64-native-ref buf 0)))
+                      (fail "message ~a: ~a bytes, index ~a" i c (bytevector-s64-native-ref buf 0))))))
+              (let* ([got-b #f] [buf-b (make-bytevector 1600 0)]
+                     [b (thread (lambda () (set! got-b (rmpi-recv-bytes! w 0 buf-b 4))))])
+                (when (sync/timeout 0.3 b)
+                  (fail "the receive of message 65536 took ~a bytes (index ~a) while message 0's were not taken"
+                        got-b (bytevector-s64-native-ref buf-b 0)))
+                (if (equal? (cadr args) "kill")
+                    ;; A killed: its header is given back, B takes it
+                    ;; (the older), and the next receive message 65536
+                    (begin
+                      (kill-thread a)
+                      (unless (sync/timeout 10 b) (fail "B did not finish"))
+                      (expect "B: message 0" (list (size 0) 0) (list got-b (bytevector-s64-native-ref buf-b 0)))
+                      (expect "then message 65536" (size 65536) (rmpi-recv-bytes! w 0 buf-b 4))
+                      (expect "its index" 65536 (bytevector-s64-native-ref buf-b 0))
+                      (expect "A's buffer: at most the header written, never message bytes" #f got-a))
+                    (begin
+                      (thread-resume a)
+                      (unless (and (sync/timeout 10 a) (sync/timeout 10 b)) (fail "A or B did not finish"))
+                      (expect "A: message 0" (list (size 0) 0) (list got-a (bytevector-s64-native-ref buf-a 0)))
+                      (expect "B: message 65536" (list (size 65536) 65536) (list got-b (bytevector-s64-native-ref buf-b 0)))))
+                (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-bytes!-evt w 0 (make-bytevector 2000) 4)))))])
+     (rmpi-barrier w)
+     (say "ok bytes-wrap"))]
+  [("bytes-break")
+   ;; `bytes-break ROUNDS`: each round, a thread of rank 1 posts an
+   ;; in-place receive and spins on it; rank 0 sends one message (small or
+   ;; large, alternately) when asked, and rank 1 breaks the thread 0 to
+   ;; ~80 us later, during its spin, at its completion or after: the
+   ;; message is received exactly once (by the thread, or else by the
+   ;; next receive), and a broken receive of a small message leaves its
+   ;; buffer unwritten
+   (let* ([rounds (string->number (cadr args))]
+          [size (lambda (i) (if (even? i) 16 2000))]
+          ;; waits us microseconds; yielding to the receiver meanwhile
+          ;; (so that it tests its receive) when yield? is true
+          [spin-us (lambda (us yield?)
+                     (let ([end (+ (current-inexact-monotonic-milliseconds) (/ us 1000.))])
+                       (let loop () (when (< (current-inexact-monotonic-milliseconds) end) (when yield? (sleep 0)) (loop)))))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i rounds))
+              (expect "go" i (rmpi-recv w 1))
+              (let ([b (make-bytevector (size i) (mod i 251))])
+                (bytevector-s64-native-set! b 0 i)
+                (rmpi-send-bytes w 1 b 7)))]
+       [(1) (let ([delivered 0] [broken 0])
+              (do ([i 0 (+ i 1)]) ((= i rounds))
+                (let* ([buf (make-bytevector 4000 0)] [got #f]
+                       [t (thread (lambda () (guard (c [(break-condition? c) (set! got 'broken)]) (set! got (rmpi-recv-bytes! w 0 buf 7)))))])
+                  (sleep 0)
+                  (rmpi-send w 0 i)
+                  (spin-us (mod (* i 37) 80) (odd? (quotient i 2)))
+                  (break-thread t)
+                  (unless (sync/timeout 10 t) (fail "round ~a: the broken receiver never ended" i))
+                  (cond
+                    [(eq? got 'broken)
+                     (set! broken (+ broken 1))
+                     (when (even? i)
+                       (unless (for-all zero? (bytevector->u8-list buf)) (fail "round ~a: a broken receive wrote its buffer" i)))
+                     (let ([b2 (make-bytevector 4000 0)])
+                       (expect (format "round ~a: the next receive gets the message" i) (size i)
+                         (sync/timeout 10 (rmpi-recv-bytes!-evt w 0 b2 7)))
+                       (expect (format "round ~a: its index" i) i (bytevector-s64-native-ref b2 0))
+                       (expect (format "round ~a: its last byte" i) (mod i 251) (bytevector-u8-ref b2 (- (size i) 1))))]
+                    [else
+                     (set! delivered (+ delivered 1))
+                     (expect (format "round ~a: the thread's count" i) (size i) got)
+                     (expect (format "round ~a: its index" i) i (bytevector-s64-native-ref buf 0))
+                     (expect (format "round ~a: its last byte" i) (mod i 251) (bytevector-u8-ref buf (- (size i) 1)))])))
+              (say "~a delivered to the thread, ~a broken first" delivered broken)
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-bytes!-evt w 0 (make-bytevector 4000) 7))))])
+     (rmpi-barrier w)
+     (say "ok bytes-break"))]
   [("parked")
    ;; rank 1: a thread parked on a receive while the main thread counts;
    ;; rank 0 sends only when asked.  Then: CPU time of a rank idle in a receive.

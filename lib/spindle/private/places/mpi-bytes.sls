@@ -7,8 +7,8 @@
 ;;; bytes.
 ;;;
 ;;; Tags: a message of tag t travels on direct-tag (t + 32768) or, when
-;;; large, as a header there and its bytes on data-tag (t + 65536):
-;;; streams of their own, never mixed with rmpi-send's.
+;;; large, as a header there and its bytes on a data tag of its own
+;;; (data-tag): streams of their own, never mixed with rmpi-send's.
 ;;;
 ;;; Why headers: Open MPI 4.1.4 writes a truncated rendezvous message (one
 ;;; over the transport's eager limit) past the end of the receive buffer,
@@ -17,14 +17,27 @@
 ;;; with guard bytes on self, vader and tcp), reporting MPI_ERR_TRUNCATE
 ;;; and the whole size.  So only messages under header-size bytes (eager
 ;;; on every transport: self's limit is 1 KiB with headers) go direct; a
-;;; larger one sends a header of exactly header-size bytes (its length
-;;; first), then its bytes on data-tag.  A receive posted into the
-;;; caller's range thus meets only eager messages: a header (header-size
-;;; bytes, cut short if the range is smaller), or a direct message (an
-;;; error if larger than the range).  After a header it takes the bytes
-;;; from data-tag with a matched probe (MPI_Improbe, then MPI_Mrecv of
-;;; exactly the probed size, into the range; into scratch memory,
-;;; dropped, and an error when larger).
+;;; larger one sends a header of exactly header-size bytes, then its
+;;; bytes.  A receive posted into the caller's range thus meets only eager
+;;; messages: a header (header-size bytes, cut short if the range is
+;;; smaller), or a direct message (an error if larger than the range).
+;;; After a header it takes the bytes with a matched probe (MPI_Improbe,
+;;; then MPI_Mrecv of exactly the probed size, into the range; into
+;;; scratch memory, dropped, and an error when larger).
+;;;
+;;; Which bytes: several receives of one stream (comm, source, tag) may
+;;; hold headers at once (threads of a rank; a receive suspended, broken
+;;; or killed after MPI matched its header), and MPI gives a probe the
+;;; oldest message that matches it, whoever probes first.  So a header
+;;; names its bytes exactly: the sender numbers a stream's large messages
+;;; (seq, from 0, under engine-lock), puts seq first in the header, and
+;;; sends the bytes on (data-tag t seq), one of 65536 tags per user tag
+;;; (seq modulo 65536); the receiver reads seq from its range (a range
+;;; under 8 bytes receives through a bounce buffer) and probes that tag
+;;; from the header's source.  The tags repeat every 65536 messages of a
+;;; stream, so it probes only once the bytes of seq - 65536 were taken
+;;; (`streams` records what was taken): otherwise a receive holding that
+;;; old header for long would lose its bytes to this one.
 ;;;
 ;;; MPI writes a receive buffer, and reads a send buffer, until the request
 ;;; completes, from whichever OS thread makes an MPI call: a bytevector is
@@ -45,7 +58,13 @@
 ;;; A message MPI wrote for a receive whose sync another branch won, or
 ;;; that was cancelled too late, is copied to `early` and is the next
 ;;; receive's for its (comm, source, tag): none is lost.  A header whose
-;;; bytes were not taken stays there as "owed".
+;;; bytes a blocking receive had not taken when it was broken or killed
+;;; goes back there too (its `hold`), and bytes taken for a data sync
+;;; that lost wait there for that header's next receive.  The one gap: a
+;;; thread killed between a sync choosing rmpi-recv-bytes!-evt and the
+;;; evt's wrapper taking the bytes (a few instructions) loses that large
+;;; message, as a killed thread loses any evt's result; its bytes stay in
+;;; MPI, and the stream's message 65536 later then never completes.
 (library (spindle private places mpi-bytes)
   (export rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt)
   (import (except (chezscheme) sleep make-parameter parameterize)
@@ -63,9 +82,20 @@
           (only (spindle private places mpi-engine) handle->pending add-request! remove-request! cancel-pending!
                 test! poke! add-prober! remove-prober!))
 
-  (define (direct-tag t) (fx+ t 32768))   ; Open MPI's MPI_TAG_UB is 2^31-1
-  (define (data-tag t) (fx+ t 65536))
+  ;; MPI tags: direct-tag in [32768, 65535); the data tags of user tag t
+  ;; (below 32767, check-tag) are the 65536 from (t + 1) * 65536, one per
+  ;; sequence number modulo 65536: at most 2^31 - 1, Open MPI's MPI_TAG_UB.
+  (define (direct-tag t) (fx+ t 32768))
+  (define seq-mask #xffff)
+  (define (data-tag t seq) (fx+ (fxsll (fx+ t 1) 16) (fxand seq seq-mask)))
+  ;; The key in `early` of the bytes of message seq of tag t, taken for a
+  ;; receive that did not keep them: never a tag (negative), one per seq.
+  (define (data-key t seq) (fx- -1 (fx+ t (fx* 32768 seq))))
   (define header-size 512)
+  ;; A header is cut to the receive's range; its sequence number, its
+  ;; first 8 bytes, is read from there, so a smaller range receives
+  ;; through a bounce buffer of min-range bytes.
+  (define min-range 8)
   (define spin-us 30.)
   ;; Buffers above this are tested with a __collect_safe MPI_Test: a test
   ;; may copy the whole message (single-copy cma), which must not hold up
@@ -134,8 +164,9 @@
 
 
   ;; ------------------------------------------------------------ results
-  ;; A receive's result: its byte count (a fixnum); (header . source): a
-  ;; large message's header, its bytes still to take from data-tag; or why
+  ;; A receive's result: its byte count (a fixnum); (header source . seq):
+  ;; a large message's header, its bytes still to take from
+  ;; (data-tag tag seq); or why
   ;; it failed: (too-small size . capacity), (mpi . rc) or (finalized),
   ;; raised by the receiving thread (check-result), never under a lock.
   (define (header? r) (and (pair? r) (eq? (car r) 'header)))
@@ -149,17 +180,25 @@
           [else (error who (mpi-error-string (cdr r)))])))
 
   ;; The result of a completed direct-tag receive (rc, status st) into
-  ;; buf's range of n bytes.
-  (define (direct-result rc st n)
+  ;; buf's range of n bytes (n >= min-range) from start.
+  (define (direct-result rc st buf start n)
     (let ([c (mpi-status-bytes st)])
       (cond
         [(not (or (eqv? rc 0) (eqv? rc mpi-err-truncate))) (cons 'mpi rc)]
-        [(fx= c header-size) (cons 'header (mpi-status-source st))]
+        [(fx= c header-size) (cons* 'header (mpi-status-source st) (read-seq buf start))]
         [(eqv? rc mpi-err-truncate) (cons* 'too-small c n)]
         [else c])))
 
+  ;; A header's sequence number, from buf's range at start.
+  (define (read-seq buf start)
+    (if (bytevector? buf)
+        (bytevector-u64-native-ref buf start)
+        (foreign-ref 'unsigned-64 (+ (shared-vector-address buf) start) 0)))
+
   ;; ------------------------------------------------------------ early messages
-  (define early '())              ; #(comm source tag payload), oldest first: bytes, a failure, or (header . source)
+  ;; #(comm source key payload), oldest first: key a tag, or a data-key;
+  ;; payload bytes, a failure, or a header (header source . seq)
+  (define early '())
 
   ;; Under engine-lock: keeps result r of a receive that no sync takes
   ;; (from the source in status st; the bytes, if any, in buf) for the
@@ -176,8 +215,8 @@
                             b)
                           r))))))
 
-  ;; Under engine-lock: the first early message for (comm src tag) copied
-  ;; into buf, as a result; or #f.
+  ;; Under engine-lock: the first early message for (comm src tag) (tag:
+  ;; a key) copied into buf, as a result; or #f.
   (define (take-early! comm src tag buf start n)
     (let loop ([l early] [prev #f])
       (cond
@@ -228,14 +267,15 @@
               (let look ([k 1])
                 (let ([t (test-handle sc h n)])
                   (cond
-                    [t (when early-lock? (unlock! buf)) (direct-result (if (eq? t #t) 0 t) (status sc) n)]
+                    [t (when early-lock? (unlock! buf)) (direct-result (if (eq? t #t) 0 t) (status sc) buf start n)]
                     [(fx< k looks) (look (fx+ k 1))]
                     [else (unless early-lock? (lock! buf)) (make-posted h #t)]))))))))
 
   ;; The result of posted receive p once its test gave t (status in sc).
-  (define (posted-result p t sc buf n)
-    (when (posted-locked? p) (unlock! buf))
-    (direct-result (if (eq? t #t) 0 t) (status sc) n))
+  (define (posted-result p t sc buf start n)
+    (let ([r (direct-result (if (eq? t #t) 0 t) (status sc) buf start n)])
+      (when (posted-locked? p) (unlock! buf))
+      r))
 
   ;; Under engine-lock: cancels posted receive p; what it had received
   ;; all the same becomes early.
@@ -246,19 +286,24 @@
         (mpi-cancel (req sc))
         (let ([rc (mpi-wait (req sc) (status sc))])
           (unless (and (eqv? rc 0) (mpi-status-cancelled? (status sc)))
-            (keep-early! comm tag buf start (direct-result rc (status sc) n) (status sc))))))
+            (keep-early! comm tag buf start (direct-result rc (status sc) buf start n) (status sc))))))
     (when (posted-locked? p) (unlock! buf)))
 
-  ;; Probes once for the bytes of a large message from src (after its
-  ;; header) and receives them into buf: a result, or #f if they have not
-  ;; come.  Bytes larger than buf go to scratch memory and are dropped.
-  (define (probe-data! sc comm src tag buf start n)
+  ;; Under engine-lock: probes once for the bytes of large message seq
+  ;; from src (after its header) and receives them into buf: a result, or
+  ;; #f if they have not come, or may not be taken yet (an earlier
+  ;; message's of the same tag are still in MPI).  Bytes larger than buf
+  ;; go to scratch memory and are dropped.
+  (define (probe-data! sc comm src tag seq buf start n)
     (foreign-set! 'int (flag sc) 0 0)
-    (let ([rc (mpi-improbe src (data-tag tag) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))])
+    (let ([rc (if (may-take? comm src tag seq)
+                  (mpi-improbe src (data-tag tag seq) (rmpi-comm-handle comm) (flag sc) (msg sc) (status sc))
+                  0)])
       (cond
         [(not (eqv? rc 0)) (cons 'mpi rc)]
         [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
         [else
+         (taken! comm src tag seq)
          (let ([m (mpi-status-bytes (status sc))])
            (if (fx> m n)
                (let* ([tmp (malloc (fxmax m 1))] [rc (mpi-mrecv tmp m (mpi-byte) (msg sc) (status sc))])
@@ -274,22 +319,83 @@
                              (mpi-mrecv-small (buffer-address buf start) m (mpi-byte) (msg sc) (status sc)))])
                  (if (eqv? rc 0) m (cons 'mpi rc)))))])))
 
+  ;; ------------------------------------------------------------ taken bytes
+  ;; The data tag of message seq is shared with seq - 65536, seq - 2 *
+  ;; 65536, ...: MPI's probe matches the oldest of them still there.  So
+  ;; the bytes of seq are probed only once those of seq - 65536 (and so,
+  ;; by induction, every earlier one of the tag) have been taken, which
+  ;; makes the probe exact under any interleaving: a receive that holds an
+  ;; old header for long (its thread suspended, say) holds back only the
+  ;; receive of the message 65536 later.  (The sender sends a stream's
+  ;; bytes in seq order, under engine-lock.)  Per stream (comm, source,
+  ;; tag), under engine-lock: low, every seq below it taken; above, the
+  ;; seqs taken at or above low, each dropped once the one 65536 later is
+  ;; taken (the only one that asks for it).
+  (define-record-type stream (fields (mutable low) above) (sealed #t))
+  (define streams (make-eq-hashtable))   ; comm -> eqv hashtable: source * 32768 + tag -> stream
+
+  (define last-stream (vector #f #f #f))   ; comm, key, stream: the last looked up
+  (define (stream-of comm src tag)
+    (let ([k (fx+ (fx* src 32768) tag)] [c last-stream])
+      (if (and (eq? comm (vector-ref c 0)) (eqv? k (vector-ref c 1)))
+          (vector-ref c 2)
+          (let ([st (stream-lookup comm k)])
+            (set! last-stream (vector comm k st))
+            st))))
+  (define (stream-lookup comm k)
+    (let ([t (or (hashtable-ref streams comm #f)
+                 (let ([t (make-eqv-hashtable)]) (hashtable-set! streams comm t) t))])
+      (or (hashtable-ref t k #f)
+          (let ([st (make-stream 0 (make-eqv-hashtable))]) (hashtable-set! t k st) st))))
+
+  (define (may-take? comm src tag seq)
+    (or (fx<= seq seq-mask)
+        (let ([st (stream-of comm src tag)] [prev (fx- seq (fx+ seq-mask 1))])
+          (or (fx< prev (stream-low st)) (hashtable-contains? (stream-above st) prev)))))
+
+  (define (taken! comm src tag seq)
+    (let ([st (stream-of comm src tag)])
+      (let ([above (stream-above st)])
+        (unless (fx= 0 (hashtable-size above)) (hashtable-delete! above (fx- seq (fx+ seq-mask 1))))
+        (if (fx= seq (stream-low st))
+            (let absorb ([low (fx+ seq 1)])
+              (if (and (not (fx= 0 (hashtable-size above))) (hashtable-contains? above low))
+                  (begin (hashtable-delete! above low) (absorb (fx+ low 1)))
+                  (stream-low-set! st low)))
+            (hashtable-set! above seq #t)))))
+
   ;; ------------------------------------------------------------ the receive evts
+  ;; What a blocking receive holds: a header whose bytes it has not taken,
+  ;; or #f.  Set under the lock or with-mpi-call section that takes the
+  ;; header (or commits it to the receive's sync), cleared in the one that
+  ;; takes its bytes: so a break or kill, which comes only with interrupts
+  ;; enabled, finds in it exactly the header to give back (owe!).
+  ;; (evt: its receive evt once it posted a receive; thread: its thread.)
+  (define-record-type hold (fields (mutable header) evt thread) (sealed #t))
+
   ;; recv-evt: a receive on direct-tag.  adopted: a receive the blocking
-  ;; receive posted and hands over, or #f.  The token of a registration
-  ;; is its pending request.
+  ;; receive posted and hands over, or #f; hold: the blocking receive's
+  ;; hold (set once made), or #f (rmpi-recv-bytes!-evt).  The token of a
+  ;; registration is its pending request.
   (define-record-type recv-evt
     (parent prim-evt)
-    (fields comm src tag buf start n (mutable adopted))
-    (protocol (lambda (new) (lambda (c s t b st n a) ((new recv-attempt recv-cancel) c s t b st n a))))
+    (fields comm src tag buf start n (mutable adopted) (mutable hold))
+    (protocol (lambda (new) (lambda (c s t b st n a h) ((new recv-attempt recv-cancel) c s t b st n a h))))
     (sealed #t))
-  ;; data-evt: the bytes of a large message from src, on data-tag.  The
-  ;; token of a registration is its prober (mpi-engine).
+  ;; data-evt: the bytes of large message seq from src, for the blocking
+  ;; receive of hold h (or #f).  The token of a registration is its prober
+  ;; (mpi-engine).
   (define-record-type data-evt
     (parent prim-evt)
-    (fields comm src tag buf start n)
-    (protocol (lambda (new) (lambda (c s t b st n) ((new data-attempt data-cancel) c s t b st n))))
+    (fields comm src tag seq buf start n hold)
+    (protocol (lambda (new) (lambda (c s t q b st n h) ((new data-attempt data-cancel) c s t q b st n h))))
     (sealed #t))
+
+  ;; Under engine-lock, or with interrupts disabled for a hold only this
+  ;; OS thread's green thread uses: r, given to the receive of hold h.
+  (define (held! h r)
+    (when (and h (header? r)) (hold-header-set! h r))
+    r)
   (define evts-registered
     (begin
       (record-prints-as! (record-type-descriptor recv-evt) "rmpi-recv-bytes!-evt")
@@ -305,15 +411,16 @@
           [buf (recv-evt-buf e)] [start (recv-evt-start e)] [n (recv-evt-n e)])
       ;; commits r; a message lost to a partner's commit stays early
       (define (commit! r st)
-        (or (commit-one! s branch (list r))
+        (or (and (commit-one! s branch (list r)) (begin (held! (recv-evt-hold e) r) #t))
             (begin (when st (keep-early! comm tag buf start r st)) #f)))
       ;; posted receive p, registered for the progress thread
       (define (register! p)
         (let ([pp (handle->pending (posted-h p) (if (posted-locked? p) (list buf) '())
                     (lambda (rc st)
-                      (let ([r (direct-result rc st n)])
-                        (unless (commit-partner! s branch (list r))
-                          (keep-early! comm tag buf start r st)))))])
+                      (let ([r (direct-result rc st buf start n)])
+                        (if (commit-partner! s branch (list r))
+                            (held! (recv-evt-hold e) r)
+                            (keep-early! comm tag buf start r st)))))])
           (add-request! pp #t)
           pp))
       (with-os-mutex engine-lock
@@ -324,7 +431,7 @@
              => (lambda (p)
                   (let ([t (test-handle sc (posted-h p) n)])
                     (cond
-                      [t (recv-evt-adopted-set! e #f) (commit! (posted-result p t sc buf n) (status sc))]
+                      [t (recv-evt-adopted-set! e #f) (commit! (posted-result p t sc buf start n) (status sc))]
                       [register? (recv-evt-adopted-set! e #f) (register! p)]
                       [else #f])))]
             [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
@@ -342,7 +449,7 @@
                  [(not (eqv? rc 0)) (commit! (cons 'mpi rc) #f)]
                  [(eqv? 0 (foreign-ref 'int (flag sc) 0)) #f]
                  [else
-                  (commit! (direct-result (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg sc) (status sc)) (status sc) n)
+                  (commit! (direct-result (mpi-mrecv-small (buffer-address buf start) n (mpi-byte) (msg sc) (status sc)) (status sc) buf start n)
                            (status sc))]))])))))
 
   (define (recv-cancel e p)
@@ -352,16 +459,24 @@
 
   (define (data-attempt e s branch register?)
     (assert-atomic 'data-attempt)
-    (let ([comm (data-evt-comm e)] [src (data-evt-src e)] [tag (data-evt-tag e)]
+    (let ([comm (data-evt-comm e)] [src (data-evt-src e)] [tag (data-evt-tag e)] [seq (data-evt-seq e)]
           [buf (data-evt-buf e)] [start (data-evt-start e)] [n (data-evt-n e)])
-      ;; #t once committed; 'lost if a partner committed s first (the bytes
-      ;; are then kept early); #f if they have not come
+      ;; #t once committed: the bytes (the receive's: its hold is cleared),
+      ;; or an older header given back, which its hold now holds
+      ;; (older-owed!); 'lost if a partner committed s first (bytes are then
+      ;; kept early; the hold's header is given back by its thread); #f if
+      ;; neither has come
       (define (look! commit)
-        (let* ([sc (locked-scratch)] [r (probe-data! sc comm src tag buf start n)])
-          (and r
-               (or (commit s branch (list r))
-                   ;; kept as data-tag's: the header is owed back (recv-data!)
-                   (begin (when (fixnum? r) (keep-early! comm (data-tag tag) buf start r (status sc))) 'lost)))))
+        (let* ([sc (locked-scratch)] [h (data-evt-hold e)]
+               [r (or (probe-data! sc comm src tag seq buf start n) (older-owed! comm tag h))])
+          (cond
+            [(not r) #f]
+            [(header? r) (or (commit s branch (list r)) 'lost)]
+            [(commit s branch (list r)) (hold-header-set! h #f) #t]
+            [else
+             ;; kept under the data's key, for the header given back
+             (when (fixnum? r) (keep-early! comm (data-key tag seq) buf start r (status sc)))
+             'lost])))
       (with-os-mutex engine-lock
         (cond
           [(world-finalized?) (commit-one! s branch (list '(finalized)))]
@@ -387,47 +502,75 @@
     (lambda (comm src buf tag start end)
       (check-recv 'rmpi-recv-bytes! comm src tag)
       (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf start end)])
-        (finish 'rmpi-recv-bytes! comm tag buf start n (recv-direct! comm src tag buf start n)))))
+        (check-result 'rmpi-recv-bytes!
+          (if (fx< n min-range)
+              (let ([b (make-bytevector min-range)])
+                (bounced (recv! comm src tag b 0 min-range) b buf start n))
+              (recv! comm src tag buf start n))))))
 
-  ;; A direct-tag result, with a large message's bytes taken after its
-  ;; header.
-  (define (finish who comm tag buf start n r)
-    (check-result who (if (header? r) (recv-data! comm (cdr r) tag buf start n) r)))
+  ;; Result r of a receive into bounce buffer b, for buf's range of n
+  ;; bytes from start (n < min-range): the bytes copied there.
+  (define (bounced r b buf start n)
+    (cond
+      [(fixnum? r)
+       (cond
+         [(fx> r n) (cons* 'too-small r n)]
+         [(bytevector? buf) (bytevector-copy! b 0 buf start r) r]
+         [else (bytevector->foreign! b 0 (+ (shared-vector-address buf) start) r) r])]
+      [(eq? (car r) 'too-small) (cons* 'too-small (cadr r) n)]
+      [else r]))
 
-  ;; Takes an early message, or posts the receive; if that does not
-  ;; complete at once, tests it itself (no lock: with-mpi-call), then
-  ;; hands it to a receive evt and syncs.
-  (define (recv-direct! comm src tag buf start n)
-    (let ([e #f] [t #f])
+  ;; The blocking receive: takes an early message, or posts the receive;
+  ;; if that does not complete at once, tests it itself (spin-recv!), then
+  ;; hands it to a receive evt and syncs; after a header, takes its bytes
+  ;; (recv-data!).  A break or kill cancels the receive still posted
+  ;; (abandon!) and gives back the header whose bytes it has not taken
+  ;; (owe!).  The common message, a small one that completes at once,
+  ;; allocates none of that: own! sets it up in the section that posts
+  ;; the receive or takes a header.
+  (define (recv! comm src tag buf start n)
+    (let ([h #f])
+      (define (own! e)
+        (set! h (make-hold #f e (current-gthread)))
+        (when e (recv-evt-hold-set! e h))
+        (gthread-cleanup-set! (hold-thread h) (lambda () (cleanup! comm tag h))))
       (dynamic-wind
         void
         (lambda ()
-          (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
-                       (with-mpi-call '(finalized)
-                         (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
-                           (when (posted? r)
-                             ;; from here on a kill or break cancels the receive
-                             (set! e (make-recv-evt comm src tag buf start n r))
-                             (set! t (current-gthread))
-                             (gthread-cleanup-set! t (lambda () (abandon! e))))
-                           r)))])
-            (if (not e)
-                r
-                (let loop ([k 1] [end #f])
-                  (when (fx= 0 (fxand k 7)) (yield!))
-                  (or (with-mpi-call '(finalized)
-                        (let* ([sc (thread-scratch)] [p (recv-evt-adopted e)] [t (test-handle sc (posted-h p) n)])
-                          (and t (begin (recv-evt-adopted-set! e #f) (posted-result p t sc buf n)))))
-                      (cond
-                        [(not (fx= 0 (fxand k 15))) (loop (fx+ k 1) end)]
-                        [(not end) (loop (fx+ k 1) (spin-end 0))]
-                        [(< (current-inexact-monotonic-milliseconds) end) (loop (fx+ k 1) end)]
-                        [else (sync e)]))))))
-        (lambda ()
-          (when e
-            (gthread-cleanup-set! t #f)
-            ;; (adopted is only cleared by this thread: read unlocked)
-            (when (recv-evt-adopted e) (abandon! e)))))))
+          (let* ([r (or (and (pair? early)
+                             (with-engine-lock
+                               (let ([r (take-early! comm src tag buf start n)])
+                                 (if (header? r) (begin (own! #f) (held! h r)) r))))
+                        (with-mpi-call '(finalized)
+                          (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
+                            (cond
+                              [(posted? r) (own! (make-recv-evt comm src tag buf start n r #f)) #f]
+                              [(header? r) (own! #f) (held! h r)]
+                              [else r])))
+                        (spin-recv! (hold-evt h) h buf start n))])
+            (if (header? r) (recv-data! comm tag r h buf start n) r)))
+        (lambda () (when h (gthread-cleanup-set! (hold-thread h) #f) (cleanup! comm tag h))))))
+
+  ;; A break or kill of the blocking receive of hold h.
+  (define (cleanup! comm tag h)
+    (let ([e (hold-evt h)])
+      ;; (adopted is only cleared by this thread: read unlocked)
+      (when (and e (recv-evt-adopted e)) (abandon! e)))
+    (when (hold-header h) (owe! comm tag h)))
+
+  ;; Tests the receive e adopted (for hold h) itself (no lock:
+  ;; with-mpi-call), yielding every 8 tests, for spin-us; then syncs on e.
+  (define (spin-recv! e h buf start n)
+    (let loop ([k 1] [end #f])
+      (when (fx= 0 (fxand k 7)) (yield!))
+      (or (with-mpi-call '(finalized)
+            (let* ([sc (thread-scratch)] [p (recv-evt-adopted e)] [t (test-handle sc (posted-h p) n)])
+              (and t (begin (recv-evt-adopted-set! e #f) (held! h (posted-result p t sc buf start n))))))
+          (cond
+            [(not (fx= 0 (fxand k 15))) (loop (fx+ k 1) end)]
+            [(not end) (loop (fx+ k 1) (spin-end 0))]
+            [(< (current-inexact-monotonic-milliseconds) end) (loop (fx+ k 1) end)]
+            [else (sync e)]))))
 
   ;; Cancels the receive the blocking receive still owns (a break or kill
   ;; during its spin); nothing once the evt's registration took it.
@@ -439,39 +582,81 @@
             (recv-evt-adopted-set! e #f)
             (cancel-posted! (recv-evt-comm e) (recv-evt-tag e) (recv-evt-buf e) (recv-evt-start e) (recv-evt-n e) p))))))
 
-  ;; The bytes of a large message from src whose header was taken: they
-  ;; follow it at once, so this probes until they come, then parks.  If
-  ;; it is left before (a break, a kill), the header stays early for the
-  ;; next receive.
-  (define (recv-data! comm src tag buf start n)
-    (let ([done #f] [t (current-gthread)])
-      (define (owe!)
-        (unless done
-          (set! done #t)
-          (with-atomic
-            (with-os-mutex engine-lock
-              (set! early (cons (vector comm src tag (cons 'header src)) early))))))
-      (dynamic-wind
-        (lambda () (gthread-cleanup-set! t owe!))
-        (lambda ()
-          (let ([end (spin-end n)])
-            (let loop ([k 1])
-              (when (fx= 0 (fxand k 7)) (yield!))
-              (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src (data-tag tag) buf start n)))
-                           (with-mpi-call '(finalized) (probe-data! (thread-scratch) comm src tag buf start n))
-                           (and (fx= 0 (fxand k 15)) (>= (current-inexact-monotonic-milliseconds) end)
-                                (sync (make-data-evt comm src tag buf start n))))])
-                (cond
-                  [r (set! done #t) r]
-                  [else (loop (fx+ k 1))])))))
-        (lambda () (gthread-cleanup-set! t #f) (owe!)))))
+  ;; Gives back the header that hold h holds: early, the next receive's.
+  (define (owe! comm tag h)
+    (with-atomic
+      (with-os-mutex engine-lock
+        (let ([r (hold-header h)])
+          (when r
+            (hold-header-set! h #f)
+            (set! early (cons (vector comm (cadr r) tag r) early)))))))
+
+  ;; The bytes of large message r (a header, held in h): the exact probe
+  ;; of their tag (data-tag tag seq) from the header's source.  They
+  ;; follow the header at once, so this probes until they come, then
+  ;; parks.  Taking them clears h in the same section.  An older header
+  ;; of the stream given back meanwhile (owe!) is taken instead (so its
+  ;; bytes, which may hold back these, are taken), this one given back.
+  (define (recv-data! comm tag r h buf start n)
+    (let ([end (spin-end n)])
+      (define (got! x) (when x (hold-header-set! h #f)) x)
+      (let loop ([k 1] [r r])
+        (when (fx= 0 (fxand k 7)) (yield!))
+        (let* ([src (cadr r)] [seq (cddr r)]
+               [x (or (and (pair? early) (with-engine-lock (got! (take-early! comm src (data-key tag seq) buf start n))))
+                      (with-engine-lock
+                        (cond
+                          [(world-finalized?) '(finalized)]
+                          [(probe-data! (locked-scratch) comm src tag seq buf start n) => got!]
+                          [else (older-owed! comm tag h)]))
+                      (and (fx= 0 (fxand k 15)) (>= (current-inexact-monotonic-milliseconds) end)
+                           (sync (make-data-evt comm src tag seq buf start n h))))])
+          (cond
+            [(header? x) (loop (fx+ k 1) x)]
+            [x x]
+            [else (loop (fx+ k 1) r)])))))
+
+  ;; Under engine-lock: if `early` holds a header of the stream of the one
+  ;; hold h holds, older than it, h takes the oldest such (returned) and
+  ;; gives its own back in its place; else #f.
+  (define (older-owed! comm tag h)
+    (and (pair? early)
+         (let* ([r (hold-header h)] [src (cadr r)])
+           (let loop ([l early] [best #f])
+             (if (pair? l)
+                 (let ([m (car l)])
+                   (loop (cdr l)
+                         (if (and (eq? comm (vector-ref m 0)) (eqv? src (vector-ref m 1)) (eqv? tag (vector-ref m 2))
+                                  (header? (vector-ref m 3)) (fx< (cddr (vector-ref m 3)) (cddr (or (and best (vector-ref best 3)) r))))
+                             m
+                             best)))
+                 (and best
+                      (let ([older (vector-ref best 3)])
+                        (vector-set! best 3 r)
+                        (hold-header-set! h older)
+                        older)))))))
 
   (define-with-range (rmpi-recv-bytes!-evt comm src buf)
     (lambda (comm src buf tag start end)
       (check-recv 'rmpi-recv-bytes!-evt comm src tag)
       (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf start end)])
-        (wrap-evt (make-recv-evt comm src tag buf start n #f)
-                  (lambda (r) (finish 'rmpi-recv-bytes! comm tag buf start n r))))))
+        (if (fx< n min-range)
+            (let ([b (make-bytevector min-range)])
+              (wrap-evt (make-recv-evt comm src tag b 0 min-range #f #f)
+                        (lambda (r) (check-result 'rmpi-recv-bytes! (bounced (evt-finish comm tag r b 0 min-range) b buf start n)))))
+            (wrap-evt (make-recv-evt comm src tag buf start n #f #f)
+                      (lambda (r) (check-result 'rmpi-recv-bytes! (evt-finish comm tag r buf start n))))))))
+
+  ;; After a sync on rmpi-recv-bytes!-evt: a header's bytes, given back
+  ;; if the thread is broken or killed first.
+  (define (evt-finish comm tag r buf start n)
+    (if (header? r)
+        (let* ([t (current-gthread)] [h (make-hold r #f t)])
+          (dynamic-wind
+            (lambda () (gthread-cleanup-set! t (lambda () (owe! comm tag h))))
+            (lambda () (recv-data! comm tag r h buf start n))
+            (lambda () (gthread-cleanup-set! t #f) (when (hold-header h) (owe! comm tag h)))))
+        r))
 
   ;; When a thread that has tested its request since now stops and parks.
   (define (spin-end n) (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.)))
@@ -486,14 +671,18 @@
       (let-values ([(start n) (byte-range who buf start end)])
         (let* ([result 0] [latch #f]
                [r (with-interrupts-off
-                    (let ([r (with-mpi-call 'finalized
-                               (let ([sc (thread-scratch)])
-                                 (if (fx< n header-size)
-                                     (post-send! sc (buffer-address buf start) buf n comm dest (direct-tag tag))
-                                     (let ([rc (send-header! sc comm dest tag n)])
-                                       (if (eqv? rc 0)
-                                           (post-send! sc (buffer-address buf start) buf n comm dest (data-tag tag))
-                                           rc)))))])
+                    (let ([r (if (fx< n header-size)
+                                 (with-mpi-call 'finalized
+                                   (post-send! (thread-scratch) (buffer-address buf start) buf n comm dest (direct-tag tag)))
+                                 ;; under the lock: the stream's sequence numbers
+                                 (with-engine-lock
+                                   (if (world-finalized?)
+                                       'finalized
+                                       (let* ([sc (locked-scratch)] [seq (next-seq! comm dest tag)]
+                                              [rc (send-header! sc comm dest tag seq n)])
+                                         (if (eqv? rc 0)
+                                             (post-send! sc (buffer-address buf start) buf n comm dest (data-tag tag seq))
+                                             rc)))))])
                       (if (and (fixnum? r) (fx< r 0))
                           ;; MPI reads buf until the request completes: the
                           ;; progress machinery owns it (and buf, locked);
@@ -525,12 +714,23 @@
                 [t (when early-lock? (unlock! buf)) (if (eq? t #t) 0 t)]
                 [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
 
-  ;; A large message's header (header-size bytes, its length first), from
-  ;; the thread's scratch memory: MPI_Send semantics through MPI_Isend and
+  ;; Under engine-lock: the sequence number of the next large message to
+  ;; dest with tag on comm (a stream's count of them, from 0).
+  (define seqs (make-eq-hashtable))   ; comm -> eqv hashtable: dest * 32768 + tag -> count
+  (define (next-seq! comm dest tag)
+    (let ([t (or (hashtable-ref seqs comm #f)
+                 (let ([t (make-eqv-hashtable)]) (hashtable-set! seqs comm t) t))]
+          [k (fx+ (fx* dest 32768) tag)])
+      (let ([b (or (hashtable-ref t k #f) (let ([b (box 0)]) (hashtable-set! t k b) b))])
+        (let ([q (unbox b)]) (set-box! b (fx+ q 1)) q))))
+
+  ;; Large message seq's header (header-size bytes: seq, then the length
+  ;; n), from scratch memory sc: MPI_Send semantics through MPI_Isend and
   ;; tests (it is eager, so MPI copies it at once; waiting is a fallback,
   ;; with interrupts disabled, for MPI only).
-  (define (send-header! sc comm dest tag n)
-    (foreign-set! 'integer-64 (header sc) 0 n)
+  (define (send-header! sc comm dest tag seq n)
+    (foreign-set! 'integer-64 (header sc) 0 seq)
+    (foreign-set! 'integer-64 (header sc) 8 n)
     (let ([rc (mpi-isend (header sc) header-size (mpi-byte) dest (direct-tag tag) (rmpi-comm-handle comm) (req sc))])
       (if (not (eqv? rc 0))
           rc
