@@ -523,33 +523,35 @@
   ;; The blocking receive: takes an early message, or posts the receive;
   ;; if that does not complete at once, tests it itself (spin-recv!), then
   ;; hands it to a receive evt and syncs; after a header, takes its bytes
-  ;; (recv-data!).  A break or kill cancels the receive still posted
-  ;; (abandon!) and gives back the header whose bytes it has not taken
-  ;; (owe!).  The common message, a small one that completes at once,
-  ;; allocates none of that: own! sets it up in the section that posts
-  ;; the receive or takes a header.
+  ;; (recv-data!).  The common message, a small one that completes at
+  ;; once, returns here with nothing outstanding: no hold, no dynamic-wind.
+  ;; Interrupts stay disabled from the first look until recv-held! has
+  ;; installed its cleanup, so no break comes between.
   (define (recv! comm src tag buf start n)
-    (let ([h #f])
-      (define (own! e)
-        (set! h (make-hold #f e (current-gthread)))
-        (when e (recv-evt-hold-set! e h))
-        (gthread-cleanup-set! (hold-thread h) (lambda () (cleanup! comm tag h))))
+    (disable-interrupts)
+    (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
+                 (with-mpi-call '(finalized)
+                   (post-recv! (thread-scratch) comm src tag buf start n first-looks)))])
+      (if (or (posted? r) (header? r))
+          (recv-held! comm src tag buf start n r)
+          (begin (enable-interrupts) r))))
+
+  ;; Called with interrupts disabled (recv!), r a posted receive or a
+  ;; header: a break or kill from here on cancels the receive still posted
+  ;; (abandon!) and gives back the header whose bytes it has not taken
+  ;; (owe!).
+  (define (recv-held! comm src tag buf start n r)
+    (let ([h (make-hold #f (and (posted? r) (make-recv-evt comm src tag buf start n r #f)) (current-gthread))])
+      (when (hold-evt h) (recv-evt-hold-set! (hold-evt h) h))
+      (gthread-cleanup-set! (hold-thread h) (lambda () (cleanup! comm tag h)))
+      (held! h r)
       (dynamic-wind
         void
         (lambda ()
-          (let* ([r (or (and (pair? early)
-                             (with-engine-lock
-                               (let ([r (take-early! comm src tag buf start n)])
-                                 (if (header? r) (begin (own! #f) (held! h r)) r))))
-                        (with-mpi-call '(finalized)
-                          (let ([r (post-recv! (thread-scratch) comm src tag buf start n first-looks)])
-                            (cond
-                              [(posted? r) (own! (make-recv-evt comm src tag buf start n r #f)) #f]
-                              [(header? r) (own! #f) (held! h r)]
-                              [else r])))
-                        (spin-recv! (hold-evt h) h buf start n))])
+          (enable-interrupts)
+          (let ([r (if (posted? r) (spin-recv! (hold-evt h) h buf start n) r)])
             (if (header? r) (recv-data! comm tag r h buf start n) r)))
-        (lambda () (when h (gthread-cleanup-set! (hold-thread h) #f) (cleanup! comm tag h))))))
+        (lambda () (gthread-cleanup-set! (hold-thread h) #f) (cleanup! comm tag h)))))
 
   ;; A break or kill of the blocking receive of hold h.
   (define (cleanup! comm tag h)
@@ -669,8 +671,7 @@
      (let ([who 'rmpi-send-bytes])
       (check-comm who comm) (check-rank who comm dest) (check-tag who tag)
       (let-values ([(start n) (byte-range who buf start end)])
-        (let* ([result 0] [latch #f]
-               [r (with-interrupts-off
+        (let* ([r (with-interrupts-off
                     (let ([r (if (fx< n header-size)
                                  (with-mpi-call 'finalized
                                    (post-send! (thread-scratch) (buffer-address buf start) buf n comm dest (direct-tag tag)))
@@ -689,16 +690,16 @@
                           ;; the progress thread is woken only if this
                           ;; thread stops testing it itself
                           (with-engine-lock
-                            (set! latch (make-latch (lambda (l) (void))))
-                            (let ([p (handle->pending (fx- 0 r) (list buf)
-                                       (lambda (rc st) (set! result rc) (latch-fire! latch)))])
+                            (let* ([result (box 0)] [latch (make-latch (lambda (l) (void)))]
+                                   [p (handle->pending (fx- 0 r) (list buf)
+                                        (lambda (rc st) (set-box! result rc) (latch-fire! latch)))])
                               (add-request! p #f)
-                              p))
+                              (vector p latch result)))
                           r)))])
           (cond
             [(eq? r 'finalized) (error who "MPI has been finalised")]
             [(fixnum? r) (check-rc who r)]
-            [else (await-send r latch n) (check-rc who result)]))))))
+            [else (await-send (vector-ref r 0) (vector-ref r 1) n) (check-rc who (unbox (vector-ref r 2)))]))))))
 
   ;; MPI_Isend of n bytes at addr (buf's), tested once: 0 when sent, MPI's
   ;; error code, or the request handle negated (handles are addresses,
