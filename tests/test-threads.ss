@@ -184,6 +184,22 @@
       (check "report shows the message" (string-contains? report "boom in thread")))
     (check "creator still alive" (thread-running? (current-thread)))))
 
+(test "a condition whose display raises is reported whole, in one piece"
+  (define-record-type unprintable (fields x))
+  (record-writer (record-type-descriptor unprintable) (lambda (r p wr) (error 'unprintable "cannot print")))
+  (let* ([err (open-output-string)]
+         [t (thread (lambda ()
+                      (current-error-port err)
+                      (raise (condition (make-error) (make-message-condition "bad value")
+                                        (make-irritants-condition (list (make-unprintable 1)))))))])
+    (thread-wait t)
+    (let ([report (get-output-string err)])
+      (check (format "one line naming the thread: ~s" report)
+        (and (> (string-length report) 7) (string=? (substring report 0 7) "thread ")
+             (char=? #\newline (string-ref report (- (string-length report) 1)))))
+      (check (format "says it could not be displayed: ~s" report)
+        (string-contains? report "could not be displayed (cannot print)")))))
+
 (test "an exception in a parallel thread spares the pool and its worker"
   (let* ([pool (make-parallel-thread-pool 1)]
          [err (open-output-string)]

@@ -155,15 +155,25 @@
     (pool-close! p))
 
   ;; ---------------------------------------------------------------- creation
-  ;; One report is one contiguous block on the (synchronized) error port.
+  ;; One report is one contiguous block on the (synchronized) error port,
+  ;; formatted before it is written: a condition whose display raises
+  ;; cannot leave half a report.
   (define (report-failure t c)
-    (let ([p (current-error-port)])
+    (let ([p (current-error-port)]
+          [text (call-with-string-output-port
+                  (lambda (s)
+                    (fprintf s "thread ~a: " (gthread-name t))
+                    (guard (e [#t (fprintf s "a condition that could not be displayed (~a)"
+                                           (if (condition? e) (condition-message-text e) e))])
+                      (if (condition? c) (display-condition c s) (fprintf s "non-condition object raised: ~s" c)))
+                    (newline s)))])
       (guard (e [#t (void)])
         (with-port-lock p
-          (fprintf p "thread ~a: " (gthread-name t))
-          (if (condition? c) (display-condition c p) (fprintf p "non-condition object raised: ~s" c))
-          (newline p)
+          (put-string p text)
           (flush-output-port p)))))
+
+  (define (condition-message-text e)
+    (if (message-condition? e) (condition-message e) "?"))
 
   (define (finish-data! t d outcome results)
     (tdata-results-set! d results)
