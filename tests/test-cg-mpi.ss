@@ -7,16 +7,13 @@
 ;;; computation.  The MPI runs are skipped with a message when Open MPI is
 ;;; not installed (make test installs it).
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle fork-join)
-        (harness) (cg-ops)
+        (harness) (cg-ops) (only (text-files) read-file)
         (only (spindle private os processes) shell-command own-pid))
 
 (test-limit 150)
 
 (define work (format "/tmp/spindle-test-cg-mpi-~a" (own-pid)))
 (shell-command (format "mkdir -p ~a" work))
-
-(define (read-file path)
-  (call-with-input-file path (lambda (p) (let ([s (get-string-all p)]) (if (eof-object? s) "" s)))))
 
 ;; Runs a shell command (bounded by limit seconds); (values exit-code output).
 (define (run-bounded limit command)

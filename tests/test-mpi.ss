@@ -3,16 +3,13 @@
 ;;; (tests/mpi/mpi-child.ss runs each scenario).  make test installs Open
 ;;; MPI (the Makefile's mpi target); without it these tests are skipped
 ;;; with a message.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (only (text-files) read-file)
         (only (spindle private os processes) shell-command own-pid))
 
 (test-limit 120)
 
 (define work (format "/tmp/spindle-test-mpi-~a" (own-pid)))
 (shell-command (format "mkdir -p ~a" work))
-
-(define (read-file path)
-  (call-with-input-file path (lambda (p) (let ([s (get-string-all p)]) (if (eof-object? s) "" s)))))
 
 (define (contains? s part)
   (let ([n (string-length s)] [k (string-length part)])
@@ -36,6 +33,13 @@
     (check-equal (format "rank ~a passed ~a" r scenario) #t
       (contains? text (format "rank ~a: ok ~a" r scenario)))))
 
+;; A job's exit code (check label `what`), its output shown when it
+;; failed, then each of its np ranks' "ok SCENARIO" line.
+(define (check-run what rc text np scenario)
+  (check-equal what 0 rc)
+  (unless (eqv? rc 0) (display text))
+  (check-ok np text scenario))
+
 (define have-mpi? (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1 && test -e /usr/lib/x86_64-linux-gnu/libmpi.so.40")))
 
 (if (not have-mpi?)
@@ -53,9 +57,7 @@
             (for-each
               (lambda (np)
                 (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) np 60 "collectives" np)])
-                  (check-equal (format "~a ranks over ~a: exit code" np btl) 0 rc)
-                  (unless (eqv? rc 0) (display text))
-                  (check-ok np text "collectives")))
+                  (check-run (format "~a ranks over ~a: exit code" np btl) rc text np "collectives")))
               '(1 2 3 4)))
           '("self,vader" "tcp,self")))
 
@@ -63,49 +65,37 @@
         (for-each
           (lambda (btl)
             (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "stream" 100000)])
-              (check-equal (format "over ~a: exit code" btl) 0 rc)
-              (unless (eqv? rc 0) (display text))
-              (check-ok 2 text "stream")))
+              (check-run (format "over ~a: exit code" btl) rc text 2 "stream")))
           '("self,vader" "tcp,self")))
 
       (test "10^5 in-place messages (rmpi-send-bytes, rmpi-recv-bytes! into one buffer) between two ranks, in order and exactly once, beside rmpi-send's stream on the same tag and a second tag's, over shared memory and over TCP"
         (for-each
           (lambda (btl)
             (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "bytes-stream" 100000)])
-              (check-equal (format "over ~a: exit code" btl) 0 rc)
-              (unless (eqv? rc 0) (display text))
-              (check-ok 2 text "bytes-stream")))
+              (check-run (format "over ~a: exit code" btl) rc text 2 "bytes-stream")))
           '("self,vader" "tcp,self")))
 
       (test "in-place receives: a buffer too small raises naming rmpi-recv-bytes! (and a large message writes nothing past the range); into shared vectors (1 MiB too); a thread parked on one while another counts; sync choosing between one and an alarm; a thread killed while parked loses no message"
         (let-values ([(rc text secs) (mpirun 2 60 "bytes-misc")])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "bytes-misc")))
+          (check-run "exit code" rc text 2 "bytes-misc")))
 
       (test "in-place receives of one stream by several threads at once (from rank 0 and from any source; one through the evt): 2000 messages of distinct sizes, most of them large, each received exactly once and intact; receives posted in a known order, the first one's thread suspended during its spin, get the large messages in that order (none takes another's bytes); over shared memory and over TCP"
         (for-each
           (lambda (btl)
             (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "bytes-receivers" 2000 4)])
-              (check-equal (format "over ~a: exit code" btl) 0 rc)
-              (unless (eqv? rc 0) (display text))
-              (check-ok 2 text "bytes-receivers")))
+              (check-run (format "over ~a: exit code" btl) rc text 2 "bytes-receivers")))
           '("self,vader" "tcp,self")))
 
       (test "in-place data tags repeat every 65536 large messages of a stream: a receive whose header shares its data tag with an earlier message's still held (by a suspended receiver) waits for it, not taking its bytes; if that receiver is killed instead, the waiting receive takes the older message and the next receive the later"
         (for-each
           (lambda (how)
             (let-values ([(rc text secs) (mpirun 2 90 "bytes-wrap" how)])
-              (check-equal (format "~a: exit code" how) 0 rc)
-              (unless (eqv? rc 0) (display text))
-              (check-ok 2 text "bytes-wrap")))
+              (check-run (format "~a: exit code" how) rc text 2 "bytes-wrap")))
           '("resume" "kill")))
 
       (test "a thread broken 0 to 80 us after posting an in-place receive (while it spins, as the message completes, or after): the message is received exactly once, by it or by the next receive; a broken small receive leaves its buffer unwritten"
         (let-values ([(rc text secs) (mpirun 2 90 "bytes-break" 400)])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "bytes-break")))
+          (check-run "exit code" rc text 2 "bytes-break")))
 
       (test "several hosts on one machine: 3 network namespaces joined by a bridge, 2, 2 and 1 ranks, launched through ip netns exec (or one host if the sandbox refuses)"
         (let* ([name (format "spt~a" (own-pid))]
@@ -121,9 +111,7 @@
               (begin
                 ;; "hosts 3": the ranks are on 3 hosts; then every collective
                 (let-values ([(rc text) (run "hosts" 3 5)])
-                  (check-equal "hosts: exit code" 0 rc)
-                  (unless (eqv? rc 0) (display text))
-                  (check-ok 5 text "hosts")
+                  (check-run "hosts: exit code" rc text 5 "hosts")
                   (check-ok 5 text "collectives"))
                 (shell-command (format "tests/mpi/netns.sh down ~a" name))
                 (check-equal "the namespaces are removed" 0
@@ -136,39 +124,27 @@
 
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "parked")))
+          (check-run "exit code" rc text 2 "parked")))
 
       (test "sync chooses among an MPI receive, a place channel and an alarm; the loser loses no message"
         (let-values ([(rc text secs) (mpirun 2 60 "choice")])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "choice")))
+          (check-run "exit code" rc text 2 "choice")))
 
       (test "places inside a rank: they start and answer; a place that calls rmpi-world is refused"
         (let-values ([(rc text secs) (mpirun 2 90 "places")])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "places")))
+          (check-run "exit code" rc text 2 "places")))
 
       (test "two ranks send each other 1 MiB messages before receiving: no deadlock; a bytevector changed after rmpi-send returns arrives as sent"
         (let-values ([(rc text secs) (mpirun 2 60 "exchange")])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "exchange")))
+          (check-run "exit code" rc text 2 "exchange")))
 
       (test "a thread broken right after its 4 MB send: the message still arrives intact"
         (let-values ([(rc text secs) (mpirun 2 60 "broken-sender")])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "broken-sender")))
+          (check-run "exit code" rc text 2 "broken-sender")))
 
       (test "errors name the procedure: bad rank, bad tag, not a communicator, a place channel, a 2 GiB message, bad collective arguments, bad in-place buffers and ranges; a receive, send (in place too) or collective after rmpi-finish"
         (let-values ([(rc text secs) (mpirun 2 60 "errors")])
-          (check-equal "exit code" 0 rc)
-          (unless (eqv? rc 0) (display text))
-          (check-ok 2 text "errors")))
+          (check-run "exit code" rc text 2 "errors")))
 
       (test "rmpi-world outside mpirun says how to start the program"
         (let ([out (format "~a/plain.out" work)])

@@ -8,7 +8,7 @@
 ;;; skipped with a message when Open MPI is not installed.  IS and CG also
 ;;; run across three hosts: network namespaces of this machine
 ;;; (tests/mpi/netns.sh, launched through ip netns exec).
-(import (chezscheme) (harness) (nas common) (nas is-mpi) (nas cg-mpi) (nas mg-mpi) (nas ft-mpi)
+(import (chezscheme) (harness) (only (text-files) read-file) (nas common) (nas is-mpi) (nas cg-mpi) (nas mg-mpi) (nas ft-mpi)
         (only (spindle private os processes) shell-command own-pid))
 
 (test-limit 240)
@@ -79,9 +79,6 @@
 
 (define work (format "/tmp/spindle-test-nas-mpi-~a" (own-pid)))
 (shell-command (format "mkdir -p ~a" work))
-
-(define (read-file path)
-  (call-with-input-file path (lambda (p) (let ([s (get-string-all p)]) (if (eof-object? s) "" s)))))
 
 (define (run-bounded limit command)
   (let* ([out (format "~a/out" work)]

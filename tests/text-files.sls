@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; Reading text files in tests.
 (library (text-files)
-  (export read-lines)
+  (export read-lines read-file)
   (import (chezscheme))
 
   ;; The lines of file, or () when it does not exist.
@@ -9,4 +9,8 @@
     (if (file-exists? file)
         (call-with-input-file file
           (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))
-        '())))
+        '()))
+
+  ;; The text of file ("" when it is empty).
+  (define (read-file path)
+    (call-with-input-file path (lambda (p) (let ([s (get-string-all p)]) (if (eof-object? s) "" s))))))

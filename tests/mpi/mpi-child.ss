@@ -17,6 +17,16 @@
 (define (expect what want got)
   (unless (equal? want got) (fail "~a: expected ~s, got ~s" what want got)))
 
+;; The main thread counts for 500 ms while a thread waits on `on`: it
+;; must get far (the waiting thread leaves its worker free).
+(define (count-while-parked on)
+  (let ([end (+ (current-inexact-milliseconds) 500)])
+    (let loop ([k 0])
+      (if (< (current-inexact-milliseconds) end)
+          (loop (+ k 1))
+          (begin (say "counted ~a while a thread was parked on ~a" k on)
+                 (unless (> k 1000) (fail "counted only ~a" k)))))))
+
 ;; Rank r's data for the reductions: a vector of 1000 flonums.
 (define (data r) (let ([v (make-vector 1000)]) (do ([i 0 (+ i 1)]) ((= i 1000) v) (vector-set! v i (+ (* r 0.5) (* i 0.25) (/ 1.0 (+ r i 1)))))))
 
@@ -212,12 +222,7 @@
             (expect "its bytes" '(0 1 2 16 0) (map (lambda (i) (shared-bytes-ref sv i)) '(7 8 9 23 24))))
           (let* ([buf (make-bytevector 4 0)] [got #f]
                  [t (thread (lambda () (set! got (rmpi-recv-bytes! w 0 buf))))])
-            (let ([end (+ (current-inexact-milliseconds) 500)])
-              (let loop ([k 0])
-                (if (< (current-inexact-milliseconds) end)
-                    (loop (+ k 1))
-                    (begin (say "counted ~a while a thread was parked on an in-place receive" k)
-                           (unless (> k 1000) (fail "counted only ~a" k))))))
+            (count-while-parked "an in-place receive")
             (unless (eq? (thread-state t) 'parked) (fail "the in-place receiver is ~a, not parked" (thread-state t)))
             (rmpi-send w 0 'go)
             (unless (sync/timeout 10 t) (fail "the in-place receiver never woke"))
@@ -462,12 +467,7 @@
           (sleep 1.0)
           (rmpi-send w 1 'late)]
      [(1) (let* ([got #f] [t (thread (lambda () (set! got (rmpi-recv w 0))))])
-            (let ([end (+ (current-inexact-milliseconds) 500)])
-              (let loop ([k 0])
-                (if (< (current-inexact-milliseconds) end)
-                    (loop (+ k 1))
-                    (begin (say "counted ~a while a thread was parked on a receive" k)
-                           (unless (> k 1000) (fail "counted only ~a" k))))))
+            (count-while-parked "a receive")
             (unless (eq? (thread-state t) 'parked) (fail "the receiver is ~a, not parked" (thread-state t)))
             (rmpi-send w 0 'go)
             (unless (sync/timeout 10 t) (fail "the receiver never woke"))
