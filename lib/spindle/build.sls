@@ -42,22 +42,30 @@
       (unless (eq? config 'unused) (run-build-worker ch config))))
 
   (define (run-build-worker ch config)
-    (library-directories (vector-ref config 0))
     (let ([s (vector-ref config 1)])
       (optimize-level (vector-ref s 0))
       (debug-level (vector-ref s 1))
       (generate-inspector-information (vector-ref s 2))
       (generate-procedure-source-information (vector-ref s 3))
       (enable-cross-library-optimization (vector-ref s 4)))
-    (compile-imported-libraries #f)
-    (generate-wpo-files #f)
-    (import-notify #f)
     (keep-young-generation! (* 64 1024 1024))
-    (let loop ([report (cons 'ready (library-list))])
-      (let ([job (place-channel-put/get ch report)])
-        (if (eq? job 'stop)
-            (place-channel-put ch (vector 'stopped (cpu-time) (time->ms (sstats-gc-cpu (statistics)))))
-            (loop (compile-job job))))))
+    (with-job-settings (vector-ref config 0)
+      (lambda ()
+        (let loop ([report (cons 'ready (library-list))])
+          (let ([job (place-channel-put/get ch report)])
+            (if (eq? job 'stop)
+                (place-channel-put ch (vector 'stopped (cpu-time) (time->ms (sstats-gc-cpu (statistics)))))
+                (loop (compile-job job))))))))
+
+  ;; What every compile of the build runs under, in a worker or in the
+  ;; controller: the build's library path, and no compile of imported
+  ;; libraries (a scanned one is loaded from the object its job wrote).
+  (define (with-job-settings libdirs thunk)
+    (parameterize ([library-directories libdirs]
+                   [compile-imported-libraries #f]
+                   [generate-wpo-files #f]
+                   [import-notify #f])
+      (thunk)))
 
   (define (time->ms t) (+ (* 1000 (time-second t)) (quotient (time-nanosecond t) 1000000)))
 
@@ -117,13 +125,13 @@
   ;; compile-time code raised as an error in the file instead of ending the
   ;; build.
   (define (compile-here job libdirs)
-    (parameterize ([library-directories libdirs]
-                   [compile-imported-libraries #f]
-                   [generate-wpo-files #f]
-                   [import-notify #f]
-                   [exit-handler (lambda args
-                                   (error #f (format "its compile-time code called exit~{ ~s~}" args)))])
-      (compile-job job)))
+    (with-job-settings libdirs
+      (lambda ()
+        (parameterize ([exit-handler (lambda args
+                                       (error #f (format "its compile-time code called exit~{ ~s~}" args)))])
+          (compile-job job)))))
+
+  (define (job-of u) (vector 'compile (unit-kind u) (unit-file u) (unit-object u)))
 
   ;; (parallel-build dirs [jobs] [verbose?]) -> (values built up-to-date)
   (define parallel-build
@@ -245,11 +253,12 @@
                       (unit-file (hashtable-ref names clash #f)) clash)))))
       ;; Until a worker has said it is ready, the controller compiles the
       ;; next ready unit itself (between two looks at the workers).
+      (define (compile-here?) (and (null? taking) (not (stopping?)) (pair? ready)))
       (define (compile-while-starting!)
-        (when (and (null? taking) (not (stopping?)) (pair? ready))
+        (when (compile-here?)
           (let ([u (car ready)])
             (set! ready (cdr ready))
-            (let ([m (compile-here (vector 'compile (unit-kind u) (unit-file u) (unit-object u)) libdirs)])
+            (let ([m (compile-here (job-of u) libdirs)])
               (set! here (+ here 1))
               (report! u m)))))
       ;; The next unit goes to the worker holding fewest, under the limit.
@@ -262,7 +271,7 @@
                 (set! ready (cdr ready))
                 (hashtable-set! held w (append (hashtable-ref held w '()) (list u)))
                 (set! in-flight (+ in-flight 1))
-                (place-channel-put w (vector 'compile (unit-kind u) (unit-file u) (unit-object u)))
+                (place-channel-put w (job-of u))
                 (dispatch!))))))
       (define (receive! w m)
         (cond
@@ -310,15 +319,16 @@
         (for-each (lambda (w) (place-channel-put w 'stop)) live)
         (when (and verbose? (positive? here))
           (printf "controller: ~a file~:p, while the workers started\n" here))
-        (for-each
-          (lambda (w k)
-            (let ([m (let get () (let ([m (guard (c [#t #f]) (place-channel-get w))])
-                                   (if (and m (not (vector? m))) (get) m)))])
-              (when (and m verbose?)
-                (printf "worker ~a: ~a file~:p, CPU ~,2f s (collections ~,2f s)\n"
-                        k (hashtable-ref compiled-by w 0) (/ (vector-ref m 1) 1000.0) (/ (vector-ref m 2) 1000.0))))
-            (place-wait w))
-          (filter (lambda (w) (memq w taking)) live) (iota (length (filter (lambda (w) (memq w taking)) live))))
+        (let ([started (filter (lambda (w) (memq w taking)) live)])
+          (for-each
+           (lambda (w k)
+             (let ([m (let get () (let ([m (guard (c [#t #f]) (place-channel-get w))])
+                                    (if (and m (not (vector? m))) (get) m)))])
+               (when (and m verbose?)
+                 (printf "worker ~a: ~a file~:p, CPU ~,2f s (collections ~,2f s)\n"
+                         k (hashtable-ref compiled-by w 0) (/ (vector-ref m 1) 1000.0) (/ (vector-ref m 2) 1000.0))))
+             (place-wait w))
+           started (iota (length started))))
         (let ([not-built (- (length stale) built (length failed))])
           (cond
             [refused (fail 'parallel-build "~a" refused)]
@@ -346,7 +356,7 @@
             ;; from sync; its place-dead-evt says which one.  While the
             ;; controller has a unit it may compile, it only looks.
             (let ([got (guard (c [#t #f])
-                         (apply (if (and (null? taking) (not (stopping?)) (pair? ready))
+                         (apply (if (compile-here?)
                                     (lambda evts (or (apply sync/timeout 0 evts) (begin (compile-while-starting!) 'compiled)))
                                     sync)
                                 (apply append
