@@ -9,9 +9,9 @@
 ;;; ranks and checked to be in order (full verification, untimed).
 ;;;
 ;;; One ranking, by member id of np, over shared vectors:
-;;;   A. count the keys of my block per key value into row id of `hist`
-;;;      (a member keeps its block in its own bytevector too, 32 bits a
-;;;      key, and reads only that);
+;;;   A. clear row id of `hist`, then count the keys of my block per key
+;;;      value into it (a member keeps its block in its own bytevector
+;;;      too, 32 bits a key, and reads only that);
 ;;;   B. publish my row's count of each share of the key values in
 ;;;      `totals` (np x np);
 ;;;   C. for my Bmax/np share of the key values, add the members' counts
@@ -118,12 +118,13 @@
       (let-values ([(lo hi) (block mk np id)])
         ;; C: ranks[v] = the count of the keys through v: every row's count
         ;; of the lower shares, then a running sum over my share
-        (let ([base (do ([k 0 (fx+ k 1)]
-                         [acc 0 (if (fx< (fxremainder k np) id) (fx+ acc (unsafe-shared-fxvector-ref totals k)) acc)])
-                        ((fx= k (fx* np np)) acc))]
+        (let ([base (do ([m 0 (fx+ m 1)]
+                         [acc 0 (do ([s 0 (fx+ s 1)] [acc acc (fx+ acc (unsafe-shared-fxvector-ref totals (fx+ (fx* m np) s)))])
+                                    ((fx= s id) acc))])
+                        ((fx= m np) acc))]
               [lo4 (fxand (fx+ lo 3) -4)] [hi4 (fxmax lo (fxand hi -4))]
               [end (fx* np mk)])
-          ;; value v alone: its rows' counts added to acc, cleared
+          ;; value v alone: its rows' counts added to acc
           (define (one v acc)
             (let sum ([r v] [acc acc])
               (if (fx>= r end)
