@@ -122,6 +122,17 @@
   (define (lock! buf) (when (bytevector? buf) (lock-object buf)))
   (define (unlock! buf) (when (bytevector? buf) (unlock-object buf)))
 
+  ;; Binds s and n to the start and length of the byte range [start, end)
+  ;; of buf (end #f: its end), checked; the common call, a whole
+  ;; bytevector, is checked inline (14 ns of a 0.4 us send and receive).
+  (define-syntax let-byte-range
+    (syntax-rules ()
+      [(_ who buf start end (s n) body ...)
+       (let-values ([(s n) (if (and (bytevector? buf) (eqv? start 0) (not end) (fx<= (bytevector-length buf) max-message))
+                               (values 0 (bytevector-length buf))
+                               (byte-range who buf start end))])
+         body ...)]))
+
   ;; (values start n): the byte range [start, end) of buf (end #f: its
   ;; end).
   (define (byte-range who buf start end)
@@ -492,16 +503,25 @@
     (with-os-mutex engine-lock (remove-prober! p)))
 
   ;; ------------------------------------------------------------ receiving
-  (define (check-recv who comm src tag)
+  ;; The checks of comm, of rank (a source or destination; #f: any
+  ;; source) and of tag: inline for good arguments, the slow path raises.
+  (define-syntax check-peer
+    (syntax-rules ()
+      [(_ who comm rank tag)
+       (unless (and (rmpi-comm? comm) (not (world-finalized?))
+                    (or (not rank) (and (fixnum? rank) (fx<= 0 rank) (fx< rank (rmpi-comm-cnt comm))))
+                    (fixnum? tag) (fx<= 0 tag) (fx< tag internal-tag))
+         (check-peer-fully who comm rank tag))]))
+  (define (check-peer-fully who comm rank tag)
     (check-comm who comm)
-    (when src (check-rank who comm src))
+    (when rank (check-rank who comm rank))
     (check-tag who tag))
 
   ;; (rmpi-recv-bytes! comm src buf [tag [start [end]]]) -> byte count
   (define-with-range (rmpi-recv-bytes! comm src buf)
     (lambda (comm src buf tag start end)
-      (check-recv 'rmpi-recv-bytes! comm src tag)
-      (let-values ([(start n) (byte-range 'rmpi-recv-bytes! buf start end)])
+      (check-peer 'rmpi-recv-bytes! comm src tag)
+      (let-byte-range 'rmpi-recv-bytes! buf start end (start n)
         (check-result 'rmpi-recv-bytes!
           (if (fx< n min-range)
               (let ([b (make-bytevector min-range)])
@@ -530,7 +550,7 @@
   (define (recv! comm src tag buf start n)
     (disable-interrupts)
     (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag buf start n)))
-                 (with-mpi-call '(finalized)
+                 (counted-mpi-call '(finalized)
                    (post-recv! (thread-scratch) comm src tag buf start n first-looks)))])
       (if (or (posted? r) (header? r))
           (recv-held! comm src tag buf start n r)
@@ -640,8 +660,8 @@
 
   (define-with-range (rmpi-recv-bytes!-evt comm src buf)
     (lambda (comm src buf tag start end)
-      (check-recv 'rmpi-recv-bytes!-evt comm src tag)
-      (let-values ([(start n) (byte-range 'rmpi-recv-bytes!-evt buf start end)])
+      (check-peer 'rmpi-recv-bytes!-evt comm src tag)
+      (let-byte-range 'rmpi-recv-bytes!-evt buf start end (start n)
         (if (fx< n min-range)
             (let ([b (make-bytevector min-range)])
               (wrap-evt (make-recv-evt comm src tag b 0 min-range #f #f)
@@ -669,11 +689,11 @@
   (define-with-range (rmpi-send-bytes comm dest buf)
     (lambda (comm dest buf tag start end)
      (let ([who 'rmpi-send-bytes])
-      (check-comm who comm) (check-rank who comm dest) (check-tag who tag)
-      (let-values ([(start n) (byte-range who buf start end)])
+      (check-peer who comm dest tag)
+      (let-byte-range who buf start end (start n)
         (let* ([r (with-interrupts-off
                     (let ([r (if (fx< n header-size)
-                                 (with-mpi-call 'finalized
+                                 (counted-mpi-call 'finalized
                                    (post-send! (thread-scratch) (buffer-address buf start) buf n comm dest (direct-tag tag)))
                                  ;; under the lock: the stream's sequence numbers
                                  (with-engine-lock

@@ -500,6 +500,7 @@
   ;; thread's wake-up cost more than that), yielding between looks so
   ;; the worker's other threads run.  (cons* comm src tag value) or #f.
   (define spin-recv-us 30.)
+  (define first-looks 32)
   (define (spin-for-message comm src tag)
     ;; (early read unlocked: a hint; an early message is taken under the
     ;; lock, MPI probed without it)
@@ -512,11 +513,12 @@
           [else (raw->message 'rmpi-recv comm tag r)])))
     (or (look)
         (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
-          ;; a yield every 4 looks (about a microsecond): often enough for
-          ;; the other threads, rarely enough that an answer is seen soon;
-          ;; the clock every 16: it costs as much as a look
+          ;; no yield for the first first-looks looks (about 2 us: the
+          ;; common answer comes meanwhile), then one every 8: often
+          ;; enough for the other threads, rarely enough that an answer is
+          ;; seen soon; the clock every 16: it costs as much as a look
           (let loop ([k 1])
-            (when (fx= 0 (fxand k 3)) (yield!))
+            (when (and (fx> k first-looks) (fx= 0 (fxand k 7))) (yield!))
             (or (look)
                 (and (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
                      (loop (fx+ k 1))))))))
