@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spindle bench scaling [--np 1,2,4,8,16] [--out DIR] [--parts nas,apps,threads,build]:
+# spindle bench scaling [--np 1,2,4,8,16] [--out DIR] [--parts nas,apps,threads,build,mpi]:
 # how places, parallel threads and the parallel build scale with the worker
 # count, for a many-core machine.  Parts, in this order (each one's lines
 # also go to DIR/scaling-PART.txt when --out is given):
@@ -7,6 +7,8 @@
 #   apps     NAS SP, BT, LU at class W, serial and places
 #   threads  NAS CG, MG, FT at class A in threads mode (one shared heap)
 #   build    spindle build -j N of a generated tree of 400 libraries
+#   mpi      NAS kernels IS, CG, MG, FT, EP at class A, serial, places and
+#            MPI ranks (spindle mpirun; needs Open MPI): not a default part
 # The NAS parts print bench nas's lines (nas.BENCH.CLASS.MODE.npN ...,
 # -speedup against serial); build prints build.gen400.jN SECONDS s and
 # build.gen400.jN-speedup against -j 1.
@@ -18,7 +20,7 @@ while [ $# -gt 0 ]; do
     --np) nps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --parts) parts=$2; shift 2 ;;
-    *) echo "usage: spindle bench scaling [--np 1,2,4,8,16] [--out DIR] [--parts nas,apps,threads,build]" >&2; exit 2 ;;
+    *) echo "usage: spindle bench scaling [--np 1,2,4,8,16] [--out DIR] [--parts nas,apps,threads,build,mpi]" >&2; exit 2 ;;
   esac
 done
 spindle=$root/bin/spindle
@@ -45,3 +47,4 @@ part nas "$spindle" bench nas --class A --bench is,cg,mg,ft,ep --mode serial,pla
 part apps "$spindle" bench nas --class W --bench sp,bt,lu --mode serial,places --np "$nps" --quiet-wait 0
 part threads "$spindle" bench nas --class A --bench cg,mg,ft --mode threads --np "$nps" --quiet-wait 0
 part build build_scaling
+part mpi "$spindle" bench nas --class A --bench is,cg,mg,ft,ep --mode serial,places,mpi --np "$nps" --quiet-wait 0
