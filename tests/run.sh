@@ -21,7 +21,14 @@ run_files() {
     out=$(mktemp); start=$SECONDS
     timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests:bench" --program "$f" >"$out" 2>&1
     rc=$?
-    p=$(grep -c '^ok ' "$out"); x=$(grep -c '^FAIL ' "$out")
+    # the harness's own count (its last line), else the ok and FAIL lines
+    # (a file that died before the harness could count)
+    sum=$(grep -a '^harness: [0-9]* passed, [0-9]* failed$' "$out" | tail -1)
+    if [ -n "$sum" ]; then
+      p=$(echo "$sum" | cut -d' ' -f2); x=$(echo "$sum" | cut -d' ' -f4)
+    else
+      p=$(grep -c '^ok ' "$out"); x=$(grep -c '^FAIL ' "$out")
+    fi
     passed=$((passed + p)); failed=$((failed + x))
     if [ $rc -ne 0 ] && [ "$x" -eq 0 ]; then
       failed=$((failed + 1))

@@ -139,3 +139,5 @@
     (check-equal "a new place answers" 'b (sync/timeout 10 ch))
     (check "and ends" (sync/timeout 10 (place-dead-evt p)))
     (check-equal "code" 0 (place-wait p))))
+
+(done)
