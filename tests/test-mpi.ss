@@ -68,6 +68,13 @@
               (check-run (format "over ~a: exit code" btl) rc text 2 "stream")))
           '("self,vader" "tcp,self")))
 
+      (test "rmpi-recv of one stream by four parallel threads at once (one from any source, one through the evt): 2000 bytevectors, most over 64 KiB (a header, then the bytes), each received exactly once and intact, none taking another's bytes; over shared memory and over TCP"
+        (for-each
+          (lambda (btl)
+            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "receivers" 2000)])
+              (check-run (format "over ~a: exit code" btl) rc text 2 "receivers")))
+          '("self,vader" "tcp,self")))
+
       (test "10^5 in-place messages (rmpi-send-bytes, rmpi-recv-bytes! into one buffer) between two ranks, in order and exactly once, beside rmpi-send's stream on the same tag and a second tag's, over shared memory and over TCP"
         (for-each
           (lambda (btl)

@@ -150,6 +150,50 @@
             (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0)))])
      (rmpi-barrier w)
      (say "ok stream"))]
+  [("receivers")
+   ;; `receivers COUNT`: rank 0 rmpi-sends COUNT bytevectors of distinct
+   ;; sizes, most over 64 KiB (a header, then the bytes), immutable and
+   ;; mutable, then 4 end marks; on rank 1, four parallel threads (own OS
+   ;; threads: their receives race in MPI) receive the one stream at once,
+   ;; one of them from any source and one through the evt: every message
+   ;; arrives exactly once and intact
+   (let* ([count (string->number (cadr args))]
+          [size (lambda (i) (if (= 3 (mod i 4)) (+ 8 (mod i 400)) (+ 65537 (mod (* i 97) 40000))))]
+          [byte (lambda (i j) (mod (+ (* i 31) j) 256))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i count))
+              (let ([b (make-bytevector (size i))])
+                (do ([j 8 (+ j 1)]) ((= j (bytevector-length b))) (bytevector-u8-set! b j (byte i j)))
+                (bytevector-s64-native-set! b 0 i)
+                (rmpi-send w 1 (if (even? i) (bytevector->immutable-bytevector b) b))))
+            (do ([k 0 (+ k 1)]) ((= k 4)) (rmpi-send w 1 'end))]
+       [(1) (let* ([seen (make-vector count 0)] [bad '()] [lock (make-semaphore 1)]
+                   [note! (lambda (f) (call-with-semaphore lock f))]
+                   [receive (lambda (k)
+                              (case k
+                                [(0) (rmpi-recv w 0)]
+                                [(1) (rmpi-recv w #f)]
+                                [(2) (sync (rmpi-recv-evt w 0))]
+                                [else (rmpi-recv w 0)]))]
+                   [check (lambda (v)
+                            (let ([i (and (bytevector? v) (>= (bytevector-length v) 8) (bytevector-s64-native-ref v 0))])
+                              (if (and i (< -1 i count) (= (bytevector-length v) (size i))
+                                       (let loop ([j 8]) (or (= j (bytevector-length v)) (and (= (bytevector-u8-ref v j) (byte i j)) (loop (+ j 1))))))
+                                  (note! (lambda () (vector-set! seen i (+ 1 (vector-ref seen i)))))
+                                  (note! (lambda () (set! bad (cons (if (bytevector? v) (bytevector-length v) v) bad)))))))]
+                   [ts (map (lambda (k)
+                              (thread (lambda ()
+                                        (let loop ()
+                                          (let ([v (guard (c [#t (note! (lambda () (set! bad (cons (condition-message c) bad)))) 'end])
+                                                     (receive k))])
+                                            (unless (eq? v 'end) (check v) (loop)))))
+                                      #:pool 'own))
+                            '(0 1 2 3))])
+              (for-each thread-wait ts)
+              (expect "no message lost or bad" '() bad)
+              (expect "every message exactly once" count (length (filter (lambda (x) (= x 1)) (vector->list seen)))))])
+     (rmpi-barrier w)
+     (say "ok receivers"))]
   [("bytes-stream")
    ;; COUNT in-place messages 0 -> 1 (each 8 bytes: its index), in order
    ;; and exactly once into one buffer, beside a stream of rmpi-send on the

@@ -26,7 +26,7 @@
           mpi-test-safe mpi-cancel mpi-wait
           mpi-ibarrier mpi-ibcast mpi-iallreduce mpi-ireduce mpi-in-place
           mpi-iallgather mpi-iallgatherv mpi-ialltoall mpi-ialltoallv
-          mpi-comm-split mpi-comm-null mpi-undefined
+          mpi-comm-split mpi-comm-dup mpi-comm-null mpi-undefined
           mpi-error-string)
   (import (chezscheme) (spindle private os libc) (spindle private os memory))
 
@@ -135,6 +135,9 @@
   ;; Blocking (MPI has no non-blocking split): (spindle mpi) calls it only
   ;; once every rank of the communicator has arrived, so it returns soon.
   (define-mpi c-comm-split __collect_safe "MPI_Comm_split" (uptr int int uptr) int)
+  ;; Collective and blocking as well (spindle mpi calls it right after
+  ;; MPI_Init_thread or MPI_Comm_split, which every rank of comm makes).
+  (define-mpi c-comm-dup __collect_safe "MPI_Comm_dup" (uptr uptr) int)
 
   (define (int-out f)
     (let ([p (malloc 8)])
@@ -161,6 +164,12 @@
   (define (mpi-comm-split comm color key)
     (let ([p (malloc 8)])
       (let ([rc (c-comm-split comm color key p)])
+        (let ([h (foreign-ref 'uptr p 0)]) (free p) (values rc h)))))
+
+  ;; (values rc handle-of-the-duplicate)
+  (define (mpi-comm-dup comm)
+    (let ([p (malloc 8)])
+      (let ([rc (c-comm-dup comm p)])
         (let ([h (foreign-ref 'uptr p 0)]) (free p) (values rc h)))))
 
   (define (mpi-error-string code)

@@ -376,7 +376,10 @@
       (lambda ()
         (let-values ([(rc h) (mpi-comm-split (rmpi-comm-handle comm) (or color mpi-undefined) key)])
           (check-rc 'rmpi-comm-split rc)
-          (and color (make-rmpi-comm h (mpi-comm-rank h) (mpi-comm-size h)))))))
+          (and color
+               (let-values ([(rc c) (handle->comm h)])
+                 (check-rc 'rmpi-comm-split rc)
+                 c))))))
 
   ;; This rank's share of num items: (values start count), the first
   ;; (mod num cnt) ranks taking one more.

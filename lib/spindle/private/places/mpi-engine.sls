@@ -158,7 +158,7 @@
                (let ([r (cond
                           [(not (eqv? rc 0)) rc]
                           [(fx= (foreign-ref 'unsigned-8 buf 0) header-kind)
-                           (let ([bv (receive-large! sc comm from tag (foreign-ref 'integer-64 buf 1))])
+                           (let ([bv (receive-large! sc comm from tag)])
                              (if (fixnum? bv) bv (cons* from 'large bv)))]
                           [else (let-values ([(raw? body) (foreign->body buf n)]) (cons* from raw? body))])])
                  (unless small? (free buf))
@@ -175,19 +175,23 @@
     (let ([r (probe-raw! (scratch-at 0) (locked-rbuf) comm src tag)])
       (and r (raw->message who comm tag r))))
 
-  ;; Under engine-lock: the body of a large message whose header came from
-  ;; `from`: MPI's next match from there, which the sender posted with the
-  ;; header, received straight into a new (locked) bytevector; or MPI's
-  ;; error code.
-  (define (receive-large! sc comm from tag n)
-    (let ([flag sc] [msg (+ sc 8)] [st (+ sc 24)] [bv (make-bytevector n)])
+  ;; Under engine-lock, or with interrupts disabled (probe-raw!): the
+  ;; bytes of a large message whose header came from `from`: the oldest
+  ;; from there with tag on the communicator's twin, received straight into
+  ;; a new (locked) bytevector of its size; or MPI's error code.  Each
+  ;; receive that takes a header takes one body, so every message is
+  ;; received once, though with several receivers of one stream a receive
+  ;; may take the body that followed another's header: the two were
+  ;; concurrent, so either may return either message.
+  (define (receive-large! sc comm from tag)
+    (let ([flag sc] [msg (+ sc 8)] [st (+ sc 24)])
       (let ([rc (let wait ()
                   (foreign-set! 'int flag 0 0)
-                  (let ([rc (mpi-improbe from tag (rmpi-comm-handle comm) flag msg st)])
+                  (let ([rc (mpi-improbe from tag (rmpi-comm-twin comm) flag msg st)])
                     (if (and (eqv? rc 0) (eqv? 0 (foreign-ref 'int flag 0))) (wait) rc)))])
         (if (not (eqv? rc 0))
             rc
-            (begin
+            (let* ([n (mpi-status-bytes st)] [bv (make-bytevector n)])
               (lock-object bv)
               (let ([rc (mpi-mrecv (bytes-at bv 0) n (mpi-byte) msg st)])
                 (unlock-object bv)
@@ -338,13 +342,16 @@
   ;; ranks that send each other large messages before receiving do not
   ;; deadlock): a request MPI does not complete at once keeps its memory
   ;; and the progress thread completes it.  A bytevector of more than
-  ;; large-message bytes goes as a header message (kind 2, then the length
-  ;; as 8 bytes) and then its bytes alone, which the receiver takes
+  ;; large-message bytes goes as a header message (the kind byte 2 alone)
+  ;; and then its bytes alone, which the receiver takes
   ;; straight into a new bytevector; an immutable one is not even copied
   ;; (a mutable one is, as the caller may change it once rmpi-send returns):
   ;; MPI reads it in place, locked (lock-object) against the collector until
-  ;; the send completes.  MPI keeps the messages of one sender and tag in
-  ;; order, so the receiver's next match after a header is its body.
+  ;; the send completes.  The bytes go on the communicator's twin (a
+  ;; duplicate, so no receive on the communicator itself matches them and
+  ;; takes them for a message), with the message's tag; a header and its
+  ;; bytes are sent in one engine-lock section, so a stream's bytes follow
+  ;; in the order of its headers.
   (define large-message 65536)
   (define header-kind 2)
 
@@ -363,13 +370,13 @@
                     (cond
                       [(world-finalized?) 'finalized]
                       [(and raw? (fx> n large-message))
-                       (let ([rc (send-small! comm dest tag header-kind #f (fx- n 1))] [len (fx- n 1)])
+                       (let ([rc (send-small! comm dest tag header-kind #f)] [len (fx- n 1)])
                          (if (not (sent? rc))
                              rc
                              (if (immutable-bytevector? body)
                                  (begin
                                    (lock-object body)
-                                   (let ([rc (post-send! (bytes-at body 0) len comm dest tag body)])
+                                   (let ([rc (post-send! (bytes-at body 0) len (rmpi-comm-twin comm) dest tag body)])
                                      (unless (eq? rc 'pending) (unlock-object body))
                                      rc))
                                  ;; from the buffer pool: a fresh malloc of
@@ -377,14 +384,14 @@
                                  ;; cost more than the copy
                                  (let ([buf (buffer-alloc len)])
                                    (memcpy-from-bytevector! buf body len)
-                                   (let ([rc (post-send! buf len comm dest tag (cons buf len))])
+                                   (let ([rc (post-send! buf len (rmpi-comm-twin comm) dest tag (cons buf len))])
                                      (unless (eq? rc 'pending) (buffer-free buf len))
                                      rc)))))]
-                      [(fx<= n small-message) (send-small! comm dest tag (if raw? 1 0) body 0)]
+                      [(fx<= n small-message) (send-small! comm dest tag (if raw? 1 0) body)]
                       [else
                        (let ([buf (malloc n)])
                          (fill! buf (if raw? 1 0) body)
-                         (let ([rc (post-send! buf n comm dest tag buf)])
+                         (let ([rc (post-send! buf n (rmpi-comm-handle comm) dest tag buf)])
                            (unless (eq? rc 'pending) (free buf))
                            rc))])))])
           (when (eq? rc 'finalized) (error who "MPI has been finalised"))
@@ -421,23 +428,24 @@
     (memcpy-from-bytevector! (+ buf 1) body (bytevector-length body)))
 
   ;; Under engine-lock: a message of at most small-message bytes from
-  ;; send-buffer (kind then body, or kind then the 8-byte length).
-  (define (send-small! comm dest tag kind body length)
+  ;; send-buffer (kind then body; body #f: the kind alone).
+  (define (send-small! comm dest tag kind body)
     (let ([buf (or send-buffer (begin (set! send-buffer (malloc small-message)) send-buffer))])
       (if body
           (fill! buf kind body)
-          (begin (foreign-set! 'unsigned-8 buf 0 kind) (foreign-set! 'integer-64 buf 1 length)))
-      (let ([rc (post-send! buf (if body (fx+ 1 (bytevector-length body)) 9) comm dest tag buf)])
+          (foreign-set! 'unsigned-8 buf 0 kind))
+      (let ([rc (post-send! buf (if body (fx+ 1 (bytevector-length body)) 1) (rmpi-comm-handle comm) dest tag buf)])
         (when (eq? rc 'pending) (set! send-buffer #f))
         rc)))
 
-  ;; Under engine-lock: MPI_Isend of the n bytes at buf, then one MPI_Test.
+  ;; Under engine-lock: MPI_Isend of the n bytes at buf on MPI
+  ;; communicator h (a communicator's handle or twin), then one MPI_Test.
   ;; Returns MPI's error code (0: sent) when done; else 'pending, the
   ;; request then owning `owned` (foreign memory or a locked bytevector,
   ;; released when the progress thread sees it complete) and 0 on failure.
-  (define (post-send! buf n comm dest tag owned)
+  (define (post-send! buf n h dest tag owned)
     (let ([req (scratch-at (+ 24 mpi-status-size))] [st (scratch-at (+ 32 mpi-status-size))] [flag (scratch-at 0)])
-      (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) req)])
+      (let ([rc (mpi-isend buf n (mpi-byte) dest tag h req)])
         (if (not (eqv? rc 0))
             rc
             (begin

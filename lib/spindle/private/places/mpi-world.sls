@@ -9,7 +9,7 @@
 ;;; which posix_spawn executes afresh (no MPI state), and are forked from it.
 ;;; A place is not a rank: rmpi-world refuses in one.
 (library (spindle private places mpi-world)
-  (export make-rmpi-comm rmpi-comm? rmpi-comm-handle rmpi-comm-id rmpi-comm-cnt
+  (export handle->comm rmpi-comm? rmpi-comm-handle rmpi-comm-twin rmpi-comm-id rmpi-comm-cnt
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
           check-comm check-rank check-tag check-rc internal-tag max-message
           engine-lock with-engine-lock world-finalized? with-mpi-call counted-mpi-call with-interrupts-off)
@@ -20,9 +20,19 @@
           (only (spindle private core exit-hooks) add-exit-hook!))
 
   ;; ------------------------------------------------------------ communicators
+  ;; twin: a duplicate of handle (MPI_Comm_dup), which carries only the
+  ;; bytes of large rmpi-send messages (mpi-engine), so that no receive
+  ;; on handle ever matches them.
   (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
-    (fields handle id cnt)
-    (nongenerative spindle-rmpi-comm-v1) (sealed #t))
+    (fields handle twin id cnt)
+    (nongenerative spindle-rmpi-comm-v2) (sealed #t))
+
+  ;; The communicator of MPI handle h, with its twin; collective: every
+  ;; rank of h calls it (right after MPI_Init_thread or MPI_Comm_split).
+  ;; (values rc comm): comm #f unless rc is 0.
+  (define (handle->comm h)
+    (let-values ([(rc twin) (mpi-comm-dup h)])
+      (values rc (and (eqv? rc 0) (make-rmpi-comm h twin (mpi-comm-rank h) (mpi-comm-size h))))))
   (define comm-printer (record-writer (record-type-descriptor rmpi-comm)
     (lambda (c port wr) (format port "#<rmpi-comm ~a/~a>" (rmpi-comm-id c) (rmpi-comm-cnt c)))))
 
@@ -60,7 +70,8 @@
     (let ([level (mpi-init!)])
       (unless (= level 3)
         (error 'rmpi-world (format "MPI provides thread level ~a; spindle needs MPI_THREAD_MULTIPLE (3)" level))))
-    (let* ([h (mpi-comm-world)] [c (make-rmpi-comm h (mpi-comm-rank h) (mpi-comm-size h))])
+    (let-values ([(rc c) (handle->comm (mpi-comm-world))])
+      (check-rc 'rmpi-world rc)
       ;; An error that ends the rank aborts the job (MPI_Abort names the
       ;; rank); a normal end finalises, which waits for the other ranks.
       (let ([old (base-exception-handler)])
