@@ -7,9 +7,10 @@
 ;;;
 ;;; Every operation is a non-blocking MPI request (MPI_Isend, MPI_Ibarrier,
 ;;; MPI_Ibcast, MPI_Iallreduce, ...; a receive is a matched probe,
-;;; MPI_Improbe, then MPI_Mrecv of exactly the probed size), so a green
-;;; thread that must wait parks on an evt and the other threads of the rank
-;;; keep running.  What completes them is the progress thread, a green
+;;; MPI_Improbe, then MPI_Mrecv of exactly the probed size, after a first
+;;; look that posts MPI_Irecv and cancels it unless it completes within
+;;; ~2 us), so a green thread that must wait parks on an evt and the
+;;; other threads of the rank keep running.  What completes them is the progress thread, a green
 ;;; thread started on the first wait: while requests or receivers are
 ;;; outstanding it probes and tests them, yielding between rounds for 100
 ;;; ms (1 ms where ranks share cores) and then sleeping on an alarm from 50
@@ -121,28 +122,28 @@
     (+ scratch i))
   (define small-message 4096)     ; below Open MPI's eager limits (vader 4 KiB, tcp 64 KiB)
   (define recv-buffer #f)
-  (define (locked-rbuf) (or recv-buffer (begin (set! recv-buffer (malloc small-message)) recv-buffer)))
+  (define (locked-rbuf) (or recv-buffer (begin (set! recv-buffer (malloc large-message)) recv-buffer)))
   (define send-buffer #f)         ; handed to a send that did not complete at once
 
   ;; The fast paths of a small message (a send, a receive's probes) make
   ;; their MPI calls without engine-lock (with-mpi-call), in their OS
   ;; thread's own memory: the area (flag, message, status, request,
-  ;; status at 0, 8, 24, 48, 56; a receive buffer of small-message bytes
-  ;; at 128) and a send buffer (handed to a send that did not complete at
-  ;; once).  Used with interrupts disabled: no other green thread runs on
-  ;; that OS thread meanwhile.
+  ;; status at 0, 8, 24, 48, 56; a receive buffer of large-message bytes
+  ;; at 128: any message on a communicator fits) and a send buffer (handed
+  ;; to a send that did not complete at once).  Used with interrupts
+  ;; disabled: no other green thread runs on that OS thread meanwhile.
   (define thread-area (make-thread-parameter #f))
-  (define (area) (or (thread-area) (let ([a (malloc (+ 128 small-message))]) (thread-area a) a)))
+  (define (area) (or (thread-area) (let ([a (malloc (+ 128 large-message))]) (thread-area a) a)))
   (define thread-send-buffer (make-thread-parameter #f))
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
   ;; src tag), received but not decoded, as (src raw? . body) (raw?
   ;; 'large: body is the received bytevector itself); #f if none has
   ;; arrived; or MPI's error code.
-  ;; sc: scratch memory (flag, message handle, status at 0, 8, 24) and
-  ;; rbuf, a buffer of small-message bytes: the engine's under
-  ;; engine-lock, or an OS thread's own (thread-area) with interrupts
-  ;; disabled.
+  ;; sc: scratch memory (flag, message handle, status at 0, 8, 24; a
+  ;; request at 48) and rbuf, a buffer of large-message bytes: the
+  ;; engine's under engine-lock, or an OS thread's own (thread-area) with
+  ;; interrupts disabled.
   (define (probe-raw! sc rbuf comm src tag)
     (let ([flag sc] [msg (+ sc 8)] [st (+ sc 24)])
       (foreign-set! 'int flag 0 0)
@@ -151,18 +152,51 @@
           [(not (eqv? rc 0)) rc]
           [(eqv? 0 (foreign-ref 'int flag 0)) #f]
           [else
-           (let* ([n (mpi-status-bytes st)] [small? (fx<= n small-message)]
-                  [buf (if small? rbuf (malloc n))])
-             (let ([rc (if small? (mpi-mrecv-small buf n (mpi-byte) msg st) (mpi-mrecv buf n (mpi-byte) msg st))]
-                   [from (mpi-status-source st)])
-               (let ([r (cond
-                          [(not (eqv? rc 0)) rc]
-                          [(fx= (foreign-ref 'unsigned-8 buf 0) header-kind)
-                           (let ([bv (receive-large! sc comm from tag)])
-                             (if (fixnum? bv) bv (cons* from 'large bv)))]
-                          [else (let-values ([(raw? body) (foreign->body buf n)]) (cons* from raw? body))])])
-                 (unless small? (free buf))
-                 r)))]))))
+           (let ([n (mpi-status-bytes st)])
+             (received-raw sc rbuf comm tag
+               (if (fx<= n small-message) (mpi-mrecv-small rbuf n (mpi-byte) msg st) (mpi-mrecv rbuf n (mpi-byte) msg st))))]))))
+
+  ;; With interrupts disabled, in the OS thread's area: probe-raw!'s first
+  ;; look.  A probe matches a message that has arrived, so that polling by
+  ;; probes sees a message later than a posted receive, into which MPI
+  ;; delivers it as it comes (a C ping-pong: 0.70 us a round trip against
+  ;; 0.40).  So this posts MPI_Irecv into rbuf (every message on a
+  ;; communicator fits: see send-message), tests it up to `looks` times,
+  ;; and cancels it if it has not completed; what it received all the
+  ;; same is the result.
+  (define (post-raw! sc rbuf comm src tag looks)
+    (let ([flag sc] [st (+ sc 24)] [req (+ sc 48)])
+      (let ([rc (mpi-irecv rbuf large-message (mpi-byte) (or src -1) tag (rmpi-comm-handle comm) req)])
+        (if (not (eqv? rc 0))
+            rc
+            (let look ([k 1])
+              (foreign-set! 'int flag 0 0)
+              (let ([rc (mpi-test req flag st)])
+                (cond
+                  [(not (eqv? rc 0)) rc]
+                  [(not (eqv? 0 (foreign-ref 'int flag 0))) (received-raw sc rbuf comm tag 0)]
+                  [(fx< k looks) (look (fx+ k 1))]
+                  [else
+                   (mpi-cancel req)
+                   (let ([rc (mpi-wait req st)])
+                     (cond
+                       [(not (eqv? rc 0)) rc]
+                       [(mpi-status-cancelled? st) #f]
+                       [else (received-raw sc rbuf comm tag 0)]))])))))))
+
+  ;; The message that a receive (MPI's code rc, status at sc + 24) wrote in
+  ;; rbuf, as probe-raw! returns it.
+  (define (received-raw sc rbuf comm tag rc)
+    (let* ([st (+ sc 24)] [n (mpi-status-bytes st)] [from (mpi-status-source st)])
+      (cond
+        [(not (eqv? rc 0)) rc]
+        [(fx= (foreign-ref 'unsigned-8 rbuf 0) raw-header-kind)
+         (let ([bv (receive-large! sc comm from tag)])
+           (if (fixnum? bv) bv (cons* from 'large bv)))]
+        [(fx= (foreign-ref 'unsigned-8 rbuf 0) encoded-header-kind)
+         (let ([bv (receive-large! sc comm from tag)])
+           (if (fixnum? bv) bv (cons* from #f bv)))]
+        [else (let-values ([(raw? body) (foreign->body rbuf n)]) (cons* from raw? body))])))
 
   ;; (comm src tag . value) of what probe-raw! returned (not #f).
   (define (raw->message who comm tag r)
@@ -341,19 +375,24 @@
   ;; never waits for the receiver, as Racket's rmpi-send does not (so two
   ;; ranks that send each other large messages before receiving do not
   ;; deadlock): a request MPI does not complete at once keeps its memory
-  ;; and the progress thread completes it.  A bytevector of more than
-  ;; large-message bytes goes as a header message (the kind byte 2 alone)
-  ;; and then its bytes alone, which the receiver takes
-  ;; straight into a new bytevector; an immutable one is not even copied
-  ;; (a mutable one is, as the caller may change it once rmpi-send returns):
+  ;; and the progress thread completes it.  A message of more than
+  ;; large-message bytes goes as a header (a kind byte alone: 2, a
+  ;; bytevector's bytes follow; 3, an encoded value's) and then its bytes
+  ;; alone, which the receiver takes straight into a new bytevector; an
+  ;; immutable bytevector is not even copied (a mutable one is, as the
+  ;; caller may change it once rmpi-send returns), nor an encoded value:
   ;; MPI reads it in place, locked (lock-object) against the collector until
   ;; the send completes.  The bytes go on the communicator's twin (a
   ;; duplicate, so no receive on the communicator itself matches them and
   ;; takes them for a message), with the message's tag; a header and its
   ;; bytes are sent in one engine-lock section, so a stream's bytes follow
-  ;; in the order of its headers.
+  ;; in the order of its headers.  So every message on a communicator
+  ;; itself has at most large-message bytes, and a receive may post a
+  ;; buffer of that size (post-raw!): Open MPI writes a truncated
+  ;; rendezvous message past the end of its buffer (mpi-bytes).
   (define large-message 65536)
-  (define header-kind 2)
+  (define raw-header-kind 2)
+  (define encoded-header-kind 3)
 
   (define (send-message who comm dest tag v)
     (let-values ([(body raw?) (encode-body who v)])
@@ -364,16 +403,17 @@
         ;; not let the progress thread run, and their buffers are wanted
         ;; back (requests read unlocked: a hint)
         (unless (null? requests) (with-engine-lock (unless (world-finalized?) (reap!))))
-        (let ([rc (if (and (fx<= n small-message) (not (and raw? (fx> n large-message))))
+        (let ([rc (if (fx<= n small-message)
                    (send-small-fast! comm dest tag (if raw? 1 0) body n)
                    (with-engine-lock
                     (cond
                       [(world-finalized?) 'finalized]
-                      [(and raw? (fx> n large-message))
-                       (let ([rc (send-small! comm dest tag header-kind #f)] [len (fx- n 1)])
+                      [(fx> n large-message)
+                       (let ([rc (send-small! comm dest tag (if raw? raw-header-kind encoded-header-kind) #f)] [len (fx- n 1)])
                          (if (not (sent? rc))
                              rc
-                             (if (immutable-bytevector? body)
+                             ;; an encoded value's bytes are this send's own
+                             (if (or (not raw?) (immutable-bytevector? body))
                                  (begin
                                    (lock-object body)
                                    (let ([rc (post-send! (bytes-at body 0) len (rmpi-comm-twin comm) dest tag body)])
@@ -524,22 +564,27 @@
   (define (spin-for-message comm src tag)
     ;; (early read unlocked: a hint; an early message is taken under the
     ;; lock, MPI probed without it)
-    (define (look)
+    ;; first?: the first look, a posted receive tested first-looks times
+    ;; (about 2 us: the common answer comes meanwhile)
+    (define (look first?)
       (let ([r (or (and (pair? early) (with-engine-lock (take-early! comm src tag)))
-                   (with-mpi-call 'finalized (let ([a (area)]) (probe-raw! a (+ a 128) comm src tag))))])
+                   (with-mpi-call 'finalized
+                     (let ([a (area)])
+                       (if first?
+                           (post-raw! a (+ a 128) comm src tag first-looks)
+                           (probe-raw! a (+ a 128) comm src tag)))))])
         (cond
           [(eq? r 'finalized) (error 'rmpi-recv "MPI has been finalised")]
           [(or (not r) (rmpi-comm? (car r))) r]    ; nothing, or an early message
           [else (raw->message 'rmpi-recv comm tag r)])))
-    (or (look)
+    (or (look #t)
         (let ([end (+ (current-inexact-monotonic-milliseconds) (/ spin-recv-us 1000.))])
-          ;; no yield for the first first-looks looks (about 2 us: the
-          ;; common answer comes meanwhile), then one every 8: often
-          ;; enough for the other threads, rarely enough that an answer is
-          ;; seen soon; the clock every 16: it costs as much as a look
+          ;; a yield every 8 looks: often enough for the other threads,
+          ;; rarely enough that an answer is seen soon; the clock every
+          ;; 16: it costs as much as a look
           (let loop ([k 1])
-            (when (and (fx> k first-looks) (fx= 0 (fxand k 7))) (yield!))
-            (or (look)
+            (when (fx= 0 (fxand k 7)) (yield!))
+            (or (look #f)
                 (and (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
                      (loop (fx+ k 1))))))))
 
