@@ -503,20 +503,6 @@
     (with-os-mutex engine-lock (remove-prober! p)))
 
   ;; ------------------------------------------------------------ receiving
-  ;; The checks of comm, of rank (a source or destination; #f: any
-  ;; source) and of tag: inline for good arguments, the slow path raises.
-  (define-syntax check-peer
-    (syntax-rules ()
-      [(_ who comm rank tag)
-       (unless (and (rmpi-comm? comm) (not (world-finalized?))
-                    (or (not rank) (and (fixnum? rank) (fx<= 0 rank) (fx< rank (rmpi-comm-cnt comm))))
-                    (fixnum? tag) (fx<= 0 tag) (fx< tag internal-tag))
-         (check-peer-fully who comm rank tag))]))
-  (define (check-peer-fully who comm rank tag)
-    (check-comm who comm)
-    (when rank (check-rank who comm rank))
-    (check-tag who tag))
-
   ;; (rmpi-recv-bytes! comm src buf [tag [start [end]]]) -> byte count
   (define-with-range (rmpi-recv-bytes! comm src buf)
     (lambda (comm src buf tag start end)

@@ -443,7 +443,7 @@
   ;; progress thread.  MPI's error code, 0, or 'finalized.
   (define (send-small-fast! comm dest tag kind body n)
     (with-interrupts-off
-      (let ([r (with-mpi-call 'finalized
+      (let ([r (counted-mpi-call 'finalized
                  (let ([a (area)]
                        [buf (or (thread-send-buffer) (let ([b (malloc small-message)]) (thread-send-buffer b) b))])
                    (fill! buf kind body)
@@ -501,7 +501,7 @@
     (case-lambda
       [(comm dest v) (rmpi-send comm dest v 0)]
       [(comm dest v tag)
-       (check-comm 'rmpi-send comm) (check-rank 'rmpi-send comm dest) (check-tag 'rmpi-send tag)
+       (check-peer 'rmpi-send comm dest tag)
        (send-message 'rmpi-send comm dest tag v)]))
 
   ;; The receive evt: its attempt looks in early, then asks MPI; if neither
@@ -549,9 +549,7 @@
     (case-lambda
       [(comm src) (rmpi-recv comm src 0)]
       [(comm src tag)
-       (check-comm 'rmpi-recv comm)
-       (when src (check-rank 'rmpi-recv comm src))
-       (check-tag 'rmpi-recv tag)
+       (check-peer 'rmpi-recv comm src tag)
        (let ([m (spin-for-message comm src tag)])
          (if m (cdddr m) (sync (make-recv-evt comm src tag))))]))
 

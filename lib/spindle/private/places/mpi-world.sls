@@ -11,7 +11,7 @@
 (library (spindle private places mpi-world)
   (export handle->comm rmpi-comm? rmpi-comm-handle rmpi-comm-twin rmpi-comm-id rmpi-comm-cnt
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
-          check-comm check-rank check-tag check-rc internal-tag max-message
+          check-comm check-rank check-tag check-peer check-rc internal-tag max-message
           engine-lock with-engine-lock world-finalized? with-mpi-call counted-mpi-call with-interrupts-off)
   (import (chezscheme)
           (spindle private os mpi)
@@ -158,6 +158,21 @@
   (define (check-tag who t)
     (unless (and (fixnum? t) (fx<= 0 t) (fx< t internal-tag))
       (assertion-violation who (format "expected a tag in [0, ~a)" internal-tag) t)))
+  ;; The checks of comm, of rank (a source or destination; #f: any
+  ;; source) and of tag, for the message paths: inline for good arguments
+  ;; (13 ns of a 0.4 us send and receive), the slow path raises.
+  (define-syntax check-peer
+    (syntax-rules ()
+      [(_ who comm rank tag)
+       (unless (and (rmpi-comm? comm) (not (unbox finalized))
+                    (or (not rank) (and (fixnum? rank) (fx<= 0 rank) (fx< rank (rmpi-comm-cnt comm))))
+                    (fixnum? tag) (fx<= 0 tag) (fx< tag internal-tag))
+         (check-peer-fully who comm rank tag))]))
+  (define (check-peer-fully who comm rank tag)
+    (check-comm who comm)
+    (when rank (check-rank who comm rank))
+    (check-tag who tag))
+
   (define (check-rc who rc)
     (unless (eqv? rc 0) (error who (mpi-error-string rc))))
 
