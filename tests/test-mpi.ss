@@ -75,6 +75,13 @@
               (check-run (format "over ~a: exit code" btl) rc text 2 "receivers")))
           '("self,vader" "tcp,self")))
 
+      (test "values over 64 KiB (encoded, and bytevectors) between small ones arrive intact and in order, through rmpi-recv from a rank and from any, and through the evt; over shared memory and over TCP"
+        (for-each
+          (lambda (btl)
+            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 60 "large-values")])
+              (check-run (format "over ~a: exit code" btl) rc text 2 "large-values")))
+          '("self,vader" "tcp,self")))
+
       (test "10^5 in-place messages (rmpi-send-bytes, rmpi-recv-bytes! into one buffer) between two ranks, in order and exactly once, beside rmpi-send's stream on the same tag and a second tag's, over shared memory and over TCP"
         (for-each
           (lambda (btl)

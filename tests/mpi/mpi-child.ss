@@ -194,6 +194,20 @@
               (expect "every message exactly once" count (length (filter (lambda (x) (= x 1)) (vector->list seen)))))])
      (rmpi-barrier w)
      (say "ok receivers"))]
+  [("large-values")
+   ;; values over 64 KiB encoded (a vector, a string, a list), bytevectors
+   ;; mutable and immutable, and small values between them, in order on
+   ;; one tag; over the any-source receive and the evt too
+   (let ([vals (list (make-vector 100000 7) 'small (make-string 200000 #\x) (iota 50000)
+                     (make-bytevector 70000 3) (bytevector->immutable-bytevector (make-bytevector 1000000 9))
+                     (make-vector 8000 1.5) 42)])
+     (case me
+       [(0) (do ([k 0 (+ k 1)]) ((= k 3)) (for-each (lambda (v) (rmpi-send w 1 v 3)) vals))]
+       [(1) (for-each (lambda (recv)
+                        (for-each (lambda (v) (expect "the value sent" v (recv))) vals))
+                      (list (lambda () (rmpi-recv w 0 3)) (lambda () (rmpi-recv w #f 3)) (lambda () (sync (rmpi-recv-evt w 0 3)))))])
+     (rmpi-barrier w)
+     (say "ok large-values"))]
   [("bytes-stream")
    ;; COUNT in-place messages 0 -> 1 (each 8 bytes: its index), in order
    ;; and exactly once into one buffer, beside a stream of rmpi-send on the
