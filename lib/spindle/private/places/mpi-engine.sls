@@ -521,7 +521,13 @@
     (assert-atomic 'recv-attempt)
     (let ([comm (recv-evt-comm e)] [src (recv-evt-src e)] [tag (recv-evt-tag e)])
       (with-os-mutex engine-lock
-        (let ([m (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag))])
+        ;; before it registers (the sync would park), a posted first look:
+        ;; an answer that comes within ~2 us is taken with no wake-up of
+        ;; the progress thread and of this one (7 us a round trip)
+        (let ([m (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag)
+                     (and register?
+                          (let* ([a (area)] [r (post-raw! a (+ a 128) comm src tag first-looks)])
+                            (and r (raw->message 'rmpi-recv comm tag r)))))])
           (cond
             [m (or (commit-one! s branch (list (cdddr m)))
                    (begin (set! early (cons m early)) #f))]
