@@ -447,7 +447,9 @@
                       [else #f])))]
             [(and (pair? early) (take-early! comm src tag buf start n)) => (lambda (r) (commit! r #f))]
             [register?
-             (let ([r (post-recv! sc comm src tag buf start n 1)])
+             ;; first-looks tests before it registers (its sync would
+             ;; park): an answer that comes within ~2 us needs no wake-up
+             (let ([r (post-recv! sc comm src tag buf start n first-looks)])
                (cond
                  [(posted? r) (register! r)]
                  [(and (pair? r) (eq? (car r) 'mpi)) (commit! r #f)]
