@@ -132,9 +132,20 @@
   ;; at 128: any message on a communicator fits) and a send buffer (handed
   ;; to a send that did not complete at once).  Used with interrupts
   ;; disabled: no other green thread runs on that OS thread meanwhile.
+  ;; Each holds (OS thread id . address) or #f.  A thread parameter's
+  ;; value is inherited by the OS threads fork-thread makes (a parallel
+  ;; thread's, a pool's workers), so it is believed only on the OS thread
+  ;; that made it: else two OS threads would share the memory.
   (define thread-area (make-thread-parameter #f))
-  (define (area) (or (thread-area) (let ([a (malloc (+ 128 large-message))]) (thread-area a) a)))
   (define thread-send-buffer (make-thread-parameter #f))
+  (define-syntax own
+    (syntax-rules () [(_ v) (let ([p v]) (and p (fx= (car p) (get-thread-id)) (cdr p)))]))
+  (define (area)
+    (or (own (thread-area))
+        (let ([a (malloc (+ 128 large-message))]) (thread-area (cons (get-thread-id) a)) a)))
+  (define (send-buffer-of-thread)
+    (or (own (thread-send-buffer))
+        (let ([b (malloc small-message)]) (thread-send-buffer (cons (get-thread-id) b)) b)))
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
   ;; src tag), received but not decoded, as (src raw? . body) (raw?
@@ -445,7 +456,7 @@
     (with-interrupts-off
       (let ([r (counted-mpi-call 'finalized
                  (let ([a (area)]
-                       [buf (or (thread-send-buffer) (let ([b (malloc small-message)]) (thread-send-buffer b) b))])
+                       [buf (send-buffer-of-thread)])
                    (fill! buf kind body)
                    (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) (+ a 48))])
                      (if (not (eqv? rc 0))
