@@ -669,4 +669,37 @@
      (place-wait p))
    (expect "messages still flow" (- n 1) (rmpi-allreduce w max me))
    (say "ok places")]
+  [("split-threads")
+   ;; `split-threads ROUNDS`: two threads of each rank split two different
+   ;; communicators (each of every rank) at once, in opposite orders at
+   ;; even and odd ranks, then use the new communicators: no deadlock
+   (let* ([rounds (string->number (cadr args))]
+          [c1 (rmpi-comm-split w 0 me)] [c2 (rmpi-comm-split w 1 (- n me))]
+          [work (lambda (c k)
+                  (lambda ()
+                    (do ([i 0 (+ i 1)]) ((= i rounds))
+                      (let ([s (rmpi-comm-split c (mod (+ i (rmpi-id c)) 2) (rmpi-id c))])
+                        (rmpi-barrier s)
+                        (expect "an allreduce on the new communicator" (rmpi-cnt s) (rmpi-allreduce s + 1))
+                        (expect "a general allreduce on it" (rmpi-cnt s) (rmpi-allreduce s (lambda (a b) (+ a b)) 1))))))]
+          [ts (if (even? me)
+                  (let ([a (thread (work c1 1))]) (list a (thread (work c2 2))))
+                  (let ([b (thread (work c2 2))]) (list (thread (work c1 1)) b)))])
+     (for-each (lambda (t) (unless (sync/timeout 30 t) (fail "a splitting thread never ended"))) ts)
+     (rmpi-barrier w)
+     (say "ok split-threads"))]
+  [("mixed-reduce")
+   ;; reductions whose operands are fixnums at some ranks and flonums at
+   ;; others (a rank whose share of work is empty sums to exact 0): the
+   ;; answer of the general path, at every rank
+   (let-values ([(start count) (rmpi-partition w (- n 1))])
+     (let ([local (let loop ([i 0] [s 0]) (if (= i count) s (loop (+ i 1) (+ s (* 1.5 (+ start i 1))))))]
+           [want (let loop ([i 1] [s 0]) (if (= i n) s (loop (+ i 1) (+ s (* 1.5 i)))))])
+       (expect "allreduce sum of 0 and flonums" want (rmpi-allreduce w + local))
+       (expect "allreduce max" (if (= n 1) 0 (* 1.5 (- n 1))) (rmpi-allreduce w max local))
+       (expect "allreduce min" 0 (rmpi-allreduce w min local))
+       (expect "reduce sum to the last rank" (if (= me (- n 1)) want (void)) (rmpi-reduce w (- n 1) + local))
+       (expect "allreduce prod of 1 and 2.0" (if (= n 1) 1 (expt 2.0 (- n 1))) (rmpi-allreduce w * (if (= me 0) 1 2.0)))))
+   (rmpi-barrier w)
+   (say "ok mixed-reduce")]
   [else (fail "unknown scenario ~a" scenario)])
