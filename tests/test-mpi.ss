@@ -129,6 +129,20 @@
                   (check-equal "collectives on one host: exit code" 0 rc)
                   (check-ok 5 text "collectives"))))))
 
+      (test "two threads of each rank split two different communicators at once, 20 times, in opposite orders at even and odd ranks: no deadlock (the blocking MPI_Comm_split runs on a helper OS thread, not under the engine lock); 2 and 4 ranks"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "split-threads" 20)])
+              (check-run (format "~a ranks: exit code" np) rc text np "split-threads")))
+          '(2 4)))
+
+      (test "reductions whose operands are fixnums at some ranks and flonums (or ratnums, vectors of exact 0s, fxvectors) at others, and sums past the fixnums: the general path's result at every rank, not garbage or a hang; 1 to 3 ranks"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "mixed-reduce")])
+              (check-run (format "~a ranks: exit code" np) rc text np "mixed-reduce")))
+          '(1 2 3)))
+
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
           (check-run "exit code" rc text 2 "parked")))

@@ -690,16 +690,42 @@
      (say "ok split-threads"))]
   [("mixed-reduce")
    ;; reductions whose operands are fixnums at some ranks and flonums at
-   ;; others (a rank whose share of work is empty sums to exact 0): the
-   ;; answer of the general path, at every rank
-   (let-values ([(start count) (rmpi-partition w (- n 1))])
-     (let ([local (let loop ([i 0] [s 0]) (if (= i count) s (loop (+ i 1) (+ s (* 1.5 (+ start i 1))))))]
-           [want (let loop ([i 1] [s 0]) (if (= i n) s (loop (+ i 1) (+ s (* 1.5 i)))))])
-       (expect "allreduce sum of 0 and flonums" want (rmpi-allreduce w + local))
-       (expect "allreduce max" (if (= n 1) 0 (* 1.5 (- n 1))) (rmpi-allreduce w max local))
-       (expect "allreduce min" 0 (rmpi-allreduce w min local))
-       (expect "reduce sum to the last rank" (if (= me (- n 1)) want (void)) (rmpi-reduce w (- n 1) + local))
-       (expect "allreduce prod of 1 and 2.0" (if (= n 1) 1 (expt 2.0 (- n 1))) (rmpi-allreduce w * (if (= me 0) 1 2.0)))))
+   ;; others (a rank whose share of the work is empty sums to exact 0, or
+   ;; keeps a vector of exact 0s), or need the general path at some ranks
+   ;; only (a ratnum, a bignum result): the result of the general path (a
+   ;; fold in rank order; element by element for vectors), at every rank
+   (let* ([local (lambda (r)
+                   (let-values ([(start count) (let ([q (quotient (- n 1) n)] [m (mod (- n 1) n)])
+                                                 (values (+ (* r q) (min r m)) (+ q (if (< r m) 1 0))))])
+                     (let loop ([i 0] [s 0]) (if (= i count) s (loop (+ i 1) (+ s (* 1.5 (+ start i 1))))))))]
+          [fold (lambda (op f) (let loop ([r 1] [acc (f 0)]) (if (= r n) acc (loop (+ r 1) (op acc (f r))))))]
+          [vfold (lambda (op f) (fold (lambda (a b) (vector-map op a b)) f))])
+     (let-values ([(start count) (rmpi-partition w (- n 1))])
+       (expect "rmpi-partition agrees" (local me)
+         (let loop ([i 0] [s 0]) (if (= i count) s (loop (+ i 1) (+ s (* 1.5 (+ start i 1))))))))
+     (expect "allreduce sum of 0 and flonums" (fold + local) (rmpi-allreduce w + (local me)))
+     (expect "allreduce 'sum" (fold + local) (rmpi-allreduce w 'sum (local me)))
+     (expect "allreduce max" (fold max local) (rmpi-allreduce w max (local me)))
+     (expect "allreduce min" (fold min local) (rmpi-allreduce w min (local me)))
+     (expect "reduce sum to the last rank" (if (= me (- n 1)) (fold + local) (void)) (rmpi-reduce w (- n 1) + (local me)))
+     (expect "reduce min to rank 0" (if (= me 0) (fold min local) (void)) (rmpi-reduce w 0 'min (local me)))
+     (let ([f (lambda (r) (if (= r 0) 1 2.0))])
+       (expect "allreduce prod of 1 and 2.0" (fold * f) (rmpi-allreduce w * (f me))))
+     (let ([f (lambda (r) (if (= r (- n 1)) 1/2 r))])
+       (expect "allreduce sum with a ratnum at one rank" (fold + f) (rmpi-allreduce w + (f me)))
+       (expect "reduce max with a ratnum at one rank" (if (= me 0) (fold max f) (void)) (rmpi-reduce w 0 max (f me))))
+     (let ([f (lambda (r) (most-positive-fixnum))])
+       (expect "allreduce sum past the fixnums" (fold + f) (rmpi-allreduce w + (f me))))
+     (let ([f (lambda (r) (if (= r 0) (make-vector 3 0) (vector (* r 1.0) 2.5 -1.0)))])
+       (expect "allreduce sum of vectors, exact 0s at one rank" (vfold + f) (rmpi-allreduce w + (f me)))
+       (expect "allreduce max of vectors, exact 0s at one rank" (vfold max f) (rmpi-allreduce w max (f me))))
+     (let ([f (lambda (r) (if (= r 0) (vector 1 2 3) (vector 0.5 1.5 2.5)))])
+       (expect "allreduce sum of fxvector and flonum vectors"
+         (if (= n 1) (fxvector 1 2 3) (vfold + (lambda (r) (if (= r 0) (vector 1 2 3) (f r)))))
+         (rmpi-allreduce w + (if (= me 0) (fxvector 1 2 3) (f me)))))
+     (expect "allreduce of empty vectors" '#() (rmpi-allreduce w + '#()))
+     (expect "allreduce of empty fxvectors" (fxvector) (rmpi-allreduce w + (fxvector)))
+     (expect "and the usual typed sum" (fxvector n) (rmpi-allreduce w + (fxvector 1))))
    (rmpi-barrier w)
    (say "ok mixed-reduce")]
   [else (fail "unknown scenario ~a" scenario)])

@@ -23,6 +23,7 @@
           (spindle private places mpi-data)
           (spindle private places mpi-world)
           (spindle private places mpi-engine)
+          (only (spindle blocking) call-blocking)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector? shared-bytes?))
 
@@ -69,22 +70,98 @@
   ;; root #f: allreduce.  Returns the result (at every rank, or at root).
   (define (reduce who comm root op v)
     (let ([mop (typed-op op)])
-     (if (and mop (or (shared-flvector? v) (shared-fxvector? v)))
-      (reduce-in-place who comm root mop v)
-      (let-values ([(kind n p) (if mop (typed-buffer v) (values #f 0 0))])
-        (if kind
-            (let ([out (malloc (fxmax 8 (fx* 8 n)))])
-              (run-request! who (list p)
-                (lambda (req)
-                  (if root
-                      (mpi-ireduce p out n (datatype kind) (mpi-op mop) root (rmpi-comm-handle comm) req)
-                      (mpi-iallreduce p out n (datatype kind) (mpi-op mop) (rmpi-comm-handle comm) req))))
-              (let ([r (if (or (not root) (fx= root (rmpi-comm-id comm)))
-                           (typed-result who kind n out)
-                           (void))])
-                (free out)
-                r))
-            (general-reduce who comm root op v))))))
+      (cond
+        [(and mop (or (shared-flvector? v) (shared-fxvector? v))) (reduce-in-place who comm root mop v)]
+        [mop (typed-reduce who comm root mop op v)]
+        [else (general-reduce who comm root op v)])))
+
+  ;; An operation MPI has (sum, prod, min, max).  The operands' kinds may
+  ;; differ between ranks: a rank whose share of the work was empty sums to
+  ;; exact 0 where the others have flonums, or keeps a vector of exact 0s.
+  ;; So the one MPI_Iallreduce (also for a rooted reduce: every rank must
+  ;; learn the outcome) carries, after the operand's elements, two slots
+  ;; that tell every rank whether all ranks' operands have its kind (int64,
+  ;; double, or none: an operand MPI cannot reduce joins with zeros), and
+  ;; an integer result must fit in fixnums.  If not, every rank saw it, and
+  ;; they all take the general path together, a vector reduced element by
+  ;; element.  (A product cannot carry the slots: its kinds are agreed by
+  ;; an MPI_Iallreduce of their own first.)
+  (define (typed-reduce who comm root mop op v)
+    (let*-values ([(kind n p) (typed-buffer v)]
+                  [(n) (cond [kind n] [(vector? v) (vector-length v)] [else 1])]
+                  [(slots) (if (eq? mop 'prod) 0 2)]
+                  [(p) (if kind p (let ([p (malloc (fx* 8 (fx+ n 2)))])
+                                    (do ([i 0 (fx+ i 1)]) ((fx= i n) p) (foreign-set! 'integer-64 p (fx* 8 i) 0))))]
+                  [(mine) (case kind [(#f) 'none] [(double double-vector) 'double] [else 'int])]
+                  [(cnt) (rmpi-comm-cnt comm)])
+      (unless (fx= slots 0)
+        (foreign-set! 'integer-64 p (fx* 8 n) (kind-slot mop 0 mine))
+        (foreign-set! 'integer-64 p (fx* 8 (fx+ n 1)) (kind-slot mop 1 mine)))
+      (if (and (fx= slots 0) (not (kinds-agree? who comm mine)))
+          (begin (free p) (reduce-generally who comm root mop v))
+          (let ([out (malloc (fx* 8 (fx+ n slots)))])
+            (run-request! who (list p)
+              (lambda (req)
+                (mpi-iallreduce p out (fx+ n slots) (if kind (datatype kind) (mpi-int64)) (mpi-op mop)
+                  (rmpi-comm-handle comm) req)))
+            (if (and kind
+                     (or (fx= slots 0)
+                         (eqv? (foreign-ref 'integer-64 out (fx* 8 (if (eq? mine 'int) n (fx+ n 1))))
+                               (kind-slot-result mop cnt)))
+                     (or (eq? mine 'double)
+                         (let loop ([i 0])
+                           (or (fx= i n) (and (fixnum? (foreign-ref 'integer-64 out (fx* 8 i))) (loop (fx+ i 1)))))))
+                (let ([r (if (or (not root) (fx= root (rmpi-comm-id comm))) (typed-result who kind n out) (void))])
+                  (free out)
+                  r)
+                (begin (free out) (reduce-generally who comm root mop v)))))))
+
+  (define (reduce-generally who comm root mop v)
+    (general-reduce who comm root
+      (let ([f (case mop [(sum) +] [(prod) *] [(min) min] [else max])])
+        (if (or (vector? v) (fxvector? v)) (elementwise who f) f))
+      v))
+
+  ;; The kind slots, as 64-bit patterns (slot 0 the int ranks', slot 1 the
+  ;; double ranks' test), chosen so that MPI's operation gives the same bits
+  ;; whether it reads them as int64 or as doubles, in any order and mix:
+  ;; sum adds counts of 0 and 1 (as doubles, denormals: their sum is
+  ;; exact); min and max pick one of the positive doubles 0.5, 1.0, 2.0
+  ;; and 4.0, whose bits order as their values do.  A rank's slot comes out
+  ;; as kind-slot-result exactly when every rank has its kind.
+  (define (kind-slot mop slot mine)
+    (define (bits x) (bytevector-s64-native-ref (let ([b (make-bytevector 8)]) (bytevector-ieee-double-native-set! b 0 x) b) 0))
+    (case mop
+      [(sum) (if (eq? mine (if (fx= slot 0) 'int 'double)) 1 0)]
+      ;; min: 2.0 from the kind tested, 1.0 from the other, 0.5 from none
+      [(min) (bits (cond [(eq? mine 'none) 0.5] [(eq? mine (if (fx= slot 0) 'int 'double)) 2.0] [else 1.0]))]
+      ;; max: 1.0 from the kind tested, 2.0 from the other, 4.0 from none
+      [else (bits (cond [(eq? mine 'none) 4.0] [(eq? mine (if (fx= slot 0) 'int 'double)) 1.0] [else 2.0]))]))
+  (define (kind-slot-result mop cnt)
+    (case mop [(sum) cnt] [(min) (kind-slot 'min 0 'int)] [else (kind-slot 'max 0 'int)]))
+
+  ;; #t if every rank's operand has kind mine (int or double; none never
+  ;; agrees): one MPI_Iallreduce summing each kind's count.
+  (define (kinds-agree? who comm mine)
+    (let ([p (malloc 16)] [out (malloc 16)])
+      (foreign-set! 'integer-64 p 0 (if (eq? mine 'int) 1 0))
+      (foreign-set! 'integer-64 p 8 (if (eq? mine 'double) 1 0))
+      (run-request! who (list p)
+        (lambda (req) (mpi-iallreduce p out 2 (mpi-int64) (mpi-op 'sum) (rmpi-comm-handle comm) req)))
+      (let ([r (and (not (eq? mine 'none))
+                    (eqv? (rmpi-comm-cnt comm) (foreign-ref 'integer-64 out (if (eq? mine 'int) 0 8))))])
+        (free out)
+        r)))
+
+  ;; f applied element by element to two vectors or fxvectors of one length:
+  ;; a vector.
+  (define (elementwise who f)
+    (lambda (a b)
+      (let ([a (if (fxvector? a) (list->vector (fxvector->list a)) a)]
+            [b (if (fxvector? b) (list->vector (fxvector->list b)) b)])
+        (unless (and (vector? a) (vector? b) (fx= (vector-length a) (vector-length b)))
+          (error who "the ranks' operands are not vectors of one length" a b))
+        (vector-map f a b))))
 
   ;; A shared flvector or fxvector: MPI reduces in its own memory
   ;; (MPI_IN_PLACE; at a non-root rank of a reduce, the vector is only read).
@@ -364,7 +441,13 @@
   ;; A new communicator of the ranks that give the same color, ordered by
   ;; key (ties by rank in comm): Racket's keys are the new ranks.  color #f
   ;; (MPI_UNDEFINED) joins none and returns #f.  Every rank first passes a
-  ;; barrier, so the blocking MPI_Comm_split that follows returns soon.
+  ;; barrier, so the blocking MPI_Comm_split (and MPI_Comm_dup of the new
+  ;; communicator's twin) that follows returns soon.  Those blocking calls
+  ;; run on a helper OS thread (call-blocking) without engine-lock, counted
+  ;; as calls made without it (rmpi-finish waits for them): under the lock,
+  ;; or on the caller's worker, two threads of each rank splitting two
+  ;; communicators at once could each block the other's split, in opposite
+  ;; orders at two ranks, for ever.
   (define (rmpi-comm-split comm color key)
     (check-comm 'rmpi-comm-split comm)
     (unless (or (not color) (and (fixnum? color) (<= 0 color max-int)))
@@ -372,16 +455,19 @@
     (unless (and (fixnum? key) (<= (- (+ max-int 1)) key max-int))
       (assertion-violation 'rmpi-comm-split "expected a fixnum key" key))
     (rmpi-barrier comm)
-    (with-engine 'rmpi-comm-split
-      (lambda ()
-        (let-values ([(rc h) (mpi-comm-split (rmpi-comm-handle comm) (or color mpi-undefined) key)])
-          (check-rc 'rmpi-comm-split rc)
-          (and color
-               (let-values ([(rc c) (handle->comm h)])
-                 (check-rc 'rmpi-comm-split rc)
-                 c))))))
+    (let ([r (call-blocking
+               (lambda ()
+                 (counted-mpi-call 'finalized
+                   (let-values ([(rc h) (mpi-comm-split (rmpi-comm-handle comm) (or color mpi-undefined) key)])
+                     (cond
+                       [(not (eqv? rc 0)) rc]
+                       [(not color) #f]
+                       [else (let-values ([(rc c) (handle->comm h)]) (if (eqv? rc 0) c rc))])))))])
+      (when (eq? r 'finalized) (error 'rmpi-comm-split "MPI has been finalised"))
+      (when (fixnum? r) (check-rc 'rmpi-comm-split r))
+      r))
 
-  ;; This rank's share of num items: (values start count), the first
+    ;; This rank's share of num items: (values start count), the first
   ;; (mod num cnt) ranks taking one more.
   (define (rmpi-partition comm num)
     (check-comm 'rmpi-partition comm)
