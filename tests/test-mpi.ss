@@ -143,6 +143,10 @@
               (check-run (format "~a ranks: exit code" np) rc text np "mixed-reduce")))
           '(1 2 3)))
 
+      (test "in-place messages from a parallel thread started after the main thread used MPI (its OS thread inherits the main thread's thread parameters) while the main thread ping-pongs: 20000 each way, in order, intact (they shared scratch memory: wrong bytes)"
+        (let-values ([(rc text secs) (mpirun 2 60 "scratch-threads" 20000 "bytes")])
+          (check-run "exit code" rc text 2 "scratch-threads")))
+
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
           (check-run "exit code" rc text 2 "parked")))

@@ -728,4 +728,89 @@
      (expect "and the usual typed sum" (fxvector n) (rmpi-allreduce w + (fxvector 1))))
    (rmpi-barrier w)
    (say "ok mixed-reduce")]
+  [("recv-break")
+   ;; `recv-break ROUNDS [own]`: as bytes-break, for rmpi-recv: each round a
+   ;; thread of rank 1 (a parallel thread on its own OS thread with `own`) receives one message (small, over 4 KiB, or a
+   ;; bytevector over 64 KiB, in turn) and is broken 0 to ~80 us after
+   ;; rank 0 was asked to send it: the message is received exactly once,
+   ;; by the thread or else by the next receive
+   (let* ([rounds (string->number (cadr args))] [own? (and (pair? (cddr args)) (equal? (caddr args) "own"))]
+          [make (lambda (i) (case (mod i 3)
+                              [(0) (list i 'small)]
+                              [(1) (list i (make-string 3000 #\m))]
+                              [else (let ([b (make-bytevector 70000 (mod i 251))]) (bytevector-s64-native-set! b 0 i) b)]))]
+          [index (lambda (v) (if (bytevector? v) (bytevector-s64-native-ref v 0) (car v)))]
+          [spin-us (lambda (us yield?)
+                     (let ([end (+ (current-inexact-monotonic-milliseconds) (/ us 1000.))])
+                       (let loop () (when (< (current-inexact-monotonic-milliseconds) end) (when yield? (sleep 0)) (loop)))))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i rounds))
+              (expect "go" i (rmpi-recv w 1))
+              (rmpi-send w 1 (make i) 7))]
+       [(1) (let ([delivered 0] [broken 0])
+              (do ([i 0 (+ i 1)]) ((= i rounds))
+                (let* ([got #f] [started (box #f)]
+                       [body (lambda () (guard (c [(break-condition? c) (set! got 'broken)])
+                                          (set-box! started #t)
+                                          (let ([v (rmpi-recv w 0 7)]) (set! got v))))]
+                       [t (if own? (thread body #:pool 'own) (thread body))])
+                  (let wait () (unless (unbox started) (sleep 0) (wait)))
+                  (rmpi-send w 0 i)
+                  (spin-us (mod (* i 37) 80) (odd? (quotient i 2)))
+                  (break-thread t)
+                  (unless (sync/timeout 10 t) (fail "round ~a: the broken receiver never ended" i))
+                  (cond
+                    [(eq? got 'broken)
+                     (set! broken (+ broken 1))
+                     (let ([v (sync/timeout 10 (rmpi-recv-evt w 0 7))])
+                       (unless v (fail "round ~a: the message was lost (the thread was broken, the next receive got nothing)" i))
+                       (expect (format "round ~a: the next receive gets the message" i) i (index v)))]
+                    [else
+                     (set! delivered (+ delivered 1))
+                     (expect (format "round ~a: the thread's message" i) i (index got))])))
+              (say "~a delivered to the thread, ~a broken first" delivered broken)
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0 7))))])
+     (rmpi-barrier w)
+     (say "ok recv-break"))]
+  [("scratch-threads")
+   ;; `scratch-threads COUNT recv|bytes`: rank 1's main thread receives
+   ;; and sends first (its OS thread gets its MPI scratch memory), then
+   ;; starts a parallel thread (own OS thread) that receives a stream of
+   ;; COUNT messages from rank 0 while the main thread ping-pongs COUNT
+   ;; messages with rank 0 on other tags: with rmpi-send/rmpi-recv, or
+   ;; rmpi-send-bytes/rmpi-recv-bytes!.  Every message arrives once, in
+   ;; order (an OS thread started later must not share the main thread's
+   ;; scratch memory: Chez's thread parameters are inherited)
+   (let* ([count (string->number (cadr args))] [bytes? (equal? (caddr args) "bytes")]
+          [send (lambda (dest i tag)
+                  (if bytes?
+                      (let ([b (make-bytevector 8)]) (bytevector-s64-native-set! b 0 i) (rmpi-send-bytes w dest b tag))
+                      (rmpi-send w dest i tag)))]
+          [recv (lambda (src tag)
+                  (if bytes?
+                      (let ([buf (make-bytevector 8)])
+                        (rmpi-recv-bytes! w src buf tag)
+                        (bytevector-s64-native-ref buf 0))
+                      (rmpi-recv w src tag)))])
+     (case me
+       [(0) (expect "hello" -1 (recv 1 5))
+            (send 1 -2 5)
+            (let ([a (thread (lambda () (do ([i 0 (+ i 1)]) ((= i count)) (send 1 i 7))) #:pool 'own)])
+              (do ([i 0 (+ i 1)]) ((= i count)) (send 1 (recv 1 8) 9))
+              (thread-wait a))]
+       [(1) (send 0 -1 5)
+            (expect "hello back" -2 (recv 0 5))
+            (let* ([bad #f]
+                   [t (thread (lambda ()
+                                (guard (c [#t (set! bad (if (message-condition? c) (condition-message c) c))])
+                                  (do ([i 0 (+ i 1)]) ((= i count))
+                                    (let ([v (recv 0 7)]) (unless (eqv? v i) (set! bad (list 'expected i 'got v)))))))
+                              #:pool 'own)])
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (send 0 i 8)
+                (expect "the ping-pong's answer" i (recv 0 9)))
+              (unless (sync/timeout 30 t) (fail "the parallel receiver never ended"))
+              (expect "the parallel thread's stream, in order and complete" #f bad))])
+     (rmpi-barrier w)
+     (say "ok scratch-threads"))]
   [else (fail "unknown scenario ~a" scenario)])

@@ -170,8 +170,16 @@
   (define scratch-size (fx+ 64 header-size))
   (define locked-sc #f)
   (define (locked-scratch) (or locked-sc (begin (set! locked-sc (malloc scratch-size)) locked-sc)))
-  (define thread-sc (make-thread-parameter #f))   ; one per OS thread, never freed
-  (define (thread-scratch) (or (thread-sc) (let ([sc (malloc scratch-size)]) (thread-sc sc) sc)))
+  ;; One per OS thread, never freed: (OS thread id . address).  A thread
+  ;; parameter's value is inherited by the OS threads fork-thread makes
+  ;; (a parallel thread's, a pool's workers), so it is believed only on the
+  ;; OS thread that made it: else two OS threads would share the memory.
+  (define thread-sc (make-thread-parameter #f))
+  (define (thread-scratch)
+    (let ([p (thread-sc)] [id (get-thread-id)])
+      (if (and p (fx= (car p) id))
+          (cdr p)
+          (let ([sc (malloc scratch-size)]) (thread-sc (cons id sc)) sc))))
 
 
   ;; ------------------------------------------------------------ results
