@@ -147,6 +147,10 @@
         (let-values ([(rc text secs) (mpirun 2 60 "scratch-threads" 20000 "bytes")])
           (check-run "exit code" rc text 2 "scratch-threads")))
 
+      (test "a rank's first wait is a thread's under a custodian then shut down: another thread parked on a receive meanwhile still gets its message (the progress thread is not the custodian's), and the killed thread's message is the next receive's"
+        (let-values ([(rc text secs) (mpirun 2 60 "custodian")])
+          (check-run "exit code" rc text 2 "custodian")))
+
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
           (check-run "exit code" rc text 2 "parked")))

@@ -813,4 +813,26 @@
               (expect "the parallel thread's stream, in order and complete" #f bad))])
      (rmpi-barrier w)
      (say "ok scratch-threads"))]
+  [("custodian")
+   ;; rank 1's first wait is a thread's under a custodian that is then shut
+   ;; down (as a task scope's is when it ends); a thread of the root
+   ;; custodian parked on a receive meanwhile still gets its message, and
+   ;; the killed thread's message is the next receive's
+   (case me
+     [(0) (expect "go" 'go (rmpi-recv w 1))
+          (rmpi-send w 1 'for-the-killed 3)
+          (rmpi-send w 1 'for-the-parked 4)]
+     [(1) (let* ([c (make-custodian)]
+                 [t1 (parameterize ([current-custodian c]) (thread (lambda () (rmpi-recv w 0 3))))])
+            (sleep 0.1)
+            (let* ([got #f] [t2 (thread (lambda () (set! got (rmpi-recv w 0 4))))])
+              (sleep 0.1)
+              (custodian-shutdown-all c)
+              (unless (thread-dead? t1) (fail "the custodian's thread lives"))
+              (rmpi-send w 0 'go)
+              (unless (sync/timeout 10 t2) (fail "the parked receive never got its message"))
+              (expect "the parked receive's message" 'for-the-parked got)
+              (expect "the killed thread's message" 'for-the-killed (sync/timeout 10 (rmpi-recv-evt w 0 3)))))])
+   (rmpi-barrier w)
+   (say "ok custodian")]
   [else (fail "unknown scenario ~a" scenario)])
