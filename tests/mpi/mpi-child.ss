@@ -916,4 +916,76 @@
        (expect "reversed ranks" (- n 1 me) (rmpi-id rev))))
    (rmpi-barrier w)
    (say "ok odd")]
+  [("parallel-collectives")
+   ;; `parallel-collectives ROUNDS [own]`: three threads of each rank (parallel threads on OS threads of
+   ;; their own with `own`) each run ROUNDS collectives on a communicator of
+   ;; their own (all made by splits of the world), typed and general,
+   ;; at once; and a fourth thread streams point-to-point messages
+   (let* ([rounds (string->number (cadr args))] [own? (and (pair? (cddr args)) (equal? (caddr args) "own"))]
+          [comms (map (lambda (k) (rmpi-comm-split w 0 (if (even? k) me (- me)))) '(0 1 2))]
+          [bad #f] [lock (make-semaphore 1)]
+          [note! (lambda (what) (call-with-semaphore lock (lambda () (unless bad (set! bad what)))))]
+          [spawn (lambda (f) (if own? (thread f #:pool 'own) (thread f)))]
+          [ts (map (lambda (c k)
+                     (spawn
+                       (lambda ()
+                         (guard (e [#t (note! (if (message-condition? e) (condition-message e) e))])
+                           (let ([id (rmpi-id c)] [cnt (rmpi-cnt c)])
+                             (do ([i 0 (+ i 1)]) ((= i rounds))
+                               (case (mod (+ i k) 5)
+                                 [(0) (unless (= (rmpi-allreduce c + (+ i id)) (+ (* cnt i) (/ (* cnt (- cnt 1)) 2)))
+                                        (note! (list 'sum k i)))]
+                                 [(1) (unless (equal? (rmpi-allreduce c (lambda (a b) (string-append a b)) (number->string id))
+                                                      (apply string-append (map number->string (iota cnt))))
+                                        (note! (list 'general k i)))]
+                                 [(2) (unless (equal? (rmpi-broadcast c (mod i cnt) (and (= id (mod i cnt)) (list k i))) (list k i))
+                                        (note! (list 'broadcast k i)))]
+                                 [(3) (unless (equal? (rmpi-allgather c (list k id)) (list->vector (map (lambda (r) (list k r)) (iota cnt))))
+                                        (note! (list 'allgather k i)))]
+                                 [else (rmpi-barrier c)])))))))
+                   comms '(0 1 2))]
+          [p2p (spawn (lambda ()
+                        (let ([right (mod (+ me 1) n)] [left (mod (- me 1) n)])
+                          (do ([i 0 (+ i 1)]) ((= i (* 5 rounds)))
+                            (rmpi-send w right i 21)
+                            (unless (eqv? i (rmpi-recv w left 21)) (note! (list 'p2p i)))))))])
+     (for-each (lambda (t) (unless (sync/timeout 60 t) (fail "a thread never ended"))) (cons p2p ts))
+     (expect "every collective's result" #f bad)
+     (rmpi-barrier w)
+     (say "ok parallel-collectives"))]
+  [("choice-stress")
+   ;; `choice-stress COUNT` (even): rank 1 takes COUNT messages from rank 0 each through sync on
+   ;; a choice of the receive evt and an alarm due at once or soon (often
+   ;; the alarm wins; the message then waits): every message exactly once,
+   ;; in order; two threads do the same on a second tag, racing
+   (let ([count (string->number (cadr args))])
+     (case me
+       [(0) (let ([t (thread (lambda () (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 i 2) (when (= 0 (mod i 7)) (sleep 0)))))])
+              (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 i 1) (when (= 0 (mod i 5)) (sleep 0)))
+              (thread-wait t))]
+       [(1) (let* ([alarms 0]
+                   [take (lambda (tag)
+                           (let loop ()
+                             (let ([v (sync (choice-evt (rmpi-recv-evt w 0 tag)
+                                                        (wrap-evt (alarm-evt (+ (current-inexact-milliseconds) (if (= 0 (random 3)) 0 0.05)))
+                                                                  (lambda (_) 'alarm))))])
+                               (if (eq? v 'alarm) (begin (set! alarms (+ alarms 1)) (loop)) v))))]
+                   [seen (make-vector count 0)]
+                   [ts (map (lambda (k)
+                              (thread (lambda ()
+                                        (let loop ([last -1] [k 0])
+                                          (when (< k (quotient count 2))
+                                            (let ([v (take 2)])
+                                              (unless (> v last) (fail "tag 2: ~a after ~a in one thread" v last))
+                                              (vector-set! seen v (+ 1 (vector-ref seen v)))
+                                              (loop v (+ k 1))))))
+                                      #:pool 'own))
+                            '(0 1))])
+              (do ([i 0 (+ i 1)]) ((= i count)) (expect "tag 1 in order" i (take 1)))
+              (for-each (lambda (t) (unless (sync/timeout 60 t) (fail "a racing receiver never ended"))) ts)
+              (expect "tag 2: every message once" (make-vector count 1) seen)
+              (say "the alarm won ~a times" alarms)
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0 1))))])
+     (rmpi-barrier w)
+     (say "ok choice-stress"))]
   [else (fail "unknown scenario ~a" scenario)])
