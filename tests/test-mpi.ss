@@ -151,6 +151,29 @@
         (let-values ([(rc text secs) (mpirun 2 60 "custodian")])
           (check-run "exit code" rc text 2 "custodian")))
 
+      (test "a thread waiting in a collective (allreduce, barrier, broadcast of a packed bytevector: a size then the bytes, typed allgather) is broken or killed before the other ranks arrive: the collective completes, later ones match and give the right results (a broken broadcast left the rank one operation behind: heap corruption); 2 and 3 ranks"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "collective-break")])
+              (check-run (format "~a ranks: exit code" np) rc text np "collective-break")))
+          '(2 3)))
+
+      (test "odd but legal arguments: empty messages, vectors and ranges, the largest user tag, messages to self (large ones too), a communicator of one rank, partitions of 0 and 10^20 items, any-source receives from every rank in per-source order; 3 ranks"
+        (let-values ([(rc text secs) (mpirun 3 60 "odd")])
+          (check-run "exit code" rc text 3 "odd")))
+
+      (test "collectives on three communicators from three parallel threads of each rank at once (typed, general, broadcast, allgather, barrier) beside a point-to-point ring; and the receive evt in a choice with alarms 10000 times, two parallel threads racing on a second tag: every message once, in order"
+        (let-values ([(rc text secs) (mpirun 3 90 "parallel-collectives" 200 "own")])
+          (check-run "collectives: exit code" rc text 3 "parallel-collectives"))
+        (let-values ([(rc text secs) (mpirun 2 90 "choice-stress" 10000)])
+          (check-run "choice: exit code" rc text 2 "choice-stress")))
+
+      (test "rmpi-send, rmpi-send-bytes, rmpi-broadcast and rmpi-allgather of 30 MB, intact; rmpi-finish while other threads receive and send: it returns, and they end with errors naming their procedures"
+        (let-values ([(rc text secs) (mpirun 2 90 "huge" 30)])
+          (check-run "huge: exit code" rc text 2 "huge"))
+        (let-values ([(rc text secs) (mpirun 2 60 "finish-busy")])
+          (check-run "finish: exit code" rc text 2 "finish-busy")))
+
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
           (check-run "exit code" rc text 2 "parked")))

@@ -21,7 +21,7 @@
           (spindle private places mpi-engine)
           (spindle private places mpi-collectives)
           (spindle private places mpi-bytes)
-          (only (spindle thread) thread thread-dead?)
+          (only (spindle thread) thread thread-dead? current-thread-pool)
           (only (spindle custodian) make-custodian current-custodian)
           (only (spindle parameter) parameterize))
 
@@ -36,4 +36,9 @@
     (set-progress-spawner!
       (lambda (loop) (parameterize ([current-custodian progress-custodian]) (thread loop)))
       thread-dead?))
+  ;; The helper thread of a collective of several MPI operations, on the
+  ;; caller's pool (its OS thread for a parallel thread), of that custodian.
+  (define collective-spawner
+    (set-collective-spawner!
+      (lambda (thunk) (parameterize ([current-custodian progress-custodian]) (thread thunk (current-thread-pool))))))
   (define (rmpi-world) (world)))

@@ -988,4 +988,70 @@
               (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0 1))))])
      (rmpi-barrier w)
      (say "ok choice-stress"))]
+  [("huge")
+   ;; `huge MB`: a bytevector of MB megabytes through rmpi-send, rmpi-send-bytes,
+   ;; rmpi-broadcast and rmpi-allgather, intact
+   (let* ([size (* (string->number (cadr args)) 1000000)]
+          [big (let ([b (make-bytevector size)]) (do ([i 0 (+ i 4096)]) ((>= i size) b) (bytevector-u8-set! b i (mod (quotient i 4096) 251))))]
+          [intact? (lambda (v) (and (bytevector? v) (= (bytevector-length v) size)
+                                    (let loop ([i 0]) (or (>= i size) (and (= (bytevector-u8-ref v i) (mod (quotient i 4096) 251)) (loop (+ i 4096)))))))])
+     (case me
+       [(0) (rmpi-send w 1 big)
+            (rmpi-send-bytes w 1 big 3)]
+       [(1) (expect "rmpi-send" #t (intact? (rmpi-recv w 0)))
+            (let ([in (make-bytevector size 0)])
+              (expect "rmpi-send-bytes' count" size (rmpi-recv-bytes! w 0 in 3))
+              (expect "rmpi-recv-bytes!" #t (intact? in)))]
+       [else (void)])
+     (expect "broadcast" #t (intact? (rmpi-broadcast w 0 (and (= me 0) big))))
+     (let ([out (make-bytevector (* n size) 0)])
+       (rmpi-allgather w big out)
+       (expect "allgather" #t (intact? (let ([b (make-bytevector size)]) (bytevector-copy! out (* (- n 1) size) b 0 size) b)))))
+   (rmpi-barrier w)
+   (say "ok huge")]
+  [("finish-busy")
+   ;; rmpi-finish while other threads are parked in a receive, spin in one,
+   ;; or send: it returns, and each of them ends with an error naming its
+   ;; procedure (not a crash or a hang)
+   (let* ([errs '()] [lock (make-semaphore 1)]
+          [note! (lambda (c) (call-with-semaphore lock (lambda () (set! errs (cons (and (who-condition? c) (condition-who c)) errs)))))]
+          [parked (thread (lambda () (guard (c [#t (note! c)]) (rmpi-recv w (mod (+ me 1) n) 30))))]
+          [spinner (thread (lambda () (guard (c [#t (note! c)]) (let loop () (sync/timeout 0 (rmpi-recv-evt w #f 31)) (loop)))) #:pool 'own)]
+          [sender (thread (lambda () (guard (c [#t (note! c)]) (let loop () (rmpi-send w me 'x 32) (sleep 0) (loop)))) #:pool 'own)])
+     (sleep 0.2)
+     (rmpi-barrier w)
+     (rmpi-finish w)
+     (say "finished")
+     (unless (sync/timeout 10 spinner) (fail "the spinning receiver never ended"))
+     (unless (sync/timeout 10 sender) (fail "the sender never ended"))
+     (expect "the spinner's and the sender's errors" '(rmpi-recv-evt rmpi-send) (list-sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) errs))
+     (say "parked receiver: ~a" (if (sync/timeout 1 parked) (if (memq 'rmpi-recv errs) "raised" "ended") "still parked"))
+     (say "ok finish-busy"))]
+  [("collective-break")
+   ;; a thread of rank 0 waiting in a collective (allreduce, barrier,
+   ;; broadcast, allgather into an fxvector) is broken or killed before
+   ;; rank 1 arrives: the collective still completes, and the next ones
+   ;; match and give the right results
+   (for-each
+     (lambda (how)
+       (for-each
+         (lambda (op)
+           (case me
+             [(0) (let ([t (thread (lambda () (guard (c [(break-condition? c) 'broken]) (op))))])
+                    (sleep 0.1)
+                    (if (eq? how 'break) (break-thread t) (kill-thread t))
+                    (unless (sync/timeout 10 t) (fail "the ~a thread never ended" how))
+                    (rmpi-send w 1 'go 40))]
+             [else (when (= me 1) (expect "go" 'go (rmpi-recv w 0 40)))
+                   (op)])
+           (expect (format "after a ~a: allreduce" how) (* 10 n) (rmpi-allreduce w + 10))
+           (expect (format "after a ~a: general allreduce" how) (* 10 n) (rmpi-allreduce w (lambda (a b) (+ a b)) 10))
+           (expect (format "after a ~a: broadcast" how) 'b (rmpi-broadcast w 1 (and (= me 1) 'b))))
+         (list (lambda () (rmpi-allreduce w + 1))
+               (lambda () (rmpi-barrier w))
+               (lambda () (rmpi-broadcast w 1 (make-bytevector 100000 (if (= me 1) 9 0))))
+               (lambda () (rmpi-allgather w (fxvector 1 2) (make-fxvector (* 2 n) 0))))))
+     '(break kill))
+   (rmpi-barrier w)
+   (say "ok collective-break")]
   [else (fail "unknown scenario ~a" scenario)])

@@ -16,7 +16,8 @@
 ;;; folded in rank order there and broadcast.
 (library (spindle private places mpi-collectives)
   (export rmpi-barrier rmpi-broadcast rmpi-reduce rmpi-allreduce
-          rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split rmpi-partition)
+          rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split rmpi-partition
+          set-collective-spawner!)
   (import (chezscheme)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
@@ -24,11 +25,54 @@
           (spindle private places mpi-world)
           (spindle private places mpi-engine)
           (only (spindle blocking) call-blocking)
+          (only (spindle private core evt-core) make-latch latch-fire!)
+          (only (spindle private core sync) sync)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector? shared-bytes?))
 
+  ;; A collective made of several MPI operations in turn (a size, then the
+  ;; bytes; a reduction's gathering, then its broadcast) runs whole in a
+  ;; helper thread while the caller waits for its outcome: a break, kill or
+  ;; cancellation of the caller between two of them would leave this rank
+  ;; an operation behind the others, whose next collective would then meet
+  ;; the wrong one (a broadcast's bytes landing in another's 8-byte size:
+  ;; heap corruption).  Broken or killed, the caller leaves; the helper
+  ;; finishes, its outcome dropped, and until it has the communicator is
+  ;; busy: every collective on it first waits for that (idle!), so that
+  ;; each rank starts them in one order.  A collective of one MPI request
+  ;; needs no helper: its request completes without its caller.  The
+  ;; helper is a thread of the caller's pool that no custodian of the
+  ;; program's shuts down: (spindle mpi) installs the procedure that starts
+  ;; it (spawn thunk), as it does the engine's progress thread.
+  (define spawn-helper #f)
+  (define (set-collective-spawner! spawn) (set! spawn-helper spawn))
+
+  (define (idle! comm)
+    (let ([l (rmpi-comm-busy comm)]) (when l (sync l))))
+
+  (define (whole comm thunk)
+    (idle! comm)
+    (let* ([outcome #f] [done (make-latch (lambda (l) outcome))])
+      (rmpi-comm-busy-set! comm done)
+      (spawn-helper
+        (lambda ()
+          (set! outcome
+            (call/cc
+              (lambda (k)
+                (with-exception-handler
+                  (lambda (c) (k (cons 'raised c)))
+                  (lambda () (call-with-values thunk (lambda vals (cons 'ok vals))))))))
+          (when (eq? (rmpi-comm-busy comm) done) (rmpi-comm-busy-set! comm #f))
+          (latch-fire! done)))
+      (let ([r (sync done)])
+        (if (eq? (car r) 'ok) (apply values (cdr r)) (raise (cdr r))))))
+
   (define (rmpi-barrier comm)
     (check-comm 'rmpi-barrier comm)
+    (idle! comm)
+    (barrier comm))
+
+  (define (barrier comm)
     (run-request! 'rmpi-barrier '() (lambda (req) (mpi-ibarrier (rmpi-comm-handle comm) req))))
 
   (define (bcast-buffer who comm root buf n)
@@ -40,8 +84,8 @@
       [(comm root v)
        (check-comm 'rmpi-broadcast comm) (check-rank 'rmpi-broadcast comm root)
        (if (shared-vector? v)
-           (broadcast-in-place comm root v)
-           (broadcast-message comm root v))]))
+           (begin (idle! comm) (broadcast-in-place comm root v))
+           (whole comm (lambda () (broadcast-message comm root v))))]))
 
   ;; A shared vector at every rank (each its own, of one length): root's
   ;; contents are copied into the others' memory directly.
@@ -71,9 +115,13 @@
   (define (reduce who comm root op v)
     (let ([mop (typed-op op)])
       (cond
-        [(and mop (or (shared-flvector? v) (shared-fxvector? v))) (reduce-in-place who comm root mop v)]
-        [mop (typed-reduce who comm root mop op v)]
-        [else (general-reduce who comm root op v)])))
+        [(and mop (or (shared-flvector? v) (shared-fxvector? v))) (idle! comm) (reduce-in-place who comm root mop v)]
+        ;; (a sum, min or max is one request, in the caller, unless the
+        ;; kinds disagree: then one broken as it learns that is not
+        ;; finished for it)
+        [(eq? mop 'prod) (whole comm (lambda () (typed-reduce who comm root mop op v)))]
+        [mop (idle! comm) (typed-reduce who comm root mop op v)]
+        [else (whole comm (lambda () (general-reduce who comm root op v)))])))
 
   ;; An operation MPI has (sum, prod, min, max).  The operands' kinds may
   ;; differ between ranks: a rank whose share of the work was empty sums to
@@ -189,7 +237,7 @@
                        (let ([x (if (fx= i me) v (recv-internal comm i))])
                          (loop (fx+ i 1) (if (fx= i 0) x (op acc x))))))
                  (begin (send-message who comm r internal-tag v) (void)))])
-        (if root result (rmpi-broadcast comm r result)))))
+        (if root result (broadcast-message comm r result)))))
 
   (define (rmpi-reduce comm root op v)
     (check-comm 'rmpi-reduce comm) (check-rank 'rmpi-reduce comm root)
@@ -208,12 +256,13 @@
     (case-lambda
       [(comm v)
        (check-comm 'rmpi-allgather comm)
-       (allgather-value comm v)]
+       (whole comm (lambda () (allgather-value comm v)))]
       [(comm v out)
        (check-comm 'rmpi-allgather comm)
        (let ([kind (check-typed 'rmpi-allgather v)] [k (element-count v)])
          (check-typed-like 'rmpi-allgather out kind (fx* k (rmpi-comm-cnt comm)))
          (check-block 'rmpi-allgather k)
+         (idle! comm)
          (let-values ([(src own-src?) (elements->foreign v)] [(dst own-dst?) (destination out)])
            (run-request! 'rmpi-allgather (if own-src? (list src) '())
              (lambda (req)
@@ -308,6 +357,7 @@
            (let ([in (or in (make-elements out n))] [k (fxquotient n cnt)])
              (check-typed-like 'rmpi-alltoall in kind n)
              (check-block 'rmpi-alltoall k)
+             (idle! comm)
              (let-values ([(src own-src?) (elements->foreign out)] [(dst own-dst?) (destination in)])
                (run-request! 'rmpi-alltoall (if own-src? (list src) '())
                  (lambda (req)
@@ -316,7 +366,7 @@
                in)))]
         [(vector? out)
          (when in (assertion-violation 'rmpi-alltoall "a vector of any values takes no destination" in))
-         (alltoall-message 'rmpi-alltoall comm out)]
+         (whole comm (lambda () (alltoall-message 'rmpi-alltoall comm out)))]
         [else (assertion-violation 'rmpi-alltoall "expected a vector, bytevector, fxvector or shared vector" out)])))
 
   ;; A vector of cnt values: each packed, the sizes exchanged, then the bytes.
@@ -361,6 +411,7 @@
       (cond
         [kind
          (check-typed-like who in kind #f)
+         (idle! comm)
          (let-values ([(src own-src?) (elements->foreign out)] [(dst own-dst?) (destination in)])
            (let ([scounts (int-array sc)] [sdispls (int-array sd)] [rcounts (int-array rc)] [rdispls (int-array rd)])
              (run-request! who (append (if own-src? (list src) '()) (list scounts sdispls))
@@ -374,11 +425,11 @@
                (free dst))
              in))]
         [(and (vector? out) (vector? in))
-         (let ([got (alltoall-message who comm
+         (let ([got (whole comm (lambda () (alltoall-message who comm
                       (vector-map (lambda (n d)
                                     (let ([v (make-vector n)])
                                       (do ([i 0 (fx+ i 1)]) ((fx= i n) v) (vector-set! v i (vector-ref out (fx+ d i))))))
-                                  sc sd))])
+                                  sc sd))))])
            (do ([j 0 (fx+ j 1)]) ((fx= j cnt) in)
              (let ([v (vector-ref got j)] [at (vector-ref rd j)])
                (unless (fx= (vector-length v) (vector-ref rc j))
@@ -454,7 +505,10 @@
       (assertion-violation 'rmpi-comm-split "expected a non-negative color or #f" color))
     (unless (and (fixnum? key) (<= (- (+ max-int 1)) key max-int))
       (assertion-violation 'rmpi-comm-split "expected a fixnum key" key))
-    (rmpi-barrier comm)
+    (whole comm (lambda () (split comm color key))))
+
+  (define (split comm color key)
+    (barrier comm)
     (let ([r (call-blocking
                (lambda ()
                  (counted-mpi-call 'finalized
@@ -467,7 +521,7 @@
       (when (fixnum? r) (check-rc 'rmpi-comm-split r))
       r))
 
-    ;; This rank's share of num items: (values start count), the first
+  ;; This rank's share of num items: (values start count), the first
   ;; (mod num cnt) ranks taking one more.
   (define (rmpi-partition comm num)
     (check-comm 'rmpi-partition comm)
