@@ -23,6 +23,7 @@
           (spindle private places mpi-bytes)
           (only (spindle thread) thread thread-dead? current-thread-pool)
           (only (spindle custodian) make-custodian current-custodian)
+          (only (spindle blocking) call-blocking)
           (only (spindle parameter) parameterize))
 
   ;; The engine's progress thread is a spindle thread; every program calls
@@ -37,8 +38,10 @@
       (lambda (loop) (parameterize ([current-custodian progress-custodian]) (thread loop)))
       thread-dead?))
   ;; The helper thread of a collective of several MPI operations, on the
-  ;; caller's pool (its OS thread for a parallel thread), of that custodian.
+  ;; caller's pool (its OS thread for a parallel thread), of that custodian;
+  ;; and call-blocking for MPI_Comm_split.
   (define collective-spawner
     (set-collective-spawner!
-      (lambda (thunk) (parameterize ([current-custodian progress-custodian]) (thread thunk (current-thread-pool))))))
+      (lambda (thunk) (parameterize ([current-custodian progress-custodian]) (thread thunk (current-thread-pool))))
+      call-blocking))
   (define (rmpi-world) (world)))

@@ -24,7 +24,6 @@
           (spindle private places mpi-data)
           (spindle private places mpi-world)
           (spindle private places mpi-engine)
-          (only (spindle blocking) call-blocking)
           (only (spindle private core evt-core) make-latch latch-fire!)
           (only (spindle private core sync) sync)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length
@@ -43,9 +42,14 @@
   ;; needs no helper: its request completes without its caller.  The
   ;; helper is a thread of the caller's pool that no custodian of the
   ;; program's shuts down: (spindle mpi) installs the procedure that starts
-  ;; it (spawn thunk), as it does the engine's progress thread.
+  ;; it (spawn thunk), as it does the engine's progress thread, and
+  ;; call-blocking (the public layer's), which runs a blocking MPI call on
+  ;; a helper OS thread (rmpi-comm-split).
   (define spawn-helper #f)
-  (define (set-collective-spawner! spawn) (set! spawn-helper spawn))
+  (define call-blocking #f)
+  (define (set-collective-spawner! spawn blocking)
+    (set! spawn-helper spawn)
+    (set! call-blocking blocking))
 
   (define (idle! comm)
     (let ([l (rmpi-comm-busy comm)]) (when l (sync l))))

@@ -45,7 +45,9 @@
 
   (define (unpack bv)
     (let* ([n (fx- (bytevector-length bv) 1)] [body (make-bytevector n)])
-      (bytevector-copy! bv 1 body 0 n)
+      ;; (an empty bytevector is Chez's one immutable #vu8(): even a copy
+      ;; of 0 bytes into it raises at optimize-level 2)
+      (unless (fx= n 0) (bytevector-copy! bv 1 body 0 n))
       (decode-message body (eqv? (bytevector-u8-ref bv 0) 1) '() (lambda (fd) #f))))
 
   (define (foreign-copy bv)
