@@ -162,17 +162,13 @@
         (let-values ([(rc text secs) (mpirun 3 60 "odd")])
           (check-run "exit code" rc text 3 "odd")))
 
-      (test "collectives on three communicators from three parallel threads of each rank at once (typed, general, broadcast, allgather, barrier) beside a point-to-point ring; and the receive evt in a choice with alarms 10000 times, two parallel threads racing on a second tag: every message once, in order"
+      (test "collectives on three communicators from three parallel threads of each rank at once (typed, general, broadcast, allgather, barrier) beside a point-to-point ring"
         (let-values ([(rc text secs) (mpirun 3 90 "parallel-collectives" 200 "own")])
-          (check-run "collectives: exit code" rc text 3 "parallel-collectives"))
-        (let-values ([(rc text secs) (mpirun 2 90 "choice-stress" 10000)])
-          (check-run "choice: exit code" rc text 2 "choice-stress")))
+          (check-run "exit code" rc text 3 "parallel-collectives")))
 
-      (test "rmpi-send, rmpi-send-bytes, rmpi-broadcast and rmpi-allgather of 30 MB, intact; rmpi-finish while other threads receive and send: it returns, and they end with errors naming their procedures"
+      (test "rmpi-send, rmpi-send-bytes, rmpi-broadcast and rmpi-allgather of 30 MB, intact"
         (let-values ([(rc text secs) (mpirun 2 90 "huge" 30)])
-          (check-run "huge: exit code" rc text 2 "huge"))
-        (let-values ([(rc text secs) (mpirun 2 60 "finish-busy")])
-          (check-run "finish: exit code" rc text 2 "finish-busy")))
+          (check-run "exit code" rc text 2 "huge")))
 
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
