@@ -136,6 +136,47 @@
                   (check-equal "collectives on one host: exit code" 0 rc)
                   (check-ok 5 text "collectives"))))))
 
+      (test "two threads of each rank split two different communicators at once, 20 times, in opposite orders at even and odd ranks: no deadlock (the blocking MPI_Comm_split runs on a helper OS thread, not under the engine lock); 2 and 4 ranks"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "split-threads" 20)])
+              (check-run (format "~a ranks: exit code" np) rc text np "split-threads")))
+          '(2 4)))
+
+      (test "reductions whose operands are fixnums at some ranks and flonums (or ratnums, vectors of exact 0s, fxvectors) at others, and sums past the fixnums: the general path's result at every rank, not garbage or a hang; 1 to 3 ranks"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "mixed-reduce")])
+              (check-run (format "~a ranks: exit code" np) rc text np "mixed-reduce")))
+          '(1 2 3)))
+
+      (test "in-place messages from a parallel thread started after the main thread used MPI (its OS thread inherits the main thread's thread parameters) while the main thread ping-pongs: 20000 each way, in order, intact (they shared scratch memory: wrong bytes)"
+        (let-values ([(rc text secs) (mpirun 2 60 "scratch-threads" 20000 "bytes")])
+          (check-run "exit code" rc text 2 "scratch-threads")))
+
+      (test "a rank's first wait is a thread's under a custodian then shut down: another thread parked on a receive meanwhile still gets its message (the progress thread is not the custodian's), and the killed thread's message is the next receive's"
+        (let-values ([(rc text secs) (mpirun 2 60 "custodian")])
+          (check-run "exit code" rc text 2 "custodian")))
+
+      (test "a thread waiting in a collective (allreduce, barrier, broadcast of a packed bytevector: a size then the bytes, typed allgather) is broken or killed before the other ranks arrive: the collective completes, later ones match and give the right results (a broken broadcast left the rank one operation behind: heap corruption); 2 and 3 ranks"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "collective-break")])
+              (check-run (format "~a ranks: exit code" np) rc text np "collective-break")))
+          '(2 3)))
+
+      (test "odd but legal arguments: empty messages, vectors and ranges, the largest user tag, messages to self (large ones too), a communicator of one rank, partitions of 0 and 10^20 items, any-source receives from every rank in per-source order; 3 ranks"
+        (let-values ([(rc text secs) (mpirun 3 60 "odd")])
+          (check-run "exit code" rc text 3 "odd")))
+
+      (test "collectives on three communicators from three parallel threads of each rank at once (typed, general, broadcast, allgather, barrier) beside a point-to-point ring"
+        (let-values ([(rc text secs) (mpirun 3 90 "parallel-collectives" 200 "own")])
+          (check-run "exit code" rc text 3 "parallel-collectives")))
+
+      (test "rmpi-send, rmpi-send-bytes, rmpi-broadcast and rmpi-allgather of 30 MB, intact"
+        (let-values ([(rc text secs) (mpirun 2 90 "huge" 30)])
+          (check-run "exit code" rc text 2 "huge")))
+
       (test "a thread parked on a receive while another thread counts; an idle receive does not spin"
         (let-values ([(rc text secs) (mpirun 2 60 "parked")])
           (check-run "exit code" rc text 2 "parked")))

@@ -21,9 +21,27 @@
           (spindle private places mpi-engine)
           (spindle private places mpi-collectives)
           (spindle private places mpi-bytes)
-          (only (spindle thread) thread thread-dead?))
+          (only (spindle thread) thread thread-dead? current-thread-pool)
+          (only (spindle custodian) make-custodian current-custodian)
+          (only (spindle blocking) call-blocking)
+          (only (spindle parameter) parameterize))
 
   ;; The engine's progress thread is a spindle thread; every program calls
-  ;; rmpi-world first, which invokes this library and so installs it.
-  (define installed (set-progress-spawner! (lambda (loop) (thread loop)) thread-dead?))
+  ;; rmpi-world first, which invokes this library and so installs it.  It
+  ;; serves every thread of the rank, so it belongs to a custodian of its
+  ;; own (made as this library is invoked), not to the custodian of the
+  ;; thread whose wait starts it: shutting that one down (as a task scope
+  ;; does as it ends) would kill it under the other threads' waits.
+  (define progress-custodian (make-custodian))
+  (define installed
+    (set-progress-spawner!
+      (lambda (loop) (parameterize ([current-custodian progress-custodian]) (thread loop)))
+      thread-dead?))
+  ;; The helper thread of a collective of several MPI operations, on the
+  ;; caller's pool (its OS thread for a parallel thread), of that custodian;
+  ;; and call-blocking for MPI_Comm_split.
+  (define collective-spawner
+    (set-collective-spawner!
+      (lambda (thunk) (parameterize ([current-custodian progress-custodian]) (thread thunk (current-thread-pool))))
+      call-blocking))
   (define (rmpi-world) (world)))

@@ -683,4 +683,399 @@
      (place-wait p))
    (expect "messages still flow" (- n 1) (rmpi-allreduce w max me))
    (say "ok places")]
+  [("split-threads")
+   ;; `split-threads ROUNDS`: two threads of each rank split two different
+   ;; communicators (each of every rank) at once, in opposite orders at
+   ;; even and odd ranks, then use the new communicators: no deadlock
+   (let* ([rounds (string->number (cadr args))]
+          [c1 (rmpi-comm-split w 0 me)] [c2 (rmpi-comm-split w 1 (- n me))]
+          [work (lambda (c k)
+                  (lambda ()
+                    (do ([i 0 (+ i 1)]) ((= i rounds))
+                      (let ([s (rmpi-comm-split c (mod (+ i (rmpi-id c)) 2) (rmpi-id c))])
+                        (rmpi-barrier s)
+                        (expect "an allreduce on the new communicator" (rmpi-cnt s) (rmpi-allreduce s + 1))
+                        (expect "a general allreduce on it" (rmpi-cnt s) (rmpi-allreduce s (lambda (a b) (+ a b)) 1))))))]
+          [ts (if (even? me)
+                  (let ([a (thread (work c1 1))]) (list a (thread (work c2 2))))
+                  (let ([b (thread (work c2 2))]) (list (thread (work c1 1)) b)))])
+     (for-each (lambda (t) (unless (sync/timeout 30 t) (fail "a splitting thread never ended"))) ts)
+     (rmpi-barrier w)
+     (say "ok split-threads"))]
+  [("mixed-reduce")
+   ;; reductions whose operands are fixnums at some ranks and flonums at
+   ;; others (a rank whose share of the work is empty sums to exact 0, or
+   ;; keeps a vector of exact 0s), or need the general path at some ranks
+   ;; only (a ratnum, a bignum result): the result of the general path (a
+   ;; fold in rank order; element by element for vectors), at every rank
+   (let* ([local (lambda (r)
+                   (let-values ([(start count) (let ([q (quotient (- n 1) n)] [m (mod (- n 1) n)])
+                                                 (values (+ (* r q) (min r m)) (+ q (if (< r m) 1 0))))])
+                     (let loop ([i 0] [s 0]) (if (= i count) s (loop (+ i 1) (+ s (* 1.5 (+ start i 1))))))))]
+          [fold (lambda (op f) (let loop ([r 1] [acc (f 0)]) (if (= r n) acc (loop (+ r 1) (op acc (f r))))))]
+          [vfold (lambda (op f) (fold (lambda (a b) (vector-map op a b)) f))])
+     (let-values ([(start count) (rmpi-partition w (- n 1))])
+       (expect "rmpi-partition agrees" (local me)
+         (let loop ([i 0] [s 0]) (if (= i count) s (loop (+ i 1) (+ s (* 1.5 (+ start i 1))))))))
+     (expect "allreduce sum of 0 and flonums" (fold + local) (rmpi-allreduce w + (local me)))
+     (expect "allreduce 'sum" (fold + local) (rmpi-allreduce w 'sum (local me)))
+     (expect "allreduce max" (fold max local) (rmpi-allreduce w max (local me)))
+     (expect "allreduce min" (fold min local) (rmpi-allreduce w min (local me)))
+     (expect "reduce sum to the last rank" (if (= me (- n 1)) (fold + local) (void)) (rmpi-reduce w (- n 1) + (local me)))
+     (expect "reduce min to rank 0" (if (= me 0) (fold min local) (void)) (rmpi-reduce w 0 'min (local me)))
+     (let ([f (lambda (r) (if (= r 0) 1 2.0))])
+       (expect "allreduce prod of 1 and 2.0" (fold * f) (rmpi-allreduce w * (f me))))
+     (let ([f (lambda (r) (if (= r (- n 1)) 1/2 r))])
+       (expect "allreduce sum with a ratnum at one rank" (fold + f) (rmpi-allreduce w + (f me)))
+       (expect "reduce max with a ratnum at one rank" (if (= me 0) (fold max f) (void)) (rmpi-reduce w 0 max (f me))))
+     (let ([f (lambda (r) (most-positive-fixnum))])
+       (expect "allreduce sum past the fixnums" (fold + f) (rmpi-allreduce w + (f me))))
+     (let ([f (lambda (r) (if (= r 0) (make-vector 3 0) (vector (* r 1.0) 2.5 -1.0)))])
+       (expect "allreduce sum of vectors, exact 0s at one rank" (vfold + f) (rmpi-allreduce w + (f me)))
+       (expect "allreduce max of vectors, exact 0s at one rank" (vfold max f) (rmpi-allreduce w max (f me))))
+     (let ([f (lambda (r) (if (= r 0) (vector 1 2 3) (vector 0.5 1.5 2.5)))])
+       (expect "allreduce sum of fxvector and flonum vectors"
+         (if (= n 1) (fxvector 1 2 3) (vfold + (lambda (r) (if (= r 0) (vector 1 2 3) (f r)))))
+         (rmpi-allreduce w + (if (= me 0) (fxvector 1 2 3) (f me)))))
+     (expect "allreduce of empty vectors" '#() (rmpi-allreduce w + '#()))
+     (expect "allreduce of empty fxvectors" (fxvector) (rmpi-allreduce w + (fxvector)))
+     (expect "and the usual typed sum" (fxvector n) (rmpi-allreduce w + (fxvector 1))))
+   (rmpi-barrier w)
+   (say "ok mixed-reduce")]
+  [("recv-break")
+   ;; (not in tests/test-mpi.ss: with `own` it fails, as scratch-threads
+   ;; recv does)
+   ;; `recv-break ROUNDS [own]`: as bytes-break, for rmpi-recv: each round a
+   ;; thread of rank 1 (a parallel thread on its own OS thread with `own`) receives one message (small, over 4 KiB, or a
+   ;; bytevector over 64 KiB, in turn) and is broken 0 to ~80 us after
+   ;; rank 0 was asked to send it: the message is received exactly once,
+   ;; by the thread or else by the next receive
+   (let* ([rounds (string->number (cadr args))] [own? (and (pair? (cddr args)) (equal? (caddr args) "own"))]
+          [make (lambda (i) (case (mod i 3)
+                              [(0) (list i 'small)]
+                              [(1) (list i (make-string 3000 #\m))]
+                              [else (let ([b (make-bytevector 70000 (mod i 251))]) (bytevector-s64-native-set! b 0 i) b)]))]
+          [index (lambda (v) (if (bytevector? v) (bytevector-s64-native-ref v 0) (car v)))]
+          [spin-us (lambda (us yield?)
+                     (let ([end (+ (current-inexact-monotonic-milliseconds) (/ us 1000.))])
+                       (let loop () (when (< (current-inexact-monotonic-milliseconds) end) (when yield? (sleep 0)) (loop)))))])
+     (case me
+       [(0) (do ([i 0 (+ i 1)]) ((= i rounds))
+              (expect "go" i (rmpi-recv w 1))
+              (rmpi-send w 1 (make i) 7))]
+       [(1) (let ([delivered 0] [broken 0])
+              (do ([i 0 (+ i 1)]) ((= i rounds))
+                (let* ([got #f] [started (box #f)]
+                       [body (lambda () (guard (c [(break-condition? c) (set! got 'broken)])
+                                          (set-box! started #t)
+                                          (let ([v (rmpi-recv w 0 7)]) (set! got v))))]
+                       [t (if own? (thread body #:pool 'own) (thread body))])
+                  (let wait () (unless (unbox started) (sleep 0) (wait)))
+                  (rmpi-send w 0 i)
+                  (spin-us (mod (* i 37) 80) (odd? (quotient i 2)))
+                  (break-thread t)
+                  (unless (sync/timeout 10 t) (fail "round ~a: the broken receiver never ended" i))
+                  (cond
+                    [(eq? got 'broken)
+                     (set! broken (+ broken 1))
+                     (let ([v (sync/timeout 10 (rmpi-recv-evt w 0 7))])
+                       (unless v (fail "round ~a: the message was lost (the thread was broken, the next receive got nothing)" i))
+                       (expect (format "round ~a: the next receive gets the message" i) i (index v)))]
+                    [else
+                     (set! delivered (+ delivered 1))
+                     (expect (format "round ~a: the thread's message" i) i (index got))])))
+              (say "~a delivered to the thread, ~a broken first" delivered broken)
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0 7))))])
+     (rmpi-barrier w)
+     (say "ok recv-break"))]
+  [("scratch-threads")
+   ;; (`recv` is not in tests/test-mpi.ss: it fails until mpi-engine's
+   ;; thread-area and thread-send-buffer are believed only on the OS thread
+   ;; that made them, as mpi-bytes' scratch is)
+   ;; `scratch-threads COUNT recv|bytes`: rank 1's main thread receives
+   ;; and sends first (its OS thread gets its MPI scratch memory), then
+   ;; starts a parallel thread (own OS thread) that receives a stream of
+   ;; COUNT messages from rank 0 while the main thread ping-pongs COUNT
+   ;; messages with rank 0 on other tags: with rmpi-send/rmpi-recv, or
+   ;; rmpi-send-bytes/rmpi-recv-bytes!.  Every message arrives once, in
+   ;; order (an OS thread started later must not share the main thread's
+   ;; scratch memory: Chez's thread parameters are inherited)
+   (let* ([count (string->number (cadr args))] [bytes? (equal? (caddr args) "bytes")]
+          [send (lambda (dest i tag)
+                  (if bytes?
+                      (let ([b (make-bytevector 8)]) (bytevector-s64-native-set! b 0 i) (rmpi-send-bytes w dest b tag))
+                      (rmpi-send w dest i tag)))]
+          [recv (lambda (src tag)
+                  (if bytes?
+                      (let ([buf (make-bytevector 8)])
+                        (rmpi-recv-bytes! w src buf tag)
+                        (bytevector-s64-native-ref buf 0))
+                      (rmpi-recv w src tag)))])
+     (case me
+       [(0) (expect "hello" -1 (recv 1 5))
+            (send 1 -2 5)
+            (let ([a (thread (lambda () (do ([i 0 (+ i 1)]) ((= i count)) (send 1 i 7))) #:pool 'own)])
+              (do ([i 0 (+ i 1)]) ((= i count)) (send 1 (recv 1 8) 9))
+              (thread-wait a))]
+       [(1) (send 0 -1 5)
+            (expect "hello back" -2 (recv 0 5))
+            (let* ([bad #f]
+                   [t (thread (lambda ()
+                                (guard (c [#t (set! bad (if (message-condition? c) (condition-message c) c))])
+                                  (do ([i 0 (+ i 1)]) ((= i count))
+                                    (let ([v (recv 0 7)]) (unless (eqv? v i) (set! bad (list 'expected i 'got v)))))))
+                              #:pool 'own)])
+              (do ([i 0 (+ i 1)]) ((= i count))
+                (send 0 i 8)
+                (expect "the ping-pong's answer" i (recv 0 9)))
+              (unless (sync/timeout 30 t) (fail "the parallel receiver never ended"))
+              (expect "the parallel thread's stream, in order and complete" #f bad))])
+     (rmpi-barrier w)
+     (say "ok scratch-threads"))]
+  [("custodian")
+   ;; rank 1's first wait is a thread's under a custodian that is then shut
+   ;; down (as a task scope's is when it ends); a thread of the root
+   ;; custodian parked on a receive meanwhile still gets its message, and
+   ;; the killed thread's message is the next receive's
+   (case me
+     [(0) (expect "go" 'go (rmpi-recv w 1))
+          (rmpi-send w 1 'for-the-killed 3)
+          (rmpi-send w 1 'for-the-parked 4)]
+     [(1) (let* ([c (make-custodian)]
+                 [t1 (parameterize ([current-custodian c]) (thread (lambda () (rmpi-recv w 0 3))))])
+            (sleep 0.1)
+            (let* ([got #f] [t2 (thread (lambda () (set! got (rmpi-recv w 0 4))))])
+              (sleep 0.1)
+              (custodian-shutdown-all c)
+              (unless (thread-dead? t1) (fail "the custodian's thread lives"))
+              (rmpi-send w 0 'go)
+              (unless (sync/timeout 10 t2) (fail "the parked receive never got its message"))
+              (expect "the parked receive's message" 'for-the-parked got)
+              (expect "the killed thread's message" 'for-the-killed (sync/timeout 10 (rmpi-recv-evt w 0 3)))))])
+   (rmpi-barrier w)
+   (say "ok custodian")]
+  [("odd")
+   ;; every procedure with odd but legal arguments: empty messages and
+   ;; vectors, the largest user tag, messages to self, a communicator of one
+   ;; rank, partitions of 0 items, any-source receives from every rank
+   (let ([top 32766] [right (mod (+ me 1) n)] [left (mod (- me 1) n)])
+     ;; empty messages, to the next rank and to self
+     (for-each
+       (lambda (v)
+         (rmpi-send w right v top)
+         (expect (format "~s to the next rank" v) v (rmpi-recv w left top))
+         (rmpi-send w me v 0)
+         (expect (format "~s to self" v) v (rmpi-recv w me 0)))
+       (list (bytevector) "" '() '#() 0 #f (void)))
+     ;; a large message to self, and immutable
+     (let ([big (make-bytevector 300000 7)])
+       (rmpi-send w me big 9)
+       (rmpi-send w me (bytevector->immutable-bytevector big) 9)
+       (expect "a large message to self" #t (equal? big (rmpi-recv w me 9)))
+       (expect "an immutable large message to self" #t (equal? big (rmpi-recv w me 9))))
+     ;; in place: 0 bytes, to self and around the ring; the largest tag
+     (rmpi-send-bytes w me (bytevector) top)
+     (expect "an empty in-place message to self" 0 (rmpi-recv-bytes! w me (make-bytevector 0) top))
+     (rmpi-send-bytes w right (make-bytevector 10 1) 3 4 4)
+     (expect "an empty range around the ring" 0 (rmpi-recv-bytes! w left (make-bytevector 4) 3 2 2))
+     ;; (a large one waits for its receive, as MPI_Send does: the receive
+     ;; comes from another thread)
+     (let* ([b (make-bytevector 5000 3)] [in (make-bytevector 5000)]
+            [t (thread (lambda () (rmpi-recv-bytes! w me in top)) #:keep 'results)])
+       (rmpi-send-bytes w me b top)
+       (expect "a large in-place message to self" 5000 (thread-wait t))
+       (expect "its bytes" b in))
+     ;; collectives of nothing
+     (expect "broadcast of an empty bytevector" (bytevector) (rmpi-broadcast w 0 (bytevector)))
+     (expect "broadcast of '()" '() (rmpi-broadcast w (- n 1) '()))
+     (expect "allgather of empty bytevectors" (bytevector) (rmpi-allgather w (bytevector) (bytevector)))
+     (expect "alltoall of an empty bytevector" (bytevector) (rmpi-alltoall w (bytevector)))
+     (expect "alltoall of an empty fxvector" (fxvector) (rmpi-alltoall w (fxvector)))
+     (expect "alltoallv of nothing" (fxvector)
+       (rmpi-alltoallv w (fxvector) (make-fxvector n 0) (make-fxvector n 0) (fxvector) (make-fxvector n 0) (make-fxvector n 0)))
+     (expect "alltoallv of no values" '#()
+       (rmpi-alltoallv w '#() (make-vector n 0) (make-vector n 0) (make-vector 0) (make-vector n 0) (make-vector n 0)))
+     (expect "alltoall of empty values" (make-vector n '()) (rmpi-alltoall w (make-vector n '())))
+     (expect "allreduce of a string" (apply string-append (map (lambda (r) (make-string r #\a)) (iota n)))
+       (rmpi-allreduce w string-append (make-string me #\a)))
+     (let-values ([(start count) (rmpi-partition w 0)])
+       (expect "a partition of 0 items" '(0 0) (list start count)))
+     (let-values ([(start count) (rmpi-partition w (expt 10 20))])
+       (expect "a partition of 10^20 items: its share" (+ (quotient (expt 10 20) n) (if (< me (mod (expt 10 20) n)) 1 0)) count))
+     ;; any-source receives from every rank, each source's messages in order
+     (do ([r 0 (+ r 1)]) ((= r n)) (do ([i 0 (+ i 1)]) ((= i 50)) (rmpi-send w r (list me i) 11)))
+     (let ([next (make-vector n 0)])
+       (do ([k 0 (+ k 1)]) ((= k (* 50 n)))
+         (let ([m (rmpi-recv w #f 11)])
+           (expect "per-source order" (vector-ref next (car m)) (cadr m))
+           (vector-set! next (car m) (+ 1 (cadr m)))))
+       (expect "every message" (make-vector n 50) next))
+     ;; a communicator of one rank
+     (let ([one (rmpi-comm-split w me 0)])
+       (expect "alone" '(0 1) (list (rmpi-id one) (rmpi-cnt one)))
+       (rmpi-barrier one)
+       (rmpi-send one 0 'self 5)
+       (expect "a message to self on it" 'self (rmpi-recv one 0 5))
+       (expect "broadcast" 'x (rmpi-broadcast one 0 'x))
+       (expect "allreduce" 3 (rmpi-allreduce one + 3))
+       (expect "general allreduce" "s" (rmpi-allreduce one string-append "s"))
+       (expect "reduce" 2.5 (rmpi-reduce one 0 max 2.5))
+       (expect "allgather" (vector me) (rmpi-allgather one me))
+       (expect "alltoall" (vector 'y) (rmpi-alltoall one (vector 'y)))
+       (expect "alltoall of bytes" (bytevector 1 2) (rmpi-alltoall one (bytevector 1 2)))
+       (let-values ([(start count) (rmpi-partition one 0)]) (expect "partition of 0" '(0 0) (list start count)))
+       (let-values ([(start count) (rmpi-partition one 7)]) (expect "partition of 7" '(0 7) (list start count)))
+       (expect "a split of one rank that joins nothing" #f (rmpi-comm-split one #f 0))
+       (let ([again (rmpi-comm-split one 0 5)])
+         (expect "a split of a split" 1 (rmpi-cnt again))
+         (expect "and it works" 'z (rmpi-broadcast again 0 'z))))
+     (expect "every rank joins nothing" #f (rmpi-comm-split w #f me))
+     ;; keys order the new ranks: reversed
+     (let ([rev (rmpi-comm-split w 0 (- me))])
+       (expect "reversed ranks" (- n 1 me) (rmpi-id rev))))
+   (rmpi-barrier w)
+   (say "ok odd")]
+  [("parallel-collectives")
+   ;; `parallel-collectives ROUNDS [own]`: three threads of each rank (parallel threads on OS threads of
+   ;; their own with `own`) each run ROUNDS collectives on a communicator of
+   ;; their own (all made by splits of the world), typed and general,
+   ;; at once; and a fourth thread streams point-to-point messages
+   (let* ([rounds (string->number (cadr args))] [own? (and (pair? (cddr args)) (equal? (caddr args) "own"))]
+          [comms (map (lambda (k) (rmpi-comm-split w 0 (if (even? k) me (- me)))) '(0 1 2))]
+          [bad #f] [lock (make-semaphore 1)]
+          [note! (lambda (what) (call-with-semaphore lock (lambda () (unless bad (set! bad what)))))]
+          [spawn (lambda (f) (if own? (thread f #:pool 'own) (thread f)))]
+          [ts (map (lambda (c k)
+                     (spawn
+                       (lambda ()
+                         (guard (e [#t (note! (if (message-condition? e) (condition-message e) e))])
+                           (let ([id (rmpi-id c)] [cnt (rmpi-cnt c)])
+                             (do ([i 0 (+ i 1)]) ((= i rounds))
+                               (case (mod (+ i k) 5)
+                                 [(0) (unless (= (rmpi-allreduce c + (+ i id)) (+ (* cnt i) (/ (* cnt (- cnt 1)) 2)))
+                                        (note! (list 'sum k i)))]
+                                 [(1) (unless (equal? (rmpi-allreduce c (lambda (a b) (string-append a b)) (number->string id))
+                                                      (apply string-append (map number->string (iota cnt))))
+                                        (note! (list 'general k i)))]
+                                 [(2) (unless (equal? (rmpi-broadcast c (mod i cnt) (and (= id (mod i cnt)) (list k i))) (list k i))
+                                        (note! (list 'broadcast k i)))]
+                                 [(3) (unless (equal? (rmpi-allgather c (list k id)) (list->vector (map (lambda (r) (list k r)) (iota cnt))))
+                                        (note! (list 'allgather k i)))]
+                                 [else (rmpi-barrier c)])))))))
+                   comms '(0 1 2))]
+          [p2p (spawn (lambda ()
+                        (let ([right (mod (+ me 1) n)] [left (mod (- me 1) n)])
+                          (do ([i 0 (+ i 1)]) ((= i (* 5 rounds)))
+                            (rmpi-send w right i 21)
+                            (unless (eqv? i (rmpi-recv w left 21)) (note! (list 'p2p i)))))))])
+     (for-each (lambda (t) (unless (sync/timeout 60 t) (fail "a thread never ended"))) (cons p2p ts))
+     (expect "every collective's result" #f bad)
+     (rmpi-barrier w)
+     (say "ok parallel-collectives"))]
+  [("choice-stress")
+   ;; (not in tests/test-mpi.ss: fails under load until mpi-engine's
+   ;; progress thread serves a waiter from `early` before MPI)
+   ;; `choice-stress COUNT` (even): rank 1 takes COUNT messages from rank 0 each through sync on
+   ;; a choice of the receive evt and an alarm due at once or soon (often
+   ;; the alarm wins; the message then waits): every message exactly once,
+   ;; in order; two threads do the same on a second tag, racing
+   (let ([count (string->number (cadr args))])
+     (case me
+       [(0) (let ([t (thread (lambda () (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 i 2) (when (= 0 (mod i 7)) (sleep 0)))))])
+              (do ([i 0 (+ i 1)]) ((= i count)) (rmpi-send w 1 i 1) (when (= 0 (mod i 5)) (sleep 0)))
+              (thread-wait t))]
+       [(1) (let* ([alarms 0]
+                   [take (lambda (tag)
+                           (let loop ()
+                             (let ([v (sync (choice-evt (rmpi-recv-evt w 0 tag)
+                                                        (wrap-evt (alarm-evt (+ (current-inexact-milliseconds) (if (= 0 (random 3)) 0 0.05)))
+                                                                  (lambda (_) 'alarm))))])
+                               (if (eq? v 'alarm) (begin (set! alarms (+ alarms 1)) (loop)) v))))]
+                   [seen (make-vector count 0)]
+                   [ts (map (lambda (k)
+                              (thread (lambda ()
+                                        (let loop ([last -1] [k 0])
+                                          (when (< k (quotient count 2))
+                                            (let ([v (take 2)])
+                                              (unless (> v last) (fail "tag 2: ~a after ~a in one thread" v last))
+                                              (vector-set! seen v (+ 1 (vector-ref seen v)))
+                                              (loop v (+ k 1))))))
+                                      #:pool 'own))
+                            '(0 1))])
+              (do ([i 0 (+ i 1)]) ((= i count)) (expect "tag 1 in order" i (take 1)))
+              (for-each (lambda (t) (unless (sync/timeout 60 t) (fail "a racing receiver never ended"))) ts)
+              (expect "tag 2: every message once" (make-vector count 1) seen)
+              (say "the alarm won ~a times" alarms)
+              (expect "no message left" #f (sync/timeout 0.3 (rmpi-recv-evt w 0 1))))])
+     (rmpi-barrier w)
+     (say "ok choice-stress"))]
+  [("huge")
+   ;; `huge MB`: a bytevector of MB megabytes through rmpi-send, rmpi-send-bytes,
+   ;; rmpi-broadcast and rmpi-allgather, intact
+   (let* ([size (* (string->number (cadr args)) 1000000)]
+          [big (let ([b (make-bytevector size)]) (do ([i 0 (+ i 4096)]) ((>= i size) b) (bytevector-u8-set! b i (mod (quotient i 4096) 251))))]
+          [intact? (lambda (v) (and (bytevector? v) (= (bytevector-length v) size)
+                                    (let loop ([i 0]) (or (>= i size) (and (= (bytevector-u8-ref v i) (mod (quotient i 4096) 251)) (loop (+ i 4096)))))))])
+     (case me
+       [(0) (rmpi-send w 1 big)
+            (rmpi-send-bytes w 1 big 3)]
+       [(1) (expect "rmpi-send" #t (intact? (rmpi-recv w 0)))
+            (let ([in (make-bytevector size 0)])
+              (expect "rmpi-send-bytes' count" size (rmpi-recv-bytes! w 0 in 3))
+              (expect "rmpi-recv-bytes!" #t (intact? in)))]
+       [else (void)])
+     (expect "broadcast" #t (intact? (rmpi-broadcast w 0 (and (= me 0) big))))
+     (let ([out (make-bytevector (* n size) 0)])
+       (rmpi-allgather w big out)
+       (expect "allgather" #t (intact? (let ([b (make-bytevector size)]) (bytevector-copy! out (* (- n 1) size) b 0 size) b)))))
+   (rmpi-barrier w)
+   (say "ok huge")]
+  [("finish-busy")
+   ;; (not in tests/test-mpi.ss: until mpi-engine's receive evt checks for
+   ;; rmpi-finish under its lock, a sync racing it calls MPI_Improbe after
+   ;; MPI_Finalize, which aborts the job)
+   ;; rmpi-finish while other threads are parked in a receive, spin in one,
+   ;; or send: it returns, and each of them ends with an error naming its
+   ;; procedure (not a crash or a hang)
+   (let* ([errs '()] [lock (make-semaphore 1)]
+          [note! (lambda (c) (call-with-semaphore lock (lambda () (set! errs (cons (and (who-condition? c) (condition-who c)) errs)))))]
+          [parked (thread (lambda () (guard (c [#t (note! c)]) (rmpi-recv w (mod (+ me 1) n) 30))))]
+          [spinner (thread (lambda () (guard (c [#t (note! c)]) (let loop () (sync/timeout 0 (rmpi-recv-evt w #f 31)) (loop)))) #:pool 'own)]
+          [sender (thread (lambda () (guard (c [#t (note! c)]) (let loop () (rmpi-send w me 'x 32) (sleep 0) (loop)))) #:pool 'own)])
+     (sleep 0.2)
+     (rmpi-barrier w)
+     (rmpi-finish w)
+     (say "finished")
+     (unless (sync/timeout 10 spinner) (fail "the spinning receiver never ended"))
+     (unless (sync/timeout 10 sender) (fail "the sender never ended"))
+     (expect "the spinner's and the sender's errors" '(rmpi-recv-evt rmpi-send) (list-sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) errs))
+     (say "parked receiver: ~a" (if (sync/timeout 1 parked) (if (memq 'rmpi-recv errs) "raised" "ended") "still parked"))
+     (say "ok finish-busy"))]
+  [("collective-break")
+   ;; a thread of rank 0 waiting in a collective (allreduce, barrier,
+   ;; broadcast, allgather into an fxvector) is broken or killed before
+   ;; rank 1 arrives: the collective still completes, and the next ones
+   ;; match and give the right results
+   (for-each
+     (lambda (how)
+       (for-each
+         (lambda (op)
+           (case me
+             [(0) (let ([t (thread (lambda () (guard (c [(break-condition? c) 'broken]) (op))))])
+                    (sleep 0.1)
+                    (if (eq? how 'break) (break-thread t) (kill-thread t))
+                    (unless (sync/timeout 10 t) (fail "the ~a thread never ended" how))
+                    (rmpi-send w 1 'go 40))]
+             [else (when (= me 1) (expect "go" 'go (rmpi-recv w 0 40)))
+                   (op)])
+           (expect (format "after a ~a: allreduce" how) (* 10 n) (rmpi-allreduce w + 10))
+           (expect (format "after a ~a: general allreduce" how) (* 10 n) (rmpi-allreduce w (lambda (a b) (+ a b)) 10))
+           (expect (format "after a ~a: broadcast" how) 'b (rmpi-broadcast w 1 (and (= me 1) 'b))))
+         (list (lambda () (rmpi-allreduce w + 1))
+               (lambda () (rmpi-barrier w))
+               (lambda () (rmpi-broadcast w 1 (make-bytevector 100000 (if (= me 1) 9 0))))
+               (lambda () (rmpi-allgather w (fxvector 1 2) (make-fxvector (* 2 n) 0))))))
+     '(break kill))
+   (rmpi-barrier w)
+   (say "ok collective-break")]
   [else (fail "unknown scenario ~a" scenario)])

@@ -170,8 +170,16 @@
   (define scratch-size (fx+ 64 header-size))
   (define locked-sc #f)
   (define (locked-scratch) (or locked-sc (begin (set! locked-sc (malloc scratch-size)) locked-sc)))
-  (define thread-sc (make-thread-parameter #f))   ; one per OS thread, never freed
-  (define (thread-scratch) (or (thread-sc) (let ([sc (malloc scratch-size)]) (thread-sc sc) sc)))
+  ;; One per OS thread, never freed: (OS thread id . address).  A thread
+  ;; parameter's value is inherited by the OS threads fork-thread makes
+  ;; (a parallel thread's, a pool's workers), so it is believed only on the
+  ;; OS thread that made it: else two OS threads would share the memory.
+  (define thread-sc (make-thread-parameter #f))
+  (define (thread-scratch)
+    (let ([p (thread-sc)] [id (get-thread-id)])
+      (if (and p (fx= (car p) id))
+          (cdr p)
+          (let ([sc (malloc scratch-size)]) (thread-sc (cons id sc)) sc))))
 
 
   ;; ------------------------------------------------------------ results
@@ -220,9 +228,10 @@
         (list (vector comm (mpi-status-source st) tag
                       (if (fixnum? r)
                           (let ([b (make-bytevector r)])
-                            (if (bytevector? buf)
-                                (bytevector-copy! buf start b 0 r)
-                                (foreign->bytevector! (+ (shared-vector-address buf) start) b 0 r))
+                            (cond
+                              [(fx= r 0)]     ; see copy-bytes!
+                              [(bytevector? buf) (bytevector-copy! buf start b 0 r)]
+                              [else (foreign->bytevector! (+ (shared-vector-address buf) start) b 0 r)])
                             b)
                           r))))))
 
@@ -240,7 +249,7 @@
              [(fx> (bytevector-length p) n) (cons* 'too-small (bytevector-length p) n)]
              [else
               (if (bytevector? buf)
-                  (bytevector-copy! p 0 buf start (bytevector-length p))
+                  (copy-bytes! p buf start (bytevector-length p))
                   (bytevector->foreign! p 0 (+ (shared-vector-address buf) start) (bytevector-length p)))
               (bytevector-length p)]))]
         [else (loop (cdr l) l)])))
@@ -516,6 +525,12 @@
                 (bounced (recv! comm src tag b 0 min-range) b buf start n))
               (recv! comm src tag buf start n))))))
 
+  ;; r bytes of `from` into bytevector buf from start.  No copy of 0 bytes:
+  ;; an empty bytevector (make-bytevector 0 gives one) is Chez's one
+  ;; immutable #vu8(), which bytevector-copy! refuses at optimize-level 2.
+  (define (copy-bytes! from buf start r)
+    (unless (fx= r 0) (bytevector-copy! from 0 buf start r)))
+
   ;; Result r of a receive into bounce buffer b, for buf's range of n
   ;; bytes from start (n < min-range): the bytes copied there.
   (define (bounced r b buf start n)
@@ -523,7 +538,7 @@
       [(fixnum? r)
        (cond
          [(fx> r n) (cons* 'too-small r n)]
-         [(bytevector? buf) (bytevector-copy! b 0 buf start r) r]
+         [(bytevector? buf) (copy-bytes! b buf start r) r]
          [else (bytevector->foreign! b 0 (+ (shared-vector-address buf) start) r) r])]
       [(eq? (car r) 'too-small) (cons* 'too-small (cadr r) n)]
       [else r]))

@@ -16,18 +16,67 @@
 ;;; folded in rank order there and broadcast.
 (library (spindle private places mpi-collectives)
   (export rmpi-barrier rmpi-broadcast rmpi-reduce rmpi-allreduce
-          rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split rmpi-partition)
+          rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split rmpi-partition
+          set-collective-spawner!)
   (import (chezscheme)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
           (spindle private places mpi-data)
           (spindle private places mpi-world)
           (spindle private places mpi-engine)
+          (only (spindle private core evt-core) make-latch latch-fire!)
+          (only (spindle private core sync) sync)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector? shared-bytes?))
 
+  ;; A collective made of several MPI operations in turn (a size, then the
+  ;; bytes; a reduction's gathering, then its broadcast) runs whole in a
+  ;; helper thread while the caller waits for its outcome: a break, kill or
+  ;; cancellation of the caller between two of them would leave this rank
+  ;; an operation behind the others, whose next collective would then meet
+  ;; the wrong one (a broadcast's bytes landing in another's 8-byte size:
+  ;; heap corruption).  Broken or killed, the caller leaves; the helper
+  ;; finishes, its outcome dropped, and until it has the communicator is
+  ;; busy: every collective on it first waits for that (idle!), so that
+  ;; each rank starts them in one order.  A collective of one MPI request
+  ;; needs no helper: its request completes without its caller.  The
+  ;; helper is a thread of the caller's pool that no custodian of the
+  ;; program's shuts down: (spindle mpi) installs the procedure that starts
+  ;; it (spawn thunk), as it does the engine's progress thread, and
+  ;; call-blocking (the public layer's), which runs a blocking MPI call on
+  ;; a helper OS thread (rmpi-comm-split).
+  (define spawn-helper #f)
+  (define call-blocking #f)
+  (define (set-collective-spawner! spawn blocking)
+    (set! spawn-helper spawn)
+    (set! call-blocking blocking))
+
+  (define (idle! comm)
+    (let ([l (rmpi-comm-busy comm)]) (when l (sync l))))
+
+  (define (whole comm thunk)
+    (idle! comm)
+    (let* ([outcome #f] [done (make-latch (lambda (l) outcome))])
+      (rmpi-comm-busy-set! comm done)
+      (spawn-helper
+        (lambda ()
+          (set! outcome
+            (call/cc
+              (lambda (k)
+                (with-exception-handler
+                  (lambda (c) (k (cons 'raised c)))
+                  (lambda () (call-with-values thunk (lambda vals (cons 'ok vals))))))))
+          (when (eq? (rmpi-comm-busy comm) done) (rmpi-comm-busy-set! comm #f))
+          (latch-fire! done)))
+      (let ([r (sync done)])
+        (if (eq? (car r) 'ok) (apply values (cdr r)) (raise (cdr r))))))
+
   (define (rmpi-barrier comm)
     (check-comm 'rmpi-barrier comm)
+    (idle! comm)
+    (barrier comm))
+
+  (define (barrier comm)
     (run-request! 'rmpi-barrier '() (lambda (req) (mpi-ibarrier (rmpi-comm-handle comm) req))))
 
   (define (bcast-buffer who comm root buf n)
@@ -39,8 +88,8 @@
       [(comm root v)
        (check-comm 'rmpi-broadcast comm) (check-rank 'rmpi-broadcast comm root)
        (if (shared-vector? v)
-           (broadcast-in-place comm root v)
-           (broadcast-message comm root v))]))
+           (begin (idle! comm) (broadcast-in-place comm root v))
+           (whole comm (lambda () (broadcast-message comm root v))))]))
 
   ;; A shared vector at every rank (each its own, of one length): root's
   ;; contents are copied into the others' memory directly.
@@ -69,22 +118,102 @@
   ;; root #f: allreduce.  Returns the result (at every rank, or at root).
   (define (reduce who comm root op v)
     (let ([mop (typed-op op)])
-     (if (and mop (or (shared-flvector? v) (shared-fxvector? v)))
-      (reduce-in-place who comm root mop v)
-      (let-values ([(kind n p) (if mop (typed-buffer v) (values #f 0 0))])
-        (if kind
-            (let ([out (malloc (fxmax 8 (fx* 8 n)))])
-              (run-request! who (list p)
-                (lambda (req)
-                  (if root
-                      (mpi-ireduce p out n (datatype kind) (mpi-op mop) root (rmpi-comm-handle comm) req)
-                      (mpi-iallreduce p out n (datatype kind) (mpi-op mop) (rmpi-comm-handle comm) req))))
-              (let ([r (if (or (not root) (fx= root (rmpi-comm-id comm)))
-                           (typed-result who kind n out)
-                           (void))])
-                (free out)
-                r))
-            (general-reduce who comm root op v))))))
+      (cond
+        [(and mop (or (shared-flvector? v) (shared-fxvector? v))) (idle! comm) (reduce-in-place who comm root mop v)]
+        ;; (a sum, min or max is one request, in the caller, unless the
+        ;; kinds disagree: then one broken as it learns that is not
+        ;; finished for it)
+        [(eq? mop 'prod) (whole comm (lambda () (typed-reduce who comm root mop op v)))]
+        [mop (idle! comm) (typed-reduce who comm root mop op v)]
+        [else (whole comm (lambda () (general-reduce who comm root op v)))])))
+
+  ;; An operation MPI has (sum, prod, min, max).  The operands' kinds may
+  ;; differ between ranks: a rank whose share of the work was empty sums to
+  ;; exact 0 where the others have flonums, or keeps a vector of exact 0s.
+  ;; So the one MPI_Iallreduce (also for a rooted reduce: every rank must
+  ;; learn the outcome) carries, after the operand's elements, two slots
+  ;; that tell every rank whether all ranks' operands have its kind (int64,
+  ;; double, or none: an operand MPI cannot reduce joins with zeros), and
+  ;; an integer result must fit in fixnums.  If not, every rank saw it, and
+  ;; they all take the general path together, a vector reduced element by
+  ;; element.  (A product cannot carry the slots: its kinds are agreed by
+  ;; an MPI_Iallreduce of their own first.)
+  (define (typed-reduce who comm root mop op v)
+    (let*-values ([(kind n p) (typed-buffer v)]
+                  [(n) (cond [kind n] [(vector? v) (vector-length v)] [else 1])]
+                  [(slots) (if (eq? mop 'prod) 0 2)]
+                  [(p) (if kind p (let ([p (malloc (fx* 8 (fx+ n 2)))])
+                                    (do ([i 0 (fx+ i 1)]) ((fx= i n) p) (foreign-set! 'integer-64 p (fx* 8 i) 0))))]
+                  [(mine) (case kind [(#f) 'none] [(double double-vector) 'double] [else 'int])]
+                  [(cnt) (rmpi-comm-cnt comm)])
+      (unless (fx= slots 0)
+        (foreign-set! 'integer-64 p (fx* 8 n) (kind-slot mop 0 mine))
+        (foreign-set! 'integer-64 p (fx* 8 (fx+ n 1)) (kind-slot mop 1 mine)))
+      (if (and (fx= slots 0) (not (kinds-agree? who comm mine)))
+          (begin (free p) (reduce-generally who comm root mop v))
+          (let ([out (malloc (fx* 8 (fx+ n slots)))])
+            (run-request! who (list p)
+              (lambda (req)
+                (mpi-iallreduce p out (fx+ n slots) (if kind (datatype kind) (mpi-int64)) (mpi-op mop)
+                  (rmpi-comm-handle comm) req)))
+            (if (and kind
+                     (or (fx= slots 0)
+                         (eqv? (foreign-ref 'integer-64 out (fx* 8 (if (eq? mine 'int) n (fx+ n 1))))
+                               (kind-slot-result mop cnt)))
+                     (or (eq? mine 'double)
+                         (let loop ([i 0])
+                           (or (fx= i n) (and (fixnum? (foreign-ref 'integer-64 out (fx* 8 i))) (loop (fx+ i 1)))))))
+                (let ([r (if (or (not root) (fx= root (rmpi-comm-id comm))) (typed-result who kind n out) (void))])
+                  (free out)
+                  r)
+                (begin (free out) (reduce-generally who comm root mop v)))))))
+
+  (define (reduce-generally who comm root mop v)
+    (general-reduce who comm root
+      (let ([f (case mop [(sum) +] [(prod) *] [(min) min] [else max])])
+        (if (or (vector? v) (fxvector? v)) (elementwise who f) f))
+      v))
+
+  ;; The kind slots, as 64-bit patterns (slot 0 the int ranks', slot 1 the
+  ;; double ranks' test), chosen so that MPI's operation gives the same bits
+  ;; whether it reads them as int64 or as doubles, in any order and mix:
+  ;; sum adds counts of 0 and 1 (as doubles, denormals: their sum is
+  ;; exact); min and max pick one of the positive doubles 0.5, 1.0, 2.0
+  ;; and 4.0, whose bits order as their values do.  A rank's slot comes out
+  ;; as kind-slot-result exactly when every rank has its kind.
+  (define (kind-slot mop slot mine)
+    (define (bits x) (bytevector-s64-native-ref (let ([b (make-bytevector 8)]) (bytevector-ieee-double-native-set! b 0 x) b) 0))
+    (case mop
+      [(sum) (if (eq? mine (if (fx= slot 0) 'int 'double)) 1 0)]
+      ;; min: 2.0 from the kind tested, 1.0 from the other, 0.5 from none
+      [(min) (bits (cond [(eq? mine 'none) 0.5] [(eq? mine (if (fx= slot 0) 'int 'double)) 2.0] [else 1.0]))]
+      ;; max: 1.0 from the kind tested, 2.0 from the other, 4.0 from none
+      [else (bits (cond [(eq? mine 'none) 4.0] [(eq? mine (if (fx= slot 0) 'int 'double)) 1.0] [else 2.0]))]))
+  (define (kind-slot-result mop cnt)
+    (case mop [(sum) cnt] [(min) (kind-slot 'min 0 'int)] [else (kind-slot 'max 0 'int)]))
+
+  ;; #t if every rank's operand has kind mine (int or double; none never
+  ;; agrees): one MPI_Iallreduce summing each kind's count.
+  (define (kinds-agree? who comm mine)
+    (let ([p (malloc 16)] [out (malloc 16)])
+      (foreign-set! 'integer-64 p 0 (if (eq? mine 'int) 1 0))
+      (foreign-set! 'integer-64 p 8 (if (eq? mine 'double) 1 0))
+      (run-request! who (list p)
+        (lambda (req) (mpi-iallreduce p out 2 (mpi-int64) (mpi-op 'sum) (rmpi-comm-handle comm) req)))
+      (let ([r (and (not (eq? mine 'none))
+                    (eqv? (rmpi-comm-cnt comm) (foreign-ref 'integer-64 out (if (eq? mine 'int) 0 8))))])
+        (free out)
+        r)))
+
+  ;; f applied element by element to two vectors or fxvectors of one length:
+  ;; a vector.
+  (define (elementwise who f)
+    (lambda (a b)
+      (let ([a (if (fxvector? a) (list->vector (fxvector->list a)) a)]
+            [b (if (fxvector? b) (list->vector (fxvector->list b)) b)])
+        (unless (and (vector? a) (vector? b) (fx= (vector-length a) (vector-length b)))
+          (error who "the ranks' operands are not vectors of one length" a b))
+        (vector-map f a b))))
 
   ;; A shared flvector or fxvector: MPI reduces in its own memory
   ;; (MPI_IN_PLACE; at a non-root rank of a reduce, the vector is only read).
@@ -112,7 +241,7 @@
                        (let ([x (if (fx= i me) v (recv-internal comm i))])
                          (loop (fx+ i 1) (if (fx= i 0) x (op acc x))))))
                  (begin (send-message who comm r internal-tag v) (void)))])
-        (if root result (rmpi-broadcast comm r result)))))
+        (if root result (broadcast-message comm r result)))))
 
   (define (rmpi-reduce comm root op v)
     (check-comm 'rmpi-reduce comm) (check-rank 'rmpi-reduce comm root)
@@ -131,12 +260,13 @@
     (case-lambda
       [(comm v)
        (check-comm 'rmpi-allgather comm)
-       (allgather-value comm v)]
+       (whole comm (lambda () (allgather-value comm v)))]
       [(comm v out)
        (check-comm 'rmpi-allgather comm)
        (let ([kind (check-typed 'rmpi-allgather v)] [k (element-count v)])
          (check-typed-like 'rmpi-allgather out kind (fx* k (rmpi-comm-cnt comm)))
          (check-block 'rmpi-allgather k)
+         (idle! comm)
          (let-values ([(src own-src?) (elements->foreign v)] [(dst own-dst?) (destination out)])
            (run-request! 'rmpi-allgather (if own-src? (list src) '())
              (lambda (req)
@@ -231,6 +361,7 @@
            (let ([in (or in (make-elements out n))] [k (fxquotient n cnt)])
              (check-typed-like 'rmpi-alltoall in kind n)
              (check-block 'rmpi-alltoall k)
+             (idle! comm)
              (let-values ([(src own-src?) (elements->foreign out)] [(dst own-dst?) (destination in)])
                (run-request! 'rmpi-alltoall (if own-src? (list src) '())
                  (lambda (req)
@@ -239,7 +370,7 @@
                in)))]
         [(vector? out)
          (when in (assertion-violation 'rmpi-alltoall "a vector of any values takes no destination" in))
-         (alltoall-message 'rmpi-alltoall comm out)]
+         (whole comm (lambda () (alltoall-message 'rmpi-alltoall comm out)))]
         [else (assertion-violation 'rmpi-alltoall "expected a vector, bytevector, fxvector or shared vector" out)])))
 
   ;; A vector of cnt values: each packed, the sizes exchanged, then the bytes.
@@ -284,6 +415,7 @@
       (cond
         [kind
          (check-typed-like who in kind #f)
+         (idle! comm)
          (let-values ([(src own-src?) (elements->foreign out)] [(dst own-dst?) (destination in)])
            (let ([scounts (int-array sc)] [sdispls (int-array sd)] [rcounts (int-array rc)] [rdispls (int-array rd)])
              (run-request! who (append (if own-src? (list src) '()) (list scounts sdispls))
@@ -297,11 +429,11 @@
                (free dst))
              in))]
         [(and (vector? out) (vector? in))
-         (let ([got (alltoall-message who comm
+         (let ([got (whole comm (lambda () (alltoall-message who comm
                       (vector-map (lambda (n d)
                                     (let ([v (make-vector n)])
                                       (do ([i 0 (fx+ i 1)]) ((fx= i n) v) (vector-set! v i (vector-ref out (fx+ d i))))))
-                                  sc sd))])
+                                  sc sd))))])
            (do ([j 0 (fx+ j 1)]) ((fx= j cnt) in)
              (let ([v (vector-ref got j)] [at (vector-ref rd j)])
                (unless (fx= (vector-length v) (vector-ref rc j))
@@ -364,22 +496,34 @@
   ;; A new communicator of the ranks that give the same color, ordered by
   ;; key (ties by rank in comm): Racket's keys are the new ranks.  color #f
   ;; (MPI_UNDEFINED) joins none and returns #f.  Every rank first passes a
-  ;; barrier, so the blocking MPI_Comm_split that follows returns soon.
+  ;; barrier, so the blocking MPI_Comm_split (and MPI_Comm_dup of the new
+  ;; communicator's twin) that follows returns soon.  Those blocking calls
+  ;; run on a helper OS thread (call-blocking) without engine-lock, counted
+  ;; as calls made without it (rmpi-finish waits for them): under the lock,
+  ;; or on the caller's worker, two threads of each rank splitting two
+  ;; communicators at once could each block the other's split, in opposite
+  ;; orders at two ranks, for ever.
   (define (rmpi-comm-split comm color key)
     (check-comm 'rmpi-comm-split comm)
     (unless (or (not color) (and (fixnum? color) (<= 0 color max-int)))
       (assertion-violation 'rmpi-comm-split "expected a non-negative color or #f" color))
     (unless (and (fixnum? key) (<= (- (+ max-int 1)) key max-int))
       (assertion-violation 'rmpi-comm-split "expected a fixnum key" key))
-    (rmpi-barrier comm)
-    (with-engine 'rmpi-comm-split
-      (lambda ()
-        (let-values ([(rc h) (mpi-comm-split (rmpi-comm-handle comm) (or color mpi-undefined) key)])
-          (check-rc 'rmpi-comm-split rc)
-          (and color
-               (let-values ([(rc c) (handle->comm h)])
-                 (check-rc 'rmpi-comm-split rc)
-                 c))))))
+    (whole comm (lambda () (split comm color key))))
+
+  (define (split comm color key)
+    (barrier comm)
+    (let ([r (call-blocking
+               (lambda ()
+                 (counted-mpi-call 'finalized
+                   (let-values ([(rc h) (mpi-comm-split (rmpi-comm-handle comm) (or color mpi-undefined) key)])
+                     (cond
+                       [(not (eqv? rc 0)) rc]
+                       [(not color) #f]
+                       [else (let-values ([(rc c) (handle->comm h)]) (if (eqv? rc 0) c rc))])))))])
+      (when (eq? r 'finalized) (error 'rmpi-comm-split "MPI has been finalised"))
+      (when (fixnum? r) (check-rc 'rmpi-comm-split r))
+      r))
 
   ;; This rank's share of num items: (values start count), the first
   ;; (mod num cnt) ranks taking one more.

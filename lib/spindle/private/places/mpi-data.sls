@@ -45,7 +45,9 @@
 
   (define (unpack bv)
     (let* ([n (fx- (bytevector-length bv) 1)] [body (make-bytevector n)])
-      (bytevector-copy! bv 1 body 0 n)
+      ;; (an empty bytevector is Chez's one immutable #vu8(): even a copy
+      ;; of 0 bytes into it raises at optimize-level 2)
+      (unless (fx= n 0) (bytevector-copy! bv 1 body 0 n))
       (decode-message body (eqv? (bytevector-u8-ref bv 0) 1) '() (lambda (fd) #f))))
 
   (define (foreign-copy bv)
@@ -66,20 +68,22 @@
     (and (vector? v)
          (let loop ([i 0]) (or (fx= i (vector-length v)) (and (flonum? (vector-ref v i)) (loop (fx+ i 1)))))))
 
-  ;; v as foreign memory: (values kind count address), or #f for the general path.
+  ;; v as foreign memory: (values kind count address), with two slots (8
+  ;; bytes each) more after the count elements, for the caller's use; or
+  ;; (values #f 0 #f) for the general path.
   (define (typed-buffer v)
     (cond
-      [(flonum? v) (let ([p (malloc 8)]) (foreign-set! 'double p 0 v) (values 'double 1 p))]
-      [(fixnum? v) (let ([p (malloc 8)]) (foreign-set! 'integer-64 p 0 v) (values 'int64 1 p))]
+      [(flonum? v) (let ([p (malloc 24)]) (foreign-set! 'double p 0 v) (values 'double 1 p))]
+      [(fixnum? v) (let ([p (malloc 24)]) (foreign-set! 'integer-64 p 0 v) (values 'int64 1 p))]
       [(flonum-vector? v)
-       (let* ([n (vector-length v)] [p (malloc (fxmax 8 (fx* 8 n)))])
+       (let* ([n (vector-length v)] [p (malloc (fx* 8 (fx+ n 2)))])
          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'double p (fx* 8 i) (vector-ref v i)))
          (values 'double-vector n p))]
       [(fxvector? v)
-       (let* ([n (fxvector-length v)] [p (malloc (fxmax 8 (fx* 8 n)))])
+       (let* ([n (fxvector-length v)] [p (malloc (fx* 8 (fx+ n 2)))])
          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'integer-64 p (fx* 8 i) (fxvector-ref v i)))
          (values 'int64-vector n p))]
-      [else (values #f 0 0)]))
+      [else (values #f 0 #f)]))
 
   (define (typed-result who kind n p)
     (define (int i)

@@ -9,7 +9,7 @@
 ;;; which posix_spawn executes afresh (no MPI state), and are forked from it.
 ;;; A place is not a rank: rmpi-world refuses in one.
 (library (spindle private places mpi-world)
-  (export handle->comm rmpi-comm? rmpi-comm-handle rmpi-comm-twin rmpi-comm-id rmpi-comm-cnt
+  (export handle->comm rmpi-comm? rmpi-comm-handle rmpi-comm-twin rmpi-comm-id rmpi-comm-cnt rmpi-comm-busy rmpi-comm-busy-set!
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
           check-comm check-rank check-tag check-peer check-rc internal-tag max-message
           engine-lock with-engine-lock world-finalized? with-mpi-call counted-mpi-call with-interrupts-off)
@@ -22,17 +22,19 @@
   ;; ------------------------------------------------------------ communicators
   ;; twin: a duplicate of handle (MPI_Comm_dup), which carries only the
   ;; bytes of large rmpi-send messages (mpi-engine), so that no receive
-  ;; on handle ever matches them.
+  ;; on handle ever matches them.  busy: #f, or a latch fired once the
+  ;; collective that a helper thread finishes for a broken or killed
+  ;; caller has made all its MPI calls (mpi-collectives).
   (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
-    (fields handle twin id cnt)
-    (nongenerative spindle-rmpi-comm-v2) (sealed #t))
+    (fields handle twin id cnt (mutable busy))
+    (nongenerative spindle-rmpi-comm-v3) (sealed #t))
 
   ;; The communicator of MPI handle h, with its twin; collective: every
   ;; rank of h calls it (right after MPI_Init_thread or MPI_Comm_split).
   ;; (values rc comm): comm #f unless rc is 0.
   (define (handle->comm h)
     (let-values ([(rc twin) (mpi-comm-dup h)])
-      (values rc (and (eqv? rc 0) (make-rmpi-comm h twin (mpi-comm-rank h) (mpi-comm-size h))))))
+      (values rc (and (eqv? rc 0) (make-rmpi-comm h twin (mpi-comm-rank h) (mpi-comm-size h) #f)))))
   (define comm-printer (record-writer (record-type-descriptor rmpi-comm)
     (lambda (c port wr) (format port "#<rmpi-comm ~a/~a>" (rmpi-comm-id c) (rmpi-comm-cnt c)))))
 
