@@ -154,6 +154,23 @@
         (let-values ([(rc text secs) (mpirun 2 60 "scratch-threads" 20000 "bytes")])
           (check-run "exit code" rc text 2 "scratch-threads")))
 
+      (test "the same with rmpi-send and rmpi-recv (the engine's per-OS-thread area and send buffer were shared: invalid memory references, invalid requests)"
+        (let-values ([(rc text secs) (mpirun 2 60 "scratch-threads" 20000 "recv")])
+          (check-run "exit code" rc text 2 "scratch-threads")))
+
+      (test "rmpi-recv in a parallel thread broken 0 to 80 us in, 300 rounds of small, 3 KB and 70 KB messages: each message received once, by the thread or by the next receive"
+        (let-values ([(rc text secs) (mpirun 2 90 "recv-break" 300 "own")])
+          (check-run "exit code" rc text 2 "recv-break")))
+
+      (test "receive evts in choices with alarms, 10000 messages, and two racing receivers on a second tag: every message once and in order per thread (a message a lost sync gave back was overtaken by the progress thread's, under load)"
+        (let-values ([(rc text secs) (mpirun 2 120 "choice-stress" 10000)])
+          (check-run "exit code" rc text 2 "choice-stress")))
+
+      (test "rmpi-finish while other threads are parked in a receive, sync on receive evts, or send: each ends with an error naming its procedure, the parked receive too (it called MPI_Improbe after MPI_Finalize, aborting the job, or stayed parked)"
+        (let-values ([(rc text secs) (mpirun 2 60 "finish-busy")])
+          (check-run "exit code" rc text 2 "finish-busy")
+          (check "the parked receiver raised" (string-contains? text "parked receiver: raised"))))
+
       (test "a rank's first wait is a thread's under a custodian then shut down: another thread parked on a receive meanwhile still gets its message (the progress thread is not the custodian's), and the killed thread's message is the next receive's"
         (let-values ([(rc text secs) (mpirun 2 60 "custodian")])
           (check-run "exit code" rc text 2 "custodian")))

@@ -743,8 +743,6 @@
    (rmpi-barrier w)
    (say "ok mixed-reduce")]
   [("recv-break")
-   ;; (not in tests/test-mpi.ss: with `own` it fails, as scratch-threads
-   ;; recv does)
    ;; `recv-break ROUNDS [own]`: as bytes-break, for rmpi-recv: each round a
    ;; thread of rank 1 (a parallel thread on its own OS thread with `own`) receives one message (small, over 4 KiB, or a
    ;; bytevector over 64 KiB, in turn) and is broken 0 to ~80 us after
@@ -789,9 +787,6 @@
      (rmpi-barrier w)
      (say "ok recv-break"))]
   [("scratch-threads")
-   ;; (`recv` is not in tests/test-mpi.ss: it fails until mpi-engine's
-   ;; thread-area and thread-send-buffer are believed only on the OS thread
-   ;; that made them, as mpi-bytes' scratch is)
    ;; `scratch-threads COUNT recv|bytes`: rank 1's main thread receives
    ;; and sends first (its OS thread gets its MPI scratch memory), then
    ;; starts a parallel thread (own OS thread) that receives a stream of
@@ -973,8 +968,6 @@
      (rmpi-barrier w)
      (say "ok parallel-collectives"))]
   [("choice-stress")
-   ;; (not in tests/test-mpi.ss: fails under load until mpi-engine's
-   ;; progress thread serves a waiter from `early` before MPI)
    ;; `choice-stress COUNT` (even): rank 1 takes COUNT messages from rank 0 each through sync on
    ;; a choice of the receive evt and an alarm due at once or soon (often
    ;; the alarm wins; the message then waits): every message exactly once,
@@ -1031,9 +1024,6 @@
    (rmpi-barrier w)
    (say "ok huge")]
   [("finish-busy")
-   ;; (not in tests/test-mpi.ss: until mpi-engine's receive evt checks for
-   ;; rmpi-finish under its lock, a sync racing it calls MPI_Improbe after
-   ;; MPI_Finalize, which aborts the job)
    ;; rmpi-finish while other threads are parked in a receive, spin in one,
    ;; or send: it returns, and each of them ends with an error naming its
    ;; procedure (not a crash or a hang)

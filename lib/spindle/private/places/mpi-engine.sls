@@ -32,8 +32,8 @@
 ;;; (source, tag) is MPI's.
 
 (library (spindle private places mpi-engine)
-  (export run-request! with-engine send-message recv-internal
-          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner!
+  (export run-request! send-message recv-internal
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner! wake-after-finish!
           handle->pending add-request! remove-request! cancel-pending! test! poke! add-prober! remove-prober!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
@@ -245,20 +245,29 @@
 
   ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),
   ;; 'moved (something completed) or 'waiting.
+  ;; (A parked receiver is served from early first: a message a lost sync
+  ;; gave back there is older than any MPI still holds for its stream.
+  ;; Once MPI is finalised, each parked receiver gets finalized-marker.)
   (define (progress-step!)
    (if (world-finalized?)
-    'idle
+    (begin
+      (for-each (lambda (w) (commit-partner! (recv-waiter-syncer w) (recv-waiter-branch w) (list finalized-marker)))
+                receivers)
+      (set! receivers '())
+      'idle)
     (let ([moved #f])
       (set! receivers
         (filter
           (lambda (w)
-            (let ([m (probe! 'rmpi-recv (recv-waiter-comm w) (recv-waiter-src w) (recv-waiter-tag w))])
+            (let* ([comm (recv-waiter-comm w)] [src (recv-waiter-src w)] [tag (recv-waiter-tag w)]
+                   [old (take-early! comm src tag)]
+                   [m (or old (probe! 'rmpi-recv comm src tag))])
               (cond
                 [(not m) #t]
                 [else
                  (set! moved #t)
                  (unless (commit-partner! (recv-waiter-syncer w) (recv-waiter-branch w) (list (cdddr m)))
-                   (push-early! m))
+                   (if old (set! early (cons m early)) (push-early! m)))
                  #f])))
           receivers))
       (unless (null? probers)
@@ -535,11 +544,14 @@
         ;; before it registers (the sync would park), a posted first look:
         ;; an answer that comes within ~2 us is taken with no wake-up of
         ;; the progress thread and of this one (7 us a round trip)
-        (let ([m (or (take-early! comm src tag) (probe! 'rmpi-recv comm src tag)
+        (let ([m (or (take-early! comm src tag)
+                     (and (world-finalized?) (cons* comm src tag finalized-marker))
+                     (probe! 'rmpi-recv comm src tag)
                      (and register?
                           (let* ([a (area)] [r (post-raw! a (+ a 128) comm src tag first-looks)])
                             (and r (raw->message 'rmpi-recv comm tag r)))))])
           (cond
+            [(and m (eq? (cdddr m) finalized-marker)) (commit-one! s branch (list finalized-marker))]
             [m (or (commit-one! s branch (list (cdddr m)))
                    (begin (set! early (cons m early)) #f))]
             [register?
@@ -553,6 +565,12 @@
     (assert-atomic 'recv-cancel)
     (with-os-mutex engine-lock (set! receivers (remq w receivers))))
 
+  ;; A receive evt's result once MPI is finalised (rmpi-finish): its
+  ;; receiver raises.
+  (define finalized-marker (gensym "finalized"))
+  (define (received who v)
+    (if (eq? v finalized-marker) (error who "MPI has been finalised") v))
+
   (define rmpi-recv-evt
     (case-lambda
       [(comm src) (rmpi-recv-evt comm src 0)]
@@ -560,7 +578,7 @@
        (check-comm 'rmpi-recv-evt comm)
        (when src (check-rank 'rmpi-recv-evt comm src))
        (check-tag 'rmpi-recv-evt tag)
-       (make-recv-evt comm src tag)]))
+       (wrap-evt (make-recv-evt comm src tag) (lambda (v) (received 'rmpi-recv-evt v)))]))
 
   (define rmpi-recv
     (case-lambda
@@ -568,7 +586,12 @@
       [(comm src tag)
        (check-peer 'rmpi-recv comm src tag)
        (let ([m (spin-for-message comm src tag)])
-         (if m (cdddr m) (sync (make-recv-evt comm src tag))))]))
+         (if m (cdddr m) (received 'rmpi-recv (sync (make-recv-evt comm src tag)))))]))
+
+  ;; After rmpi-finish: wakes the progress thread, which gives each parked
+  ;; receive its error.
+  (define (wake-after-finish!)
+    (with-engine-lock (poke!)))
 
   ;; A ping-pong's answer usually comes within microseconds: rmpi-recv looks
   ;; for up to spin-recv-us before it parks (parking and the progress
@@ -603,16 +626,8 @@
                 (and (or (not (fx= 0 (fxand k 15))) (< (current-inexact-monotonic-milliseconds) end))
                      (loop (fx+ k 1))))))))
 
-  ;; A blocking MPI call (thunk), serialised with every other: for calls
-  ;; with no non-blocking form (MPI_Comm_split), made once every rank has
-  ;; arrived so that they return soon.
-  (define (with-engine who thunk)
-    (with-atomic
-      (with-os-mutex engine-lock
-        (when (world-finalized?) (error who "MPI has been finalised"))
-        (thunk))))
 
   ;; The next message from src on the internal tag (collectives' own traffic).
   (define (recv-internal comm src)
     (let ([m (spin-for-message comm src internal-tag)])
-      (if m (cdddr m) (sync (make-recv-evt comm src internal-tag))))))
+      (if m (cdddr m) (received 'rmpi-recv (sync (make-recv-evt comm src internal-tag)))))))
