@@ -132,20 +132,21 @@
   ;; at 128: any message on a communicator fits) and a send buffer (handed
   ;; to a send that did not complete at once).  Used with interrupts
   ;; disabled: no other green thread runs on that OS thread meanwhile.
-  ;; Each holds (OS thread id . address) or #f.  A thread parameter's
-  ;; value is inherited by the OS threads fork-thread makes (a parallel
-  ;; thread's, a pool's workers), so it is believed only on the OS thread
-  ;; that made it: else two OS threads would share the memory.
-  (define thread-area (make-thread-parameter #f))
-  (define thread-send-buffer (make-thread-parameter #f))
-  (define-syntax own
-    (syntax-rules () [(_ v) (let ([p v]) (and p (fx= (car p) (get-thread-id)) (cdr p)))]))
-  (define (area)
-    (or (own (thread-area))
-        (let ([a (malloc (+ 128 large-message))]) (thread-area (cons (get-thread-id) a)) a)))
-  (define (send-buffer-of-thread)
-    (or (own (thread-send-buffer))
-        (let ([b (malloc small-message)]) (thread-send-buffer (cons (get-thread-id) b)) b)))
+  ;; thread-memory holds #(OS thread id, area, send buffer or #f), or #f.
+  ;; A thread parameter's value is inherited by the OS threads fork-thread
+  ;; makes (a parallel thread's, a pool's workers), so it is believed only
+  ;; on the OS thread that made it: else two OS threads would share the
+  ;; memory.  (One lookup per message: each costs ~10 ns.)
+  (define thread-memory (make-thread-parameter #f))
+  (define (own-memory)
+    (let ([m (thread-memory)] [id (get-thread-id)])
+      (if (and m (fx= (vector-ref m 0) id))
+          m
+          (let ([m (vector id (malloc (+ 128 large-message)) #f)]) (thread-memory m) m))))
+  (define-syntax area-of (syntax-rules () [(_ m) (vector-ref m 1)]))
+  (define (area) (area-of (own-memory)))
+  (define (send-buffer-of m)
+    (or (vector-ref m 2) (let ([b (malloc small-message)]) (vector-set! m 2 b) b)))
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
   ;; src tag), received but not decoded, as (src raw? . body) (raw?
@@ -464,8 +465,7 @@
   (define (send-small-fast! comm dest tag kind body n)
     (with-interrupts-off
       (let ([r (counted-mpi-call 'finalized
-                 (let ([a (area)]
-                       [buf (send-buffer-of-thread)])
+                 (let* ([m (own-memory)] [a (area-of m)] [buf (send-buffer-of m)])
                    (fill! buf kind body)
                    (let ([rc (mpi-isend buf n (mpi-byte) dest tag (rmpi-comm-handle comm) (+ a 48))])
                      (if (not (eqv? rc 0))
@@ -476,7 +476,7 @@
                              (cond
                                [(not (eqv? rc 0)) rc]
                                [(not (eqv? 0 (foreign-ref 'int a 0))) 0]
-                               [else (thread-send-buffer #f) (cons (foreign-ref 'uptr (+ a 48) 0) buf)])))))))])
+                               [else (vector-set! m 2 #f) (cons (foreign-ref 'uptr (+ a 48) 0) buf)])))))))])
         (if (pair? r)
             (with-engine-lock (add-request! (handle->pending (car r) (list (cdr r)) ignore-completion) #t) 0)
             r))))
