@@ -7,7 +7,7 @@
 ;;; the engine (spindle private places mpi-engine) runs every operation as a
 ;;; non-blocking MPI request completed by a progress green thread, so a
 ;;; waiting thread parks and the rank's other threads run; the collectives
-;;; (spindle private places mpi-collectives) move typed data (shared vectors
+;;; (spindle private places mpi-collectives, mpi-reduce) move typed data (shared vectors
 ;;; in place, fixnums, flonums, bytevectors, fxvectors) without
 ;;; serialisation and any other place message in spindle's place-message
 ;;; encoding (spindle private places mpi-data).
@@ -20,6 +20,7 @@
           (rename (spindle private places mpi-world) (rmpi-world world) (rmpi-finish finish))
           (spindle private places mpi-engine)
           (spindle private places mpi-collectives)
+          (spindle private places mpi-reduce)
           (spindle private places mpi-bytes)
           (only (spindle thread) thread thread-dead? current-thread-pool)
           (only (spindle custodian) make-custodian current-custodian)

@@ -19,8 +19,9 @@
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (only (spindle private places mpi-world) rmpi-available? rmpi-id rmpi-cnt)
           (only (spindle private places mpi-engine) rmpi-send rmpi-recv)
-          (only (spindle private places mpi-collectives) rmpi-barrier rmpi-broadcast rmpi-allreduce
+          (only (spindle private places mpi-collectives) rmpi-barrier rmpi-broadcast
                 rmpi-allgather rmpi-alltoall rmpi-alltoallv)
+          (only (spindle private places mpi-reduce) rmpi-allreduce)
           (only (spindle private os processes) own-pid))
 
   (define tag-p2p 32700)
