@@ -35,7 +35,7 @@ run_files() {
       if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "FAIL $label$f: timed out after ${limit}s"; else echo "FAIL $label$f: exited with $rc"; fi
       tail -20 "$out"
     else
-      grep -A12 '^FAIL ' "$out"
+      grep -B40 -A12 '^FAIL ' "$out"
     fi
     echo "$label$f: $p passed, $x failed ($((SECONDS - start)) s)"
     rm -f "$out"

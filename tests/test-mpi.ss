@@ -36,8 +36,8 @@
 ;; A job's exit code (check label `what`), its output shown when it
 ;; failed, then each of its np ranks' "ok SCENARIO" line.
 (define (check-run what rc text np scenario)
-  (check-equal what 0 rc)
   (unless (eqv? rc 0) (display text))
+  (check-equal what 0 rc)
   (check-ok np text scenario))
 
 (define have-mpi? (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1 && test -e /usr/lib/x86_64-linux-gnu/libmpi.so.40")))

@@ -1038,7 +1038,10 @@
      (say "finished")
      (unless (sync/timeout 10 spinner) (fail "the spinning receiver never ended"))
      (unless (sync/timeout 10 sender) (fail "the sender never ended"))
-     (expect "the spinner's and the sender's errors" '(rmpi-recv-evt rmpi-send) (list-sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) errs))
+     ;; (the parked receiver's error, which rmpi-finish's wake-up may have
+     ;; brought already, is looked at below)
+     (expect "the spinner's and the sender's errors" '(rmpi-recv-evt rmpi-send)
+       (list-sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) (remq 'rmpi-recv errs)))
      (say "parked receiver: ~a" (if (sync/timeout 1 parked) (if (memq 'rmpi-recv errs) "raised" "ended") "still parked"))
      (say "ok finish-busy"))]
   [("collective-break")
