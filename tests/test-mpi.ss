@@ -107,7 +107,7 @@
               (check-run (format "~a: exit code" how) rc text 2 "bytes-wrap")))
           '("resume" "kill")))
 
-      (test "a thread broken 0 to 80 us after posting an in-place receive (while it spins, as the message completes, or after): the message is received exactly once, by it or by the next receive; a broken small receive leaves its buffer unwritten"
+      (test "a thread broken 0 to 80 us after posting an in-place receive (while it spins, as the message completes, or after): the message is received exactly once, by it or by the next receive; a broken small receive leaves its buffer unwritten, or holding that very message if it completed as the break came"
         (let-values ([(rc text secs) (mpirun 2 90 "bytes-break" 400)])
           (check-run "exit code" rc text 2 "bytes-break")))
 
