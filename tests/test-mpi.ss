@@ -35,6 +35,15 @@
 
 ;; A job's exit code (check label `what`), its output shown when it
 ;; failed, then each of its np ranks' "ok SCENARIO" line.
+;; Scenario (with args) as a job of 2 ranks over shared memory and over
+;; TCP, each within limit seconds.
+(define (check-over-transports limit scenario . args)
+  (for-each
+    (lambda (btl)
+      (let-values ([(rc text secs) (apply mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 limit scenario args)])
+        (check-run (format "over ~a: exit code" btl) rc text 2 scenario)))
+    '("self,vader" "tcp,self")))
+
 (define (check-run what rc text np scenario)
   (unless (eqv? rc 0) (display text))
   (check-equal what 0 rc)
@@ -62,43 +71,23 @@
           '("self,vader" "tcp,self")))
 
       (test "10^5 messages between two ranks, in order and exactly once (and a second tag's stream), over shared memory and over TCP"
-        (for-each
-          (lambda (btl)
-            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "stream" 100000)])
-              (check-run (format "over ~a: exit code" btl) rc text 2 "stream")))
-          '("self,vader" "tcp,self")))
+        (check-over-transports 90 "stream" 100000))
 
       (test "rmpi-recv of one stream by four parallel threads at once (one from any source, one through the evt): 2000 bytevectors, most over 64 KiB (a header, then the bytes), each received exactly once and intact, none taking another's bytes; over shared memory and over TCP"
-        (for-each
-          (lambda (btl)
-            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "receivers" 2000)])
-              (check-run (format "over ~a: exit code" btl) rc text 2 "receivers")))
-          '("self,vader" "tcp,self")))
+        (check-over-transports 90 "receivers" 2000))
 
       (test "values over 64 KiB (encoded, and bytevectors) between small ones arrive intact and in order, through rmpi-recv from a rank and from any, and through the evt; over shared memory and over TCP"
-        (for-each
-          (lambda (btl)
-            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 60 "large-values")])
-              (check-run (format "over ~a: exit code" btl) rc text 2 "large-values")))
-          '("self,vader" "tcp,self")))
+        (check-over-transports 60 "large-values"))
 
       (test "10^5 in-place messages (rmpi-send-bytes, rmpi-recv-bytes! into one buffer) between two ranks, in order and exactly once, beside rmpi-send's stream on the same tag and a second tag's, over shared memory and over TCP"
-        (for-each
-          (lambda (btl)
-            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "bytes-stream" 100000)])
-              (check-run (format "over ~a: exit code" btl) rc text 2 "bytes-stream")))
-          '("self,vader" "tcp,self")))
+        (check-over-transports 90 "bytes-stream" 100000))
 
       (test "in-place receives: a buffer too small raises naming rmpi-recv-bytes! (and a large message writes nothing past the range); into shared vectors (1 MiB too); a thread parked on one while another counts; sync choosing between one and an alarm; a thread killed while parked loses no message"
         (let-values ([(rc text secs) (mpirun 2 60 "bytes-misc")])
           (check-run "exit code" rc text 2 "bytes-misc")))
 
       (test "in-place receives of one stream by several threads at once (from rank 0 and from any source; one through the evt): 2000 messages of distinct sizes, most of them large, each received exactly once and intact; receives posted in a known order, the first one's thread suspended during its spin, get the large messages in that order (none takes another's bytes); over shared memory and over TCP"
-        (for-each
-          (lambda (btl)
-            (let-values ([(rc text secs) (mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 90 "bytes-receivers" 2000 4)])
-              (check-run (format "over ~a: exit code" btl) rc text 2 "bytes-receivers")))
-          '("self,vader" "tcp,self")))
+        (check-over-transports 90 "bytes-receivers" 2000 4))
 
       (test "in-place data tags repeat every 65536 large messages of a stream: a receive whose header shares its data tag with an earlier message's still held (by a suspended receiver) waits for it, not taking its bytes; if that receiver is killed instead, the waiting receive takes the older message and the next receive the later"
         (for-each

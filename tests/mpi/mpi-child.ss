@@ -27,6 +27,15 @@
           (begin (say "counted ~a while a thread was parked on ~a" k on)
                  (unless (> k 1000) (fail "counted only ~a" k)))))))
 
+;; Message i of a stream of numbered messages: n bytes, i in the first
+;; 8, then byte j is (message-byte i j).
+(define (message-byte i j) (mod (+ (* i 31) j) 256))
+(define (numbered-message i n)
+  (let ([b (make-bytevector n)])
+    (do ([j 8 (+ j 1)]) ((= j n)) (bytevector-u8-set! b j (message-byte i j)))
+    (bytevector-s64-native-set! b 0 i)
+    b))
+
 ;; Rank r's data for the reductions: a vector of 1000 flonums.
 (define (data r) (let ([v (make-vector 1000)]) (do ([i 0 (+ i 1)]) ((= i 1000) v) (vector-set! v i (+ (* r 0.5) (* i 0.25) (/ 1.0 (+ r i 1)))))))
 
@@ -159,12 +168,10 @@
    ;; arrives exactly once and intact
    (let* ([count (string->number (cadr args))]
           [size (lambda (i) (if (= 3 (mod i 4)) (+ 8 (mod i 400)) (+ 65537 (mod (* i 97) 40000))))]
-          [byte (lambda (i j) (mod (+ (* i 31) j) 256))])
+          [byte message-byte])
      (case me
        [(0) (do ([i 0 (+ i 1)]) ((= i count))
-              (let ([b (make-bytevector (size i))])
-                (do ([j 8 (+ j 1)]) ((= j (bytevector-length b))) (bytevector-u8-set! b j (byte i j)))
-                (bytevector-s64-native-set! b 0 i)
+              (let ([b (numbered-message i (size i))])
                 (rmpi-send w 1 (if (even? i) (bytevector->immutable-bytevector b) b))))
             (do ([k 0 (+ k 1)]) ((= k 4)) (rmpi-send w 1 'end))]
        [(1) (let* ([seen (make-vector count 0)] [bad '()] [lock (make-semaphore 1)]
@@ -322,12 +329,10 @@
    ;; exactly once, intact, its size the one its content names
    (let* ([count (string->number (cadr args))] [threads (string->number (caddr args))]
           [size (lambda (i) (if (= 3 (mod i 4)) (+ 8 (mod i 400)) (+ 512 (mod (* i 97) 20000))))]
-          [byte (lambda (i j) (mod (+ (* i 31) j) 256))])
+          [byte message-byte])
      (case me
        [(0) (do ([i 0 (+ i 1)]) ((= i count))
-              (let ([b (make-bytevector (size i))])
-                (do ([j 8 (+ j 1)]) ((= j (bytevector-length b))) (bytevector-u8-set! b j (byte i j)))
-                (bytevector-s64-native-set! b 0 i)
+              (let ([b (numbered-message i (size i))])
                 (rmpi-send-bytes w 1 b 2)
                 ;; bursts: the receivers park between them, so that the
                 ;; headers of a burst complete several parked receives at once

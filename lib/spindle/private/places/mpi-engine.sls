@@ -199,15 +199,13 @@
   ;; The message that a receive (MPI's code rc, status at sc + 24) wrote in
   ;; rbuf, as probe-raw! returns it.
   (define (received-raw sc rbuf comm tag rc)
-    (let* ([st (+ sc 24)] [n (mpi-status-bytes st)] [from (mpi-status-source st)])
+    (let* ([st (+ sc 24)] [n (mpi-status-bytes st)] [from (mpi-status-source st)]
+           [kind (foreign-ref 'unsigned-8 rbuf 0)])
       (cond
         [(not (eqv? rc 0)) rc]
-        [(fx= (foreign-ref 'unsigned-8 rbuf 0) raw-header-kind)
+        [(or (fx= kind raw-header-kind) (fx= kind encoded-header-kind))
          (let ([bv (receive-large! sc comm from tag)])
-           (if (fixnum? bv) bv (cons* from 'large bv)))]
-        [(fx= (foreign-ref 'unsigned-8 rbuf 0) encoded-header-kind)
-         (let ([bv (receive-large! sc comm from tag)])
-           (if (fixnum? bv) bv (cons* from #f bv)))]
+           (if (fixnum? bv) bv (cons* from (if (fx= kind raw-header-kind) 'large #f) bv)))]
         [else (let-values ([(raw? body) (foreign->body rbuf n)]) (cons* from raw? body))])))
 
   ;; (comm src tag . value) of what probe-raw! returned (not #f).
