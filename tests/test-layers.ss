@@ -6,12 +6,12 @@
 ;;; it from the list when it is gone, and never add one).
 (import (chezscheme) (harness))
 
-(define layer-order '(os core io places public tools umbrella compat))
+(define layer-order '(host os core io places public tools umbrella compat))
 
 ;; (spindle private LAYER name): LAYER, one of the folders under
 ;; lib/spindle/private/; (spindle x): public, except (spindle build), a tool; (spindle): the umbrella;
 ;; (util ...) and (srfi ...): compat.  #f for a library in no layer.
-(define private-layers '(os core io places tools))
+(define private-layers '(host os core io places tools))
 
 ;; Edges that still point up (doc/internals.md lists them).
 (define known-upward-edges
@@ -92,6 +92,33 @@
          libraries)))
 
 (test "no library imports from a higher layer" (check-equal 'upward-edges '() upward))
+
+;; The host layer imports only Chez.
+(test "host libraries import only (chezscheme) and each other"
+  (check-equal 'host-imports '()
+    (filter (lambda (l) (and (eq? (layer-of (car l)) 'host)
+                             (not (for-all (lambda (to) (or (equal? to '(chezscheme)) (eq? (layer-of to) 'host))) (cdr l)))))
+            libraries)))
+
+;; Chez's internals (#%name, #%$name) are reached only in the host layer.
+(define (mentions-system-names? file)
+  (call-with-input-file file
+    (lambda (p)
+      (let loop ()
+        (let ([line (get-line p)])
+          (cond [(eof-object? line) #f]
+                [(let ([t (let trim ([i 0]) (if (and (< i (string-length line)) (char-whitespace? (string-ref line i))) (trim (+ i 1)) (substring line i (string-length line))))])
+                   (and (not (and (> (string-length t) 0) (char=? (string-ref t 0) #\;)))
+                        (let find ([i 0]) (and (< (+ i 1) (string-length t))
+                                               (or (and (char=? (string-ref t i) #\#) (char=? (string-ref t (+ i 1)) #\%))
+                                                   (find (+ i 1)))))))
+                 #t]
+                [else (loop)]))))))
+(test "Chez internals (#%) appear only under lib/spindle/private/host"
+  (check-equal 'outside-host '()
+    (filter (lambda (f) (and (not (let ([k "lib/spindle/private/host/"]) (and (>= (string-length f) (string-length k)) (string=? (substring f 0 (string-length k)) k))))
+                             (mentions-system-names? f)))
+            (append (sls-files "lib") (sls-files "bench")))))
 
 ;; A listed upward edge that no longer exists must leave the list.
 (test "every known upward edge still exists"

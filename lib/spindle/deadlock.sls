@@ -42,6 +42,7 @@
                 gthread-pool gthread-state adopted-gthreads main-pool spawn! start-gthread!
                 gthread-finisher-set! exit-current-thread!)
           (only (spindle private core gthread) gthread-winders gthread-exn-state)
+          (only (spindle private host dynamic-state) winder-exit exception-state-handlers)
           (only (spindle private core cancel) scope-handler?)
           (only (spindle private core wait-targets) thread-wait-list)
           (only (spindle private core thread-dump) dump-object-text)
@@ -67,18 +68,10 @@
 
   ;; The number of handlers an exception state holds above Chez's default
   ;; one, but for those of move-on-after and task scopes (scope-handler?:
-  ;; a break they catch is raised on): its one field is the handler
-  ;; stack, a list that ends in a cyclic pair of the default handler.  #f
-  ;; if it is not so.
+  ;; a break they catch is raised on).  #f if the host cannot tell.
   (define (handler-depth s)
-    (guard (c [#t #f])
-      (let ([stack ((record-accessor (#%$record-type-descriptor s) 0) s)])
-        (let loop ([l stack] [n 0] [seen 0])
-          (cond
-            [(not (pair? l)) #f]
-            [(eq? (cdr l) l) n]
-            [(fx> seen 100000) #f]
-            [else (loop (cdr l) (if (scope-handler? (car l)) n (fx+ n 1)) (fx+ seen 1))])))))
+    (let ([hs (exception-state-handlers s)])
+      (and hs (length (remp scope-handler? hs)))))
 
   ;; #t if the parked main thread runs under a handler it did not have
   ;; when it was adopted: a guard that may catch the break of a Ctrl-C,
@@ -196,17 +189,18 @@
 
   ;; semaphore -> the parked threads that hold it: whose dynamic-wind exits
   ;; (call-with-semaphore's among them) close over it.  A parked thread's
-  ;; winders are those it saved; each is Chez's #(critical? before after).
+  ;; winders are those it saved.
   (define (semaphore-holders threads)
     (let ([h (make-eq-hashtable)])
       (for-each
         (lambda (t)
           (for-each (lambda (w)
-                      (when (and (vector? w) (fx= (vector-length w) 3))
-                        (for-each (lambda (v)
-                                    (when (and (semaphore? v) (not (memq t (hashtable-ref h v '()))))
-                                      (hashtable-update! h v (lambda (l) (cons t l)) '())))
-                                  (free-values (vector-ref w 2)))))
+                      (let ([out (winder-exit w)])
+                        (when out
+                          (for-each (lambda (v)
+                                      (when (and (semaphore? v) (not (memq t (hashtable-ref h v '()))))
+                                        (hashtable-update! h v (lambda (l) (cons t l)) '())))
+                                    (free-values out)))))
                     (let ([ws (gthread-winders t)]) (if (list? ws) ws '()))))
         threads)
       h))

@@ -26,6 +26,7 @@
           ;; for (spindle fork-join) and the template process
           start-lifted-place place-child-main)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (only (spindle private core atomic) with-os-mutex)
+          (only (spindle private host objects) reset-gensym-session!)
           (only (spindle private os descriptors) close-fd write-octet)
           (only (spindle private os processes) spawn-process wait-exit-code own-pid change-directory self-executable exit-process)
           (only (spindle private os signals) place-signals signals->descriptor read-signal signal-number signal-break-kind)
@@ -425,7 +426,7 @@
     (start-small-young-generation!)
     ;; A fork shares the template's gensym session key (gensyms made in two
     ;; places would be eq? once sent) and its random state.
-    (#%$set-top-level-value! '$session-key #f)
+    (reset-gensym-session!)
     (random-seed (+ 1 (mod (+ (* 7919 (own-pid)) (time-nanosecond (current-time))) 4294967000)))
     (trace-place-start! (if (vector? module) (vector-ref module 1) module))
     (let ()

@@ -51,7 +51,7 @@
 (library (spindle synchronized-port)
   (export make-synchronized-port synchronized-port? with-port-lock call-with-port-lock
           make-synchronized-console-port)
-  (import (chezscheme) (spindle private io port-handler)
+  (import (chezscheme) (spindle private host ports)
           (only (spindle private core scheduler) current-gthread 
                 gthread-break-enabled? gthread-break-enabled?-set!)
           (only (spindle private core requests) check-requests!)
@@ -107,7 +107,7 @@
     (nongenerative spindle-synchronized-port-v1) (sealed #t))
 
   (define (port-state p)
-    (let ([i (#%$port-info p)]) (and (sport? i) i)))
+    (let ([i (port-info p)]) (and (sport? i) i)))
 
   (define (synchronized-port? v) (and (port? v) (port-state v) #t))
 
@@ -181,13 +181,13 @@
   (define-output-op (put-char-op sp lk who p any c)
     (put-char (sport-inner sp) c)
     (let ([nl? (char=? c #\newline)])
-      (#%set-port-bol! p nl?)
+      (set-port-bol! p nl?)
       (written! sp (and nl? (sport-line? sp)))))
 
   (define-output-op (put-string-op sp lk who p any s start n)
     (let ([end (fx+ start n)])
       (put-string (sport-inner sp) s start n)
-      (when (fx> n 0) (#%set-port-bol! p (char=? (string-ref s (fx- end 1)) #\newline)))
+      (when (fx> n 0) (set-port-bol! p (char=? (string-ref s (fx- end 1)) #\newline)))
       (written! sp (and (sport-line? sp) (newline-in? s start end)))
       n))
 
@@ -260,7 +260,7 @@
       (unless (port-closed? p)
         (cond
           [(sport-console? sp) (when (output-port? inner) (flush-output-port inner))]
-          [else (close-port inner) (#%mark-port-closed! p)]))))
+          [else (close-port inner) (mark-port-closed! p)]))))
 
   ;; The handler procedures, closed over sp.
   (define (make-handler sp)
@@ -298,13 +298,13 @@
            [h (make-handler sp)])
       (if (textual-port? port)
           (cond
-            [(and in? out?) (#%$make-textual-input/output-port name h "" "" sp)]
-            [in? (#%$make-textual-input-port name h "" sp)]
-            [else (#%$make-textual-output-port name h "" sp)])
+            [(and in? out?) (make-handler-textual-input/output-port name h "" "" sp)]
+            [in? (make-handler-textual-input-port name h "" sp)]
+            [else (make-handler-textual-output-port name h "" sp)])
           (cond
-            [(and in? out?) (#%$make-binary-input/output-port name h #vu8() #vu8() sp)]
-            [in? (#%$make-binary-input-port name h #vu8() sp)]
-            [else (#%$make-binary-output-port name h #vu8() sp)]))))
+            [(and in? out?) (make-handler-binary-input/output-port name h #vu8() #vu8() sp)]
+            [in? (make-handler-binary-input-port name h #vu8() sp)]
+            [else (make-handler-binary-output-port name h #vu8() sp)]))))
 
   (define make-synchronized-port
     (case-lambda

@@ -19,6 +19,8 @@
           make-thread* start-thread! thread-name thread-outcome thread-results
           thread-data-specific thread-data-specific-set! thread-add-exit-hook!)
   (import (except (chezscheme) sleep thread?) (only (spindle private core atomic) with-os-mutex)
+          (spindle private host memory-order)
+          (only (spindle private host dynamic-state) make-exception-state)
           (spindle private core queue) (spindle private core scheduler) (spindle private core requests)
           (spindle private core clock) (spindle private core processors)
           (spindle private core evt-core) (spindle private core sync)
@@ -229,7 +231,7 @@
   ;; A raise that no handler of the thread's takes ends the thread (through
   ;; its escape, so that dynamic-wind exits run).  Shared by every thread.
   (define thread-exception-state
-    (create-exception-state
+    (make-exception-state
       (lambda (c)
         (let* ([t (current-gthread)] [d (gthread-data t)] [k (tdata-body d)])
           (unless (tdata-quiet? d) (report-failure t c))
@@ -452,11 +454,6 @@
 
   ;; SRFI-18 make-thread's pool: #f, 'own or a parallel thread pool.
   (define srfi-18-thread-pool (make-parameter 'own))
-
-  ;; x86-64 is TSO; a CAS is a full fence on every platform Chez runs on.
-  (define fence-box (box 0))
-  (define (memory-order-acquire) (box-cas! fence-box 0 0) (void))
-  (define (memory-order-release) (box-cas! fence-box 0 0) (void))
 
   ;; ---------------------------------------------------------------- dump-threads
   ;; Every live thread: those some custodian holds (every thread made by

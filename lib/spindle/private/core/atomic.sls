@@ -26,18 +26,14 @@
   (export with-atomic with-os-mutex interrupt-depth atomic?
           assert-atomic atomic-checks? internal-error
           spin-lock! spin-unlock! with-spin-lock)
-  (import (chezscheme) (only (spindle private os threads) os-yield!))
+  (import (chezscheme) (only (spindle private os threads) os-yield!)
+          (only (spindle private host objects) interrupt-depth))
 
   (define-syntax with-atomic
     (syntax-rules () [(_ e1 e2 ...) (with-interrupts-disabled e1 e2 ...)]))
 
   (define-syntax with-os-mutex
     (syntax-rules () [(_ m e1 e2 ...) (with-interrupts-disabled (with-mutex m e1 e2 ...))]))
-
-  ;; This OS thread's interrupt-disable depth, read without changing it
-  ;; (disable-interrupts returns the new depth too, at the cost of a change).
-  (define-syntax interrupt-depth
-    (syntax-rules () [(_) (#%$tc-field 'disable-count (#%$tc))]))
 
   (define-syntax atomic?
     (syntax-rules () [(_) (fx> (interrupt-depth) 0)]))

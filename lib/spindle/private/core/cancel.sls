@@ -34,7 +34,8 @@
           &cancelled make-cancelled-condition cancelled-condition? cancelled-condition-scope
           &timeout make-timeout-condition timeout-condition?
           cancel-condition call-catching scope-handler?)
-  (import (chezscheme) (only (spindle private core clock) monotonic-ms))
+  (import (chezscheme) (only (spindle private core clock) monotonic-ms)
+          (only (spindle private host objects) procedure-code-name))
 
   ;; kind: task, timeout (with-timeout), move-on (move-on-after) or shield.
   ;; deadline: a monotonic-ms flonum, or #f.  data: the task scope of a
@@ -129,7 +130,7 @@
            (lambda () (call-with-values thunk (lambda vals (lambda () (apply values vals))))))))))
 
   (define (scope-handler? h)
-    (and (procedure? h) (equal? (#%$code-name (#%$closure-code h)) "spindle-scope-handler")))
+    (and (procedure? h) (equal? (procedure-code-name h) "spindle-scope-handler")))
 
   (record-writer (record-type-descriptor cancel-scope)
     (lambda (cs port wr) (display "#<cancel-scope " port) (display (cancel-scope-kind cs) port) (display ">" port))))

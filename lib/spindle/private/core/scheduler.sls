@@ -48,6 +48,7 @@
     &break-hang-up break-hang-up-condition?
     &break-terminate break-terminate-condition?)
   (import (chezscheme) (spindle private core atomic) (spindle private core queue)
+          (only (spindle private host dynamic-state) current-winders)
           (only (spindle private os signals) fork-os-thread)
           (spindle private core pools) (spindle private core gthread)
           (spindle private core trace) (spindle private core clock) (spindle private core timers)
@@ -177,7 +178,7 @@
     (let ([msg (call/cc
                  (lambda (k)
                    (worker-base-set! w k)
-                   (worker-base-winders-set! w (#%$current-winders))
+                   (worker-base-winders-set! w (current-winders))
                    first))])
       (cond
         [(eq? msg 'schedule) (schedule-next w)]
@@ -185,13 +186,13 @@
         [else (start-fresh! w msg)])))
 
   (define (invoke-base! w msg)
-    (#%$current-winders (worker-base-winders w))
+    (current-winders (worker-base-winders w))
     ((worker-base w) msg))
 
   ;; ---------------------------------------------------------------- running
   (define (save-context! t k)
     (gthread-cont-set! t k)
-    (gthread-winders-set! t (#%$current-winders))
+    (gthread-winders-set! t (current-winders))
     (gthread-exn-state-set! t (current-exception-state))
     (gthread-in-set! t (current-input-port))
     (gthread-out-set! t (current-output-port))
@@ -307,7 +308,7 @@
             (gthread-cont-set! t #f)
             (when tracing? (trace-run-start! t))
             (restore-context! t)
-            (#%$current-winders (gthread-winders t))
+            (current-winders (gthread-winders t))
             (start-slice! w)
             (k (void)))]
       [(worker-base w) (invoke-base! w t)]
@@ -316,7 +317,7 @@
   (define (start-fresh! w t)
     (worker-current-set! w t)
     (when tracing? (trace-run-start! t))
-    (#%$current-winders '())
+    (current-winders '())
     (restore-context! t)
     (start-slice! w)
     (let ([start (gthread-start t)])

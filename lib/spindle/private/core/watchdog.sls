@@ -8,7 +8,7 @@
 ;;;   allocation, at 0% CPU.  A request pending for collect-stall seconds
 ;;;   (no collection between two looks) is reported with the OS threads
 ;;;   still active: their spindle role and the procedures on their stacks
-;;;   (see (spindle private core chez-threads)).
+;;;   (see (spindle private host chez-threads)).
 ;;; - A long slice: a green thread that has held its worker for
 ;;;   long-slice ms without parking or reaching a preemption check (a
 ;;;   blocking call that should go through call-blocking).  A running
@@ -33,7 +33,7 @@
   (export watchdog-note-spawn! watchdog-note-os-thread! watchdog-os-threads
           collect-stall-report-seconds long-slice-report-ms watchdog-report-handler)
   (import (chezscheme) (spindle private core pools) (spindle private core gthread)
-          (spindle private core chez-threads)
+          (spindle private host chez-threads)
           (only (spindle private os threads) make-os-semaphore os-semaphore-post! os-semaphore-wait!)
           (only (spindle private os signals) fork-os-thread)
           (only (spindle private os descriptors) blocking-write)

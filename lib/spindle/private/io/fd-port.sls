@@ -31,7 +31,7 @@
           ;; from private/io/fd-handle, for the libraries that make ports
           open-handle handle? handle-fd handle-rec handle-name handle-closed? handle-kind close-handle!
           handle-call raise-os-error)
-  (import (chezscheme) (spindle private io port-handler) (spindle private io poller)
+  (import (chezscheme) (spindle private host ports) (spindle private io poller)
           (spindle private io fd-handle)
           (only (spindle private os descriptors) sys-read sys-write)
           (only (spindle private os libc) errno-again)
@@ -162,10 +162,10 @@
 
   (define block-buffered-flags
     (let* ([custom (make-custom-binary-input-port "probe" (lambda (bv start n) 0) #f #f #f)]
-           [bare (#%$make-binary-input-port "probe" (#%$port-handler custom) (make-bytevector 1) #f)])
+           [bare (make-handler-binary-input-port "probe" (port-handler custom) (make-bytevector 1) #f)])
       (fold-left (lambda (acc i)
                    (let ([bit (fxsll 1 i)])
-                     (if (and (#%$port-flags-set? custom bit) (not (#%$port-flags-set? bare bit))) (fxior acc bit) acc)))
+                     (if (and (port-flags-set? custom bit) (not (port-flags-set? bare bit))) (fxior acc bit) acc)))
                  0 (iota 24))))
 
   ;; A port-handler operation: refuses a closed port, then runs body.
@@ -260,7 +260,7 @@
     (nongenerative spindle-fd-entry-v1) (sealed #t))
 
   (define (fd-port-entry p)
-    (let ([i (#%$port-info p)]) (and (fd-entry? i) i)))
+    (let ([i (port-info p)]) (and (fd-entry? i) i)))
   (define (fd-port? p) (and (port? p) (fd-port-entry p) #t))
   (define (fd-port-handle p) (let ([e (fd-port-entry p)]) (and e (fd-entry-handle e))))
 
@@ -294,27 +294,27 @@
            ;; close reaches the handler through Chez's copy of the port)
            [closer (lambda (e on-close out?)
                      (lambda (p)
-                       (#%mark-port-closed! p)
+                       (mark-port-closed! p)
                        (when (box-cas! (fd-entry-closing? e) #f #t)
                          (port-closed! h on-close out?))))]
            [in-entry (make-fd-entry h 'in (box #f))]
            [out-entry (make-fd-entry h 'out (box #f))]
            [in (and in?
-                    (#%$make-binary-input-port name
+                    (make-handler-binary-input-port name
                       (make-input-handler h (closer in-entry void #f))
                       ;; Chez's buffer: its size is set to 0 below, before
                       ;; the port is seen, and stays 0 (Chez's file ports
                       ;; keep at least one byte; so do we)
                       (make-bytevector 1) in-entry))]
            [out (and out?
-                     (#%$make-binary-output-port name
+                     (make-handler-binary-output-port name
                        (make-output-handler h (closer out-entry shut-write #t))
                        #vu8() out-entry))])
       ;; Chez's buffers are kept out of the way (see the top of the file)
       (when in
         (set-binary-port-input-size! in 0)
-        (#%$set-port-flags! in block-buffered-flags))
-      (when out (#%$set-port-flags! out line-buffered-flag))
+        (set-port-flags! in block-buffered-flags))
+      (when out (set-port-flags! out line-buffered-flag))
       (guard-handle! h)
       ;; the ports belong to the current custodian (a shut-down one refuses
       ;; them: the descriptor is closed and the error raised)

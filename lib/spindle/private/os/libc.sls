@@ -13,7 +13,7 @@
   (export libc-loaded errno checked bytes-at check-range sys-strerror
           errno-intr errno-again errno-inprogress errno-connrefused
           o-nonblock o-cloexec)
-  (import (chezscheme))
+  (import (chezscheme) (only (spindle private host objects) bytevector-data-address))
 
   (define libc-loaded (begin (load-shared-object "libc.so.6") #t))
 
@@ -40,7 +40,7 @@
   ;; interrupt check (a collection may move bv), so used inside `checked`
   ;; or with interrupts disabled.
   (define-syntax bytes-at
-    (syntax-rules () [(_ bv i) (#%$object-address bv (fx+ 9 i))]))
+    (syntax-rules () [(_ bv i) (bytevector-data-address bv i)]))
 
   (define (check-range who bv start n)
     (unless (and (bytevector? bv) (fixnum? start) (fixnum? n) (fx>= start 0) (fx>= n 0)

@@ -37,6 +37,7 @@
           handle->pending add-request! remove-request! cancel-pending! test! poke! add-prober! remove-prober!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
+          (only (spindle private host objects) bytevector-set-immutable!)
           (only (spindle private os memory) malloc free memcpy-from-bytevector!)
           (only (spindle private os libc) bytes-at)
           (only (spindle private places buffer-pool) buffer-alloc buffer-free)
@@ -239,7 +240,7 @@
               (lock-object bv)
               (let ([rc (mpi-mrecv (bytes-at bv 0) n (mpi-byte) msg st)])
                 (unlock-object bv)
-                (#%$bytevector-set-immutable! bv)
+                (bytevector-set-immutable! bv)
                 (if (eqv? rc 0) bv rc)))))))
 
   ;; Under engine-lock: one round.  Returns 'idle (nothing outstanding),

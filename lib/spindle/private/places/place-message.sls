@@ -14,6 +14,7 @@
 (library (spindle private places place-message)
   (export place-message-allowed? encode-message decode-message)
   (import (chezscheme) (spindle private places shared-vector)
+          (only (spindle private host objects) bytevector-set-immutable! string-set-immutable! vector-set-immutable!)
           (only (spindle private os processes) stack-limit))
 
   (define-record-type wire-ref
@@ -212,7 +213,7 @@
   ;; the bytes its sender had read from it, and their descriptors.
   (define (decode-message bv raw? fds fd->channel)
     (if raw?
-        (begin (#%$bytevector-set-immutable! bv) bv)
+        (begin (bytevector-set-immutable! bv) bv)
         (decode-fasl bv fds fd->channel)))
 
   (define (decode-fasl bv fds fd->channel)
@@ -252,8 +253,8 @@
         (cond
           [(scalar? v) v]
           [(hashtable-ref memo v #f)]
-          [(string? v) (#%$string-set-immutable! v) v]
-          [(bytevector? v) (#%$bytevector-set-immutable! v) v]
+          [(string? v) (string-set-immutable! v) v]
+          [(bytevector? v) (bytevector-set-immutable! v) v]
           [(pair? v)
            (hashtable-set! memo v v)
            (let ([a (fix (car v))]) (unless (eq? a (car v)) (set-car! v a)))
@@ -266,7 +267,7 @@
            (do ([i 0 (fx+ i 1)]) ((fx= i (vector-length v)))
              (let* ([x (vector-ref v i)] [y (fix x)])
                (unless (eq? x y) (vector-set! v i y))))
-           (#%$vector-set-immutable! v)
+           (vector-set-immutable! v)
            v]
           [(wire-ref? v) (let ([r (resolve v)]) (hashtable-set! memo v r) r)]
           [(box? v)

@@ -18,7 +18,7 @@
 ;;; Every address is checked to lie in the Scheme heap before it is read,
 ;;; and a return address yields a code object only when that object's
 ;;; header says "code" and its length covers the address.
-(library (spindle private core chez-threads)
+(library (spindle private host chez-threads)
   (export collect-request-pending? os-thread-ids os-thread-active? os-thread-interrupt-depth
           probe-frames? os-thread-callers)
   (import (chezscheme))
