@@ -5,6 +5,13 @@
 # and prints "N passed, N failed" for both together last.  Exits 1 on any
 # failure.  --safe-only: only the SAFE_TESTS run.  SPINDLE_TEST_LIMIT: seconds a file may run (default 240).
 cd "$(dirname "$0")/.."
+# SCHEME picks the Chez Scheme (a command or a path; default `scheme`).  Its
+# directory goes first on PATH, so that a test starting `scheme` itself
+# starts the same one.
+SCHEME=$(command -v "${SCHEME:-scheme}") || { echo "tests/run.sh: Chez Scheme not found: ${SCHEME:-scheme}" >&2; exit 1; }
+export SCHEME
+[ "$(basename "$SCHEME")" = scheme ] && export PATH="$(dirname "$SCHEME"):$PATH"
+echo "Chez Scheme $("$SCHEME" --version 2>&1) ($SCHEME)"
 safe_only=; [ "${1:-}" = --safe-only ] && { safe_only=1; shift; }
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(tests/test-*.ss)
@@ -19,7 +26,7 @@ run_files() {
   libdirs=$(bin/spindle libdirs)
   for f in "$@"; do
     out=$(mktemp); start=$SECONDS
-    timeout -k 5 "$limit" scheme --libdirs "$libdirs:tests:bench" --program "$f" >"$out" 2>&1
+    timeout -k 5 "$limit" "$SCHEME" --libdirs "$libdirs:tests:bench" --program "$f" >"$out" 2>&1
     rc=$?
     # the harness's own count (its last line), else the ok and FAIL lines
     # (a file that died before the harness could count)

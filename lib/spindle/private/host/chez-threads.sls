@@ -5,11 +5,13 @@
 ;;; active thread), their interrupt depth, and the named procedures on the
 ;;; stack of a thread that sits outside Scheme.
 ;;;
-;;; Chez 9.5.8 keeps these in each thread's context (tc), a C structure;
-;;; its pointer fields are read with $tc-field, the others (the active
-;;; flag, the saved frame pointer and the stack segment) at offsets
-;;; measured on ta6le 9.5.8 and checked against this process's own context
-;;; at load: elsewhere `probe-frames?` is #f and a report says less.
+;;; Chez keeps these in each thread's context (tc), a C structure; its
+;;; pointer fields are read with $tc-field, the others (the active flag,
+;;; the saved frame pointer and the stack segment) at offsets measured on
+;;; ta6le for each version the host layer knows (9.5.8; 10.x, whose tc
+;;; gained fields before these and whose return points may carry a compact
+;;; header) and checked against this process's own context at load:
+;;; elsewhere `probe-frames?` is #f and a report says less.
 ;;;
 ;;; A collection cannot start while the calling thread is active, so
 ;;; nothing moves while it reads; a thread that is read is either stopped
@@ -21,7 +23,7 @@
 (library (spindle private host chez-threads)
   (export collect-request-pending? os-thread-ids os-thread-active? os-thread-interrupt-depth
           probe-frames? os-thread-callers)
-  (import (chezscheme))
+  (import (chezscheme) (spindle private host version))
 
   ;; #t while a collection has been requested and has not run yet.
   (define (collect-request-pending?) (and (#%$top-level-value '$collect-request-pending) #t))
@@ -48,19 +50,23 @@
       (and t (let ([d (#%$tc-field 'disable-count (tc-of t))]) (and (fixnum? d) d)))))
 
   ;; ---------------------------------------------------------------- raw layout
-  (define layout-known?
-    (and (member (symbol->string (machine-type)) '("ta6le"))
-         (let ([v (scheme-version)]) (and (>= (string-length v) 5) (string=? (substring v (- (string-length v) 5) (string-length v)) "9.5.8")))))
-  (define tc-sfp 56)                 ; void* sfp: the frame pointer saved at a C call
-  (define tc-active 308)             ; I32 active
-  (define tc-scheme-stack 312)       ; void* scheme-stack: the current stack segment
-  (define tc-scheme-stack-size 336)  ; iptr: its size in bytes
-  (define tc-threadno 440)           ; ptr threadno, for the check below
-  ;; before a return address: its frame's size and the distance back to
-  ;; the start of its code object
-  (define ra-frame-size -16)
-  (define ra-toplink -24)
-  (define toplink-base 24)           ; code pointer = ra - toplink - toplink-base
+  (define layout-known? (eq? (machine-type) 'ta6le))
+  (define tc-sfp 56)                                  ; void* sfp: the frame pointer saved at a C call
+  (define tc-active (if chez-10? 316 308))            ; I32 active
+  (define tc-scheme-stack (if chez-10? 320 312))      ; void* scheme-stack: the current stack segment
+  (define tc-scheme-stack-size (if chez-10? 344 336)) ; iptr: its size in bytes
+  (define tc-threadno (if chez-10? 472 440))          ; ptr threadno, for the check below
+  ;; before a return address: its frame's size (10.x: a compact header
+  ;; when its low bit is 1, the size in words in bits 2-6) and the
+  ;; distance back to the start of its code object
+  (define ra-frame-size (if chez-10? -8 -16))
+  (define ra-toplink (if chez-10? -16 -24))
+  (define (frame-size-at ra)
+    (let ([w (foreign-ref 'uptr ra ra-frame-size)])
+      (if (and chez-10? (odd? w))
+          (* 8 (bitwise-and (bitwise-arithmetic-shift-right w 2) 31))
+          w)))
+  (define toplink-base (if chez-10? 16 24)) ; code pointer = ra - toplink - toplink-base
   (define code-type-offset 1)        ; the header word of a code object, from its pointer
   (define code-length-offset 9)
   (define code-data-offset 65)       ; first instruction, from the pointer (after 8 header words)
@@ -117,7 +123,7 @@
                   (let* ([ra (foreign-ref 'uptr fp 0)] [c (code-at ra)])
                     (if (not c)
                         (reverse acc)
-                        (let ([size (foreign-ref 'iptr ra ra-frame-size)]
+                        (let ([size (frame-size-at ra)]
                               [acc (if (equal? (#%$code-name c) "winder-dummy") acc (cons (describe-code c) acc))])
                           (if (and (> size 0) (= 0 (bitwise-and size 7)) (<= size (- fp base)) (> fp base))
                               (loop (- fp size) (fx- k 1) acc)
