@@ -28,7 +28,7 @@ chez10:
 	@tools/chez10.sh
 
 test-chez10:
-	$(MAKE) test SCHEME="$$(tools/chez10.sh)"
+	s=$$(tools/chez10.sh) && $(MAKE) test SCHEME="$$s"
 
 test: deps browser mpi
 	SCHEME="$(SCHEME)" SAFE_TESTS="$(SAFE_TESTS)" tests/run.sh

@@ -43,6 +43,7 @@
                 gthread-finisher-set! exit-current-thread!)
           (only (spindle private core gthread) gthread-winders gthread-exn-state)
           (only (spindle private host dynamic-state) winder-exit exception-state-handlers)
+          (only (spindle private host collector) collector-helper-threads)
           (only (spindle private core cancel) scope-handler?)
           (only (spindle private core wait-targets) thread-wait-list)
           (only (spindle private core thread-dump) dump-object-text)
@@ -98,11 +99,11 @@
              (unbox all-pools)))
 
   ;; #t if every OS thread of the process is a worker, a call-blocking
-  ;; helper or the watchdog.
+  ;; helper, the watchdog or one of the collector's helpers.
   (define (os-threads-known?)
     (let ([n (guard (c [#t #f]) (length (directory-list "/proc/self/task")))])
       (and n
-           (fx= n (fx+ (blocking-helper-count) (watchdog-os-threads)
+           (fx= n (fx+ (blocking-helper-count) (watchdog-os-threads) (collector-helper-threads)
                        (fold-left (lambda (acc wp)
                                     (let ([p (car wp)]) (if (bwp-object? p) acc (fx+ acc (pool-workers p)))))
                                   0 (unbox all-pools)))))))

@@ -5,7 +5,7 @@
 ;;; SPINDLE_GCDEBUG=1 prints a line per collection.
 (library (spindle private core gc-policy)
   (export install-gc-policy! collect-libraries!)
-  (import (chezscheme))
+  (import (chezscheme) (only (spindle private host collector) collect-generation))
 
   ;; Compiled libraries load into the youngest generation, and a program's
   ;; first collections would copy them again, generation by generation,
@@ -59,7 +59,7 @@
                   (let ([g (radix-due gc-count (collect-generation-radix) maxg)])
                     (if (and (fx= g maxg) (not (paced 2))) (fx- maxg 1) g)))]
            [t0 (and gc-debug (real-time))])
-      (collect g)
+      (collect-generation g)
       (let ([after (bytes-allocated)])
         (set! gc-growing? (> (* 8 (- after gc-after)) (- before gc-after)))
         (set! gc-after after)
