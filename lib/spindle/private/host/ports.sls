@@ -5,10 +5,10 @@
 ;;; (spindle private io fd-port) are made here.  The record is rebuilt
 ;;; from its nongenerative uid (s/io-types.ss; the same 17 fields on 9.5.8
 ;;; and 10.x), and so are the port constructors, the port's info field
-;;; (the owner's state) and its flags.  (Chez exports port-handler,
-;;; mark-port-closed! and set-port-bol! itself.)
+;;; (the owner's state) and its flags.  (Chez exports mark-port-closed!
+;;; and set-port-bol! itself.)
 (library (spindle private host ports)
-  (export make-port-handler port-info port-flags-set? set-port-flags!
+  (export make-port-handler port-handler-of port-info port-flags-set? set-port-flags!
           make-handler-binary-input-port make-handler-binary-output-port
           make-handler-binary-input/output-port make-handler-textual-input-port
           make-handler-textual-output-port make-handler-textual-input/output-port)
@@ -25,6 +25,8 @@
   (define make-port-handler
     (record-constructor (make-record-constructor-descriptor port-handler-rtd #f #f)))
 
+  ;; p's port-handler record (Chez's exported port-handler is another thing)
+  (define (port-handler-of p) (#%$port-handler p))
   (define-syntax port-info (syntax-rules () [(_ p) (#%$port-info p)]))
   (define (port-flags-set? p bits) (#%$port-flags-set? p bits))
   (define (set-port-flags! p bits) (#%$set-port-flags! p bits))

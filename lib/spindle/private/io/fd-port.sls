@@ -162,7 +162,7 @@
 
   (define block-buffered-flags
     (let* ([custom (make-custom-binary-input-port "probe" (lambda (bv start n) 0) #f #f #f)]
-           [bare (make-handler-binary-input-port "probe" (port-handler custom) (make-bytevector 1) #f)])
+           [bare (make-handler-binary-input-port "probe" (port-handler-of custom) (make-bytevector 1) #f)])
       (fold-left (lambda (acc i)
                    (let ([bit (fxsll 1 i)])
                      (if (and (port-flags-set? custom bit) (not (port-flags-set? bare bit))) (fxior acc bit) acc)))
