@@ -126,4 +126,12 @@
     (filter (lambda (e) (not (member (cdr e) (cdr (or (assoc (car e) libraries) '(#f))))))
             known-upward-edges)))
 
+(test "the host layer knows 9.5.8 and 10.0-10.4, and refuses the others"
+  (let ()
+    (define supported? (let () (import (spindle private host version)) supported-chez-version?))
+    (for-each (lambda (v) (check (list "supported" v) (supported? v))) '((9 5 8) (10 0 0) (10 1 0) (10 4 1)))
+    (for-each (lambda (v) (check (list "refused" v) (not (supported? v)))) '((9 5 7) (9 5 9) (10 5 0) (11 0 0)))
+    (check "the running Chez is one of them"
+      (supported? (call-with-values scheme-version-number list)))))
+
 (done)

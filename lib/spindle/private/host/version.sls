@@ -9,7 +9,7 @@
 ;;; To add a version: check each library of this folder against it (see
 ;;; doc/internals.md, "The host layer"), then add it below.
 (library (spindle private host version)
-  (export chez-version chez-10? chez-version-string)
+  (export chez-version chez-10? chez-version-string supported-chez-version?)
   (import (chezscheme))
 
   ;; (major minor patch) of the running Chez.
@@ -21,15 +21,15 @@
   ;; 9.5.8: Debian 12 and Ubuntu 24.04.  10.0-10.4: Chez after its merge
   ;; with Racket's fork (Debian 13, Fedora, Homebrew, Alpine); one layout
   ;; for every 10.x release through 10.4.
-  (define known?
-    (or (equal? chez-version '(9 5 8))
-        (and (eqv? (car chez-version) 10) (<= (cadr chez-version) 4))))
+  (define (supported-chez-version? v)
+    (or (equal? v '(9 5 8))
+        (and (eqv? (car v) 10) (<= (cadr v) 4))))
 
   (define chez-10? (>= (car chez-version) 10))
 
   (unless (threaded?)
     (errorf 'spindle "this Chez Scheme ~a was built without threads (~a); spindle needs a threaded build (machine type t...)"
             (chez-version-string) (machine-type)))
-  (unless known?
+  (unless (supported-chez-version? chez-version)
     (errorf 'spindle "Chez Scheme ~a is not supported: spindle runs on Chez Scheme 9.5.8 and 10.0 to 10.4, and reads internals (winders, exception states, thread contexts, port records) whose layout it has not checked on ~a"
             (chez-version-string) (chez-version-string))))
