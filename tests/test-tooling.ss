@@ -23,6 +23,30 @@
   (sh "ls -A ~a > ~a/ls.out" dir work)
   (list-sort string<? (read-lines (string-append work "/ls.out"))))
 
+;; run, trace and mpirun of a program beside its library, in a directory
+;; whose name has a colon, the --libdirs separator (issue 31, item 15);
+;; the checkout's own bin/spindle and cache
+(test "spindle run, trace and mpirun: a program in a directory named c:olon"
+  (let ([dir (string-append work "-colon/c:olon")])
+    (sh "rm -rf '~a' && mkdir -p '~a/lib'" dir dir)
+    (call-with-output-file (string-append dir "/lib/alpha.sls")
+      (lambda (p) (write '(library (lib alpha) (export alpha) (import (chezscheme)) (define alpha 'alpha-value)) p)))
+    (call-with-output-file (string-append dir "/main.ss")
+      (lambda (p)
+        (write '(import (except (chezscheme) sleep) (only (spindle) sleep) (lib alpha)) p)
+        (write '(sleep 0.01) p)
+        (write '(write (list alpha (command-line-arguments))) p)
+        (write '(newline) p)))
+    (let ([spindle (string-append (current-directory) "/bin/spindle")] [out (string-append work "-colon/out")])
+      (check-equal "run" 0 (sh "cd '~a/..' && ~a run c:olon/main.ss x 'y z' > ~a 2>&1 || { cat ~a; exit 1; }" dir spindle out out))
+      (check-equal "run: the library found, the arguments passed" '("(alpha-value (\"x\" \"y z\"))") (read-lines out))
+      (check-equal "trace" 0 (sh "cd '~a/..' && ~a trace -o ~a.json c:olon/main.ss x > ~a 2>/dev/null || { cat ~a; exit 1; }" dir spindle out out out))
+      (check-equal "trace: the library found" '("(alpha-value (\"x\"))") (read-lines out))
+      (when (file-exists? "/usr/bin/mpirun")
+        (check-equal "mpirun" 0 (sh "cd '~a/..' && timeout 60 ~a mpirun -np 1 c:olon/main.ss x > ~a 2>&1 || { cat ~a; exit 1; }" dir spindle out out))
+        (check-equal "mpirun: the library found" '("(alpha-value (\"x\"))") (read-lines out))))
+    (sh "rm -rf '~a-colon'" work)))
+
 (test "a copy of bin/ and lib/ to work on"
   (check-equal "copied" 0 (sh "rm -rf ~a && mkdir -p ~a && cp -r bin lib ~a/" work work work)))
 
