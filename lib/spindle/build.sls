@@ -112,30 +112,30 @@
            [tmp (format "~a.~a.tmp" obj (gensym->unique-string (gensym)))]
            [dirs (cons (path-parent src) (source-directories))]
            [instance (new-instance)] [warnings '()] [t0 (real-time)])
-      (let*-values ([(source includes) (compile-inputs src dirs)]
-                    [(error-text)
-             (guard (c [(break-condition? c) (when (file-exists? tmp) (delete-file tmp)) (raise c)]
-                       [#t (condition-text c)])
-               (with-exception-handler
-                 (lambda (c)
-                   ;; Chez's two cp0 passes may raise one warning twice
-                   (if (warning? c)
-                       (let ([text (condition-text c)])
-                         (unless (member text warnings) (set! warnings (cons text warnings))))
-                       (raise c)))
-                 (lambda ()
-                   ;; Chez announces each compile on the current output port.
-                   (parameterize ([current-output-port (open-output-string)]
-                                  [source-directories dirs])
-                     (if (eq? kind 'library) (compile-library src tmp) (compile-program src tmp)))))
-               (rename-file tmp obj)
-               (write-stamp! obj (compile-settings) source includes imports instance)
-               #f)])
-        (when (and error-text (file-exists? tmp)) (delete-file tmp))
-        (vector 'done (not error-text)
-                (or error-text (apply string-append (map (lambda (w) (string-append w "\n")) (reverse warnings))))
-                (/ (- (real-time) t0) 1000.0)
-                instance))))
+      (let-values ([(source includes) (compile-inputs src dirs)])
+        (let ([error-text
+               (guard (c [(break-condition? c) (when (file-exists? tmp) (delete-file tmp)) (raise c)]
+                         [#t (condition-text c)])
+                 (with-exception-handler
+                   (lambda (c)
+                     ;; Chez's two cp0 passes may raise one warning twice
+                     (if (warning? c)
+                         (let ([text (condition-text c)])
+                           (unless (member text warnings) (set! warnings (cons text warnings))))
+                         (raise c)))
+                   (lambda ()
+                     ;; Chez announces each compile on the current output port.
+                     (parameterize ([current-output-port (open-output-string)]
+                                    [source-directories dirs])
+                       (if (eq? kind 'library) (compile-library src tmp) (compile-program src tmp)))))
+                 (rename-file tmp obj)
+                 (write-stamp! obj (compile-settings) source includes imports instance)
+                 #f)])
+          (when (and error-text (file-exists? tmp)) (delete-file tmp))
+          (vector 'done (not error-text)
+                  (or error-text (apply string-append (map (lambda (w) (string-append w "\n")) (reverse warnings))))
+                  (/ (- (real-time) t0) 1000.0)
+                  instance)))))
 
   (define (start-worker) (place ch (build-worker ch)))
 
@@ -445,33 +445,31 @@
         (dynamic-wind
           void
           (lambda ()
-            (let ([built
-                   (let loop ([live workers])
-                     (set! live-workers live)
-                     (dispatch!)
-                     (if (and (zero? in-flight)
-                              (or (stopping?) (null? ready) (null? live)))
-                         (begin (set! done? #t) (finish live))
-                         ;; A channel whose place has ended raises "peer place ended"
-                         ;; from sync; its place-dead-evt says which one.  While the
-                         ;; controller has a unit it may compile, it only looks.
-                         (let ([got (guard (c [(not (break-condition? c)) #f])
-                                      (apply (if (compile-here?)
-                                                 (lambda evts (or (apply sync/timeout 0 evts) (begin (compile-while-starting!) 'compiled)))
-                                                 sync)
-                                             (apply append
-                                                    (map (lambda (w)
-                                                           (list (wrap-evt w (lambda (m) (cons w m)))
-                                                                 (wrap-evt (place-dead-evt w) (lambda (e) (cons w #f)))))
-                                                         live))))])
-                           (cond
-                             [(eq? got 'compiled) (loop live)]
-                             [(not got)
-                              (loop (fold-left (lambda (live w) (if (sync/timeout 0 (place-dead-evt w)) (dead! w live) live))
-                                               live live))]
-                             [(cdr got) (receive! (car got) (cdr got)) (loop live)]
-                             [else (loop (dead! (car got) live))]))))])
-              built))
+            (let loop ([live workers])
+              (set! live-workers live)
+              (dispatch!)
+              (if (and (zero? in-flight)
+                       (or (stopping?) (null? ready) (null? live)))
+                  (begin (set! done? #t) (finish live))
+                  ;; A channel whose place has ended raises "peer place ended"
+                  ;; from sync; its place-dead-evt says which one.  While the
+                  ;; controller has a unit it may compile, it only looks.
+                  (let ([got (guard (c [(not (break-condition? c)) #f])
+                               (apply (if (compile-here?)
+                                          (lambda evts (or (apply sync/timeout 0 evts) (begin (compile-while-starting!) 'compiled)))
+                                          sync)
+                                      (apply append
+                                             (map (lambda (w)
+                                                    (list (wrap-evt w (lambda (m) (cons w m)))
+                                                          (wrap-evt (place-dead-evt w) (lambda (e) (cons w #f)))))
+                                                  live))))])
+                    (cond
+                      [(eq? got 'compiled) (loop live)]
+                      [(not got)
+                       (loop (fold-left (lambda (live w) (if (sync/timeout 0 (place-dead-evt w)) (dead! w live) live))
+                                        live live))]
+                      [(cdr got) (receive! (car got) (cdr got)) (loop live)]
+                      [else (loop (dead! (car got) live))])))))
           (lambda () (unless done? (for-each place-kill live-workers)))))))
 
   (lift-places (spindle build)))
