@@ -114,7 +114,7 @@
   (define-record-type (task-scope new-task-scope task-scope?)
     (fields cancel custodian owner end lock ended children
             (mutable state) (mutable nested) (mutable failures) (mutable caught?))
-    (nongenerative spindle-task-scope-v1) (sealed #t))
+    (nongenerative spindle-task-scope-v2) (sealed #t))
 
   (define (check-scope who s)
     (unless (task-scope? s) (assertion-violation who "expected a task scope" s)))
