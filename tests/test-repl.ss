@@ -65,6 +65,7 @@
   (check-equal "(exit 3) at the prompt" 3 (repl-status "(exit 3)\n(display 'not-reached)\n"))
   (check-equal "(exit) at the prompt" 0 (repl-status "(exit)\n"))
   (check-equal "end of input" 0 (repl-status "(+ 1 2)\n"))
+  (check-equal "(exit 4) after leaving a nested cafe" 4 (repl-status "(new-cafe)\n(exit 1)\n(exit 4)\n"))
   (check-equal "(exit 5) from a coroutine thread started at the prompt" 5
     (repl-status "(thread (lambda () (exit 5)))\n(sleep 10)\n(exit 9)\n"))
   (check-equal "(exit 6) from a parallel thread started at the prompt" 6

@@ -33,15 +33,17 @@
           (only (spindle private core exit-hooks) exit-process))
 
   (define (read-eval-print-loop)
-    (let ([me (current-thread)] [prompt-and-read (waiter-prompt-and-read)] [cafe-exit #f])
-      (define (exit-here . args)
-        (apply (if (eq? (current-thread) me) cafe-exit exit-process) args))
+    (let ([me (current-thread)] [prompt-and-read (waiter-prompt-and-read)] [ours (make-weak-eq-hashtable)])
+      ;; wraps the exit handler of the cafe at this prompt (a cafe nested
+      ;; in it, `(new-cafe)` typed at the prompt, has its own)
+      (define (own-exit-handler!)
+        (let ([cafe-exit (exit-handler)])
+          (unless (hashtable-contains? ours cafe-exit)
+            (let ([h (lambda args (apply (if (eq? (current-thread) me) cafe-exit exit-process) args))])
+              (hashtable-set! ours h #t)
+              (exit-handler h)))))
       ;; this thread's ports, and Chez's console ports, are the parking ones
       (install-console-ports!)
       (parameterize ([keyboard-interrupt-handler (lambda () (break-thread me))]
-                     [waiter-prompt-and-read
-                      (lambda (level)
-                        (let ([h (exit-handler)])
-                          (unless (eq? h exit-here) (set! cafe-exit h) (exit-handler exit-here)))
-                        (prompt-and-read level))])
+                     [waiter-prompt-and-read (lambda (level) (own-exit-handler!) (prompt-and-read level))])
         (new-cafe)))))
