@@ -84,4 +84,4 @@ uninstall:
 	tools/install.sh uninstall "$(DESTDIR)$(PREFIX)"
 
 clean:
-	find . -name '*.so' -o -name '*.wpo' | xargs rm -f
+	find . -name '*.so' -o -name '*.wpo' -o -name '*.dep' | xargs rm -f

@@ -57,7 +57,7 @@
     call-blocking
     ;; (spindle scope)
     call-with-task-scope task-scope? scope-thread scope-future scope-cancel!
-    scope-cancelled? with-cancel-shield call-with-cancel-shield
+    scope-cancelled? scope-cancel-caught? with-cancel-shield call-with-cancel-shield
     with-timeout move-on-after call-with-timeout call-with-move-on-after
     &cancelled cancelled-condition? &timeout timeout-condition?
     &scope-failure scope-failure-condition? scope-failure-conditions

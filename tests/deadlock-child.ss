@@ -35,6 +35,17 @@
    (say "ready")
    (move-on-after +inf.0 (channel-get (make-channel)))
    (say "not reached")]
+  ;; waits that ended before their deadlines left cancelled timers of
+  ;; 30 s behind, then every thread waits on a channel
+  [(dead-timers)
+   (move-on-after 30 (sleep 0.01))
+   (let ([c (make-channel)])
+     (thread (lambda () (sleep 0.1) (channel-put c 'answer)))
+     (sync/timeout 30 c))
+   (thread (lambda () (sync/timeout 30 (make-semaphore 1))) #:pool 'own)
+   (say "ready")
+   (channel-get (make-channel))
+   (say "not reached")]
   ;; the main thread inside a task scope and a move-on-after (handlers
   ;; that raise a break on), its children on unreachable channels
   [(scope-channel)

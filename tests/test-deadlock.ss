@@ -89,6 +89,12 @@
     (check "not killed" (not (cadr r)))
     (check "the report" (string-contains? (cadddr r) "spindle: deadlock: every thread is blocked for ever"))))
 
+(test "timers of waits that ended early wake nothing: reported at once, not at their deadlines"
+  (let ([r (run-child 'dead-timers no-action 10)])
+    (check-equal "status" 2 (car r))
+    (check "not killed (the old deadlines are 30 s away)" (not (cadr r)))
+    (check "the report" (string-contains? (cadddr r) "spindle: deadlock: every thread is blocked for ever"))))
+
 (test "every thread blocked inside task scopes and move-on-after: reported"
   (let ([r (run-child 'scope-channel no-action 10)])
     (check-equal "status" 2 (car r))

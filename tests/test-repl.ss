@@ -48,6 +48,31 @@
     (check-equal "then (+ 1 2)" '("3") (field "after-break" lines))
     (check-equal "Ctrl-D exits" '("0") (field "exit" lines))))
 
+;; The status of `bin/spindle repl` reading input (a pipe) that ends with
+;; or without an exit: the code given to exit, from the prompt or from a
+;; thread started there (issue 31, item 16).
+;; hold: seconds the input stays open after it (the prompt waits).
+(define (repl-status input . hold)
+  (let ([in (format "/tmp/spindle-test-repl-~a-in" (own-pid))])
+    (call-with-output-file in (lambda (p) (display input p)) 'replace)
+    (let ([r (shell-command (format "{ cat ~a; sleep ~a; } | timeout 60 bin/spindle repl > /dev/null 2>&1; echo $? > ~a.rc"
+                                    in (if (null? hold) 0 (car hold)) in))])
+      (let ([rc (call-with-input-file (string-append in ".rc") read)])
+        (delete-file in) (delete-file (string-append in ".rc"))
+        rc))))
+
+(test "exit at the REPL: its code is the process's status"
+  (check-equal "(exit 3) at the prompt" 3 (repl-status "(exit 3)\n(display 'not-reached)\n"))
+  (check-equal "(exit) at the prompt" 0 (repl-status "(exit)\n"))
+  (check-equal "end of input" 0 (repl-status "(+ 1 2)\n"))
+  (check-equal "(exit 4) after leaving a nested cafe" 4 (repl-status "(new-cafe)\n(exit 1)\n(exit 4)\n"))
+  (check-equal "(exit 5) from a coroutine thread started at the prompt" 5
+    (repl-status "(thread (lambda () (exit 5)))\n(sleep 10)\n(exit 9)\n"))
+  (check-equal "(exit 6) from a parallel thread started at the prompt" 6
+    (repl-status "(thread (lambda () (exit 6)) #:pool 'own)\n(sleep 10)\n(exit 9)\n"))
+  (check-equal "(exit 7) from a thread while the prompt waits" 7
+    (repl-status "(thread (lambda () (sleep 0.2) (exit 7)))\n" 5)))
+
 (if (not python?)
     (printf "skipped: python3 with its pty module is needed to drive the REPL under a terminal\n")
     (parameterize ([test-limit 100])

@@ -270,6 +270,13 @@
     (check-raises "timeout" (lambda (c) (and (error? c) (string-contains? (condition-message c) "timed out")))
       (lambda () (tcp-connect "127.0.0.1" port #:timeout 0.1)))
     (check-deadline "tcp-connect in a scope" 0.05 (lambda () (tcp-connect "127.0.0.1" port)))
+    ;; an outer deadline that comes first is the outer scope's, not
+    ;; tcp-connect's own timeout (issue 31, item 6)
+    (check-raises "an outer with-timeout passes through #:timeout's"
+      (lambda (c) (and (timeout-condition? c) (not (error? c))))
+      (lambda () (with-timeout 0.3 (tcp-connect "127.0.0.1" port #:timeout 5))))
+    (check-equal "an outer move-on-after too" #f
+      (move-on-after 0.3 (tcp-connect "127.0.0.1" port #:timeout 5)))
     (check-equal "no socket left" before (open-fd-count))
     ;; localhost is 127.0.0.1 (hanging) then ::1: the second attempt starts
     ;; after 250 ms and wins
@@ -426,6 +433,57 @@
     (check-equal "ended: ready with itself" scope (sync/timeout 0 scope))
     (check-raises "no child after the end" (assertion-from? 'scope-thread)
       (lambda () (scope-thread scope void)))))
+
+(test "a cancelled scope's value: the body's if it returned, #f if the cancellation unwound it"
+  ;; the README's example: the body cancels and returns, no wait after
+  (let* ([scope #f]
+         [r (call-with-task-scope
+              (lambda (s)
+                (set! scope s)
+                (scope-thread s (lambda () (sleep 10)))
+                (scope-cancel! s)
+                'body-value))])
+    (check-equal "the body's value" 'body-value r)
+    (check "cancel called" (scope-cancelled? scope))
+    (check "cancellation not caught" (not (scope-cancel-caught? scope))))
+  (let* ([scope #f]
+         [r (call-with-task-scope
+              (lambda (s) (set! scope s) (scope-cancel! s) (sleep 10) 'not-reached))])
+    (check-equal "unwound: #f" #f r)
+    (check "caught" (scope-cancel-caught? scope)))
+  (let* ([scope #f]
+         [r (call-with-task-scope (lambda (s) (set! scope s) #f))])
+    (check "a body's own #f: not caught" (not (scope-cancel-caught? scope)))
+    (check "nor cancelled" (not (scope-cancelled? scope))))
+  ;; a scope cancelled from outside: the outer one catches it
+  (let* ([inner #f]
+         [r (call-with-task-scope
+              (lambda (o)
+                (call-with-task-scope (lambda (s) (set! inner s) (scope-cancel! o) (sleep 10)))
+                'not-reached))])
+    (check-equal "outer unwound: #f" #f r)
+    (check "the inner scope did not catch it" (not (scope-cancel-caught? inner))))
+  (check-raises "scope-cancel-caught?: not a scope" (both (assertion-from? 'scope-cancel-caught?) (irritant? 3))
+    (lambda () (scope-cancel-caught? 3))))
+
+(test "ending a scope is linear in its children: 40,000 cancelled well within bounds"
+  ;; (issue 31, item 7: 5.2 s for 40,000, 0.28 s for 10,000, as removing
+  ;; an ended child was a walk of the list).  Fails only if 40,000 take
+  ;; long and also grew much faster than the count: 4x the children,
+  ;; ~4x the time when linear, ~16x when quadratic.
+  (define (cancel-ms n)
+    (let ([t0 #f])
+      (call-with-task-scope
+        (lambda (s)
+          (do ([i 0 (+ i 1)]) ((= i n)) (scope-thread s (lambda () (sleep 100))))
+          (sleep 0.1)
+          (collect)
+          (set! t0 (now))
+          (scope-cancel! s)))
+      (- (now) t0)))
+  (let* ([small (cancel-ms 10000)] [large (cancel-ms 40000)])
+    (printf "  10,000 children: ~a ms, 40,000: ~a ms\n" (round small) (round large))
+    (check (list "linear" small large) (or (< large 2000.) (< (/ large (max small 1.)) 10.)))))
 
 (test "a deadline that cuts a scope's children while its body waits for them is not swallowed"
   (let ([p (make-parallel-thread-pool 1)])

@@ -23,6 +23,47 @@
   (sh "ls -A ~a > ~a/ls.out" dir work)
   (list-sort string<? (read-lines (string-append work "/ls.out"))))
 
+;; run, trace and mpirun of a program beside its library, in a directory
+;; whose name has a colon, the --libdirs separator (issue 31, item 15);
+;; the checkout's own bin/spindle and cache
+(test "spindle run, trace and mpirun: a program in a directory named c:olon"
+  (let ([dir (string-append work "-colon/c:olon")])
+    (sh "rm -rf '~a' && mkdir -p '~a/lib'" dir dir)
+    (call-with-output-file (string-append dir "/lib/alpha.sls")
+      (lambda (p) (write '(library (lib alpha) (export alpha) (import (chezscheme)) (define alpha 'alpha-value)) p)))
+    (call-with-output-file (string-append dir "/main.ss")
+      (lambda (p)
+        (write '(import (except (chezscheme) sleep) (only (spindle) sleep) (lib alpha)) p)
+        (write '(sleep 0.01) p)
+        (write '(write (list alpha (command-line-arguments))) p)
+        (write '(newline) p)))
+    (let ([spindle (string-append (current-directory) "/bin/spindle")] [out (string-append work "-colon/out")])
+      (check-equal "run" 0 (sh "cd '~a/..' && ~a run c:olon/main.ss x 'y z' > ~a 2>&1 || { cat ~a; exit 1; }" dir spindle out out))
+      (check-equal "run: the library found, the arguments passed" '("(alpha-value (\"x\" \"y z\"))") (read-lines out))
+      (check-equal "trace" 0 (sh "cd '~a/..' && ~a trace -o ~a.json c:olon/main.ss x > ~a 2>/dev/null || { cat ~a; exit 1; }" dir spindle out out out))
+      (check-equal "trace: the library found" '("(alpha-value (\"x\"))") (read-lines out))
+      ;; a place re-imports the library beside the program
+      (sh "mkdir -p '~a/app'" dir)
+      (call-with-output-file (string-append dir "/app/squares.sls")
+        (lambda (p)
+          (write '(library (app squares) (export run)
+                    (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
+                    (define (run n)
+                      (let ([p (place ch (place-channel-put ch (* (place-channel-get ch) (place-channel-get ch))))])
+                        (place-channel-put p n)
+                        (place-channel-put p n)
+                        (list (place-channel-get p) (place-wait p))))
+                    (lift-places (app squares)))
+                 p)))
+      (call-with-output-file (string-append dir "/squares.ss")
+        (lambda (p) (write '(import (chezscheme) (app squares)) p) (write '(write (run 12)) p)))
+      (check-equal "run, a place" 0 (sh "cd '~a/..' && ~a run c:olon/squares.ss > ~a 2>&1 || { cat ~a; exit 1; }" dir spindle out out))
+      (check-equal "the place found the library" '("(144 0)") (read-lines out))
+      (when (file-exists? "/usr/bin/mpirun")
+        (check-equal "mpirun" 0 (sh "cd '~a/..' && timeout 60 ~a mpirun -np 1 c:olon/main.ss x > ~a 2>&1 || { cat ~a; exit 1; }" dir spindle out out))
+        (check-equal "mpirun: the library found" '("(alpha-value (\"x\"))") (read-lines out))))
+    (sh "rm -rf '~a-colon'" work)))
+
 (test "a copy of bin/ and lib/ to work on"
   (check-equal "copied" 0 (sh "rm -rf ~a && mkdir -p ~a && cp -r bin lib ~a/" work work work)))
 

@@ -15,6 +15,13 @@
 ;;;   threads runs next: the loop must run in the main thread (or a
 ;;;   coroutine thread), where the handler is installed.
 ;;;
+;;; - exit in the loop's thread leaves the loop, which returns exit's
+;;;   arguments (`bin/spindle repl` exits with them); exit in any other
+;;;   thread ends the process with its code.  new-cafe's exit handler,
+;;;   which returns from the cafe, is a parameter of the OS thread, so
+;;;   coroutine threads would call it too and jump into the loop's
+;;;   continuation: at each prompt the loop puts its own in its place.
+;;;
 ;;; Chez's expression editor is not used: it reads the terminal directly
 ;;; in C and only when the console ports are Chez's own, and its blocking
 ;;; read would stop every coroutine thread of the OS thread it runs on.
@@ -22,11 +29,21 @@
   (export read-eval-print-loop)
   (import (chezscheme)
           (only (spindle thread) current-thread break-thread)
-          (only (spindle console) install-console-ports!))
+          (only (spindle console) install-console-ports!)
+          (only (spindle private core exit-hooks) exit-process))
 
   (define (read-eval-print-loop)
-    (let ([me (current-thread)])
+    (let ([me (current-thread)] [prompt-and-read (waiter-prompt-and-read)] [ours (make-weak-eq-hashtable)])
+      ;; wraps the exit handler of the cafe at this prompt (a cafe nested
+      ;; in it, `(new-cafe)` typed at the prompt, has its own)
+      (define (own-exit-handler!)
+        (let ([cafe-exit (exit-handler)])
+          (unless (hashtable-contains? ours cafe-exit)
+            (let ([h (lambda args (apply (if (eq? (current-thread) me) cafe-exit exit-process) args))])
+              (hashtable-set! ours h #t)
+              (exit-handler h)))))
       ;; this thread's ports, and Chez's console ports, are the parking ones
       (install-console-ports!)
-      (parameterize ([keyboard-interrupt-handler (lambda () (break-thread me))])
+      (parameterize ([keyboard-interrupt-handler (lambda () (break-thread me))]
+                     [waiter-prompt-and-read (lambda (level) (own-exit-handler!) (prompt-and-read level))])
         (new-cafe)))))

@@ -17,7 +17,9 @@
 ;;;   scope-future) run inside it.  Leaving it waits for every child; the
 ;;;   first child failure cancels the scope (its body and every child); the
 ;;;   scope's custodian, current in the body and the children, is shut down
-;;;   at the end; failures are raised together as one &scope-failure.
+;;;   at the end; failures are raised together as one &scope-failure.  It
+;;;   returns the body's values if the body returned (cancelled or not), #f
+;;;   if its own cancellation unwound the body (scope-cancel-caught?).
 ;;;
 ;;; A task scope's lock (a Chez mutex, held with interrupts disabled)
 ;;; guards its state, children, nested scopes, failures and its cancel
@@ -29,7 +31,7 @@
 ;;; thread ends its scope (close!).
 (library (spindle scope)
   (export call-with-task-scope task-scope? scope-thread scope-future scope-cancel!
-          scope-cancelled? with-cancel-shield call-with-cancel-shield
+          scope-cancelled? scope-cancel-caught? with-cancel-shield call-with-cancel-shield
           with-timeout move-on-after call-with-timeout call-with-move-on-after
           &cancelled cancelled-condition? &timeout timeout-condition?
           &scope-failure scope-failure-condition? scope-failure-conditions)
@@ -106,11 +108,13 @@
 
   ;; ---------------------------------------------------------------- task scopes
   ;; state: open, then ended once the body has left and no child is left.
-  ;; live: children started and not yet ended; ended: posted as each ends.
+  ;; children: the children started and not yet ended (an eq hashtable,
+  ;; so that each end is O(1)); ended: posted as each ends; caught?: the
+  ;; body was unwound by the scope's own cancellation.
   (define-record-type (task-scope new-task-scope task-scope?)
-    (fields cancel custodian owner end lock ended
-            (mutable state) (mutable live) (mutable children) (mutable nested) (mutable failures))
-    (nongenerative spindle-task-scope-v1) (sealed #t))
+    (fields cancel custodian owner end lock ended children
+            (mutable state) (mutable nested) (mutable failures) (mutable caught?))
+    (nongenerative spindle-task-scope-v2) (sealed #t))
 
   (define (check-scope who s)
     (unless (task-scope? s) (assertion-violation who "expected a task scope" s)))
@@ -124,6 +128,10 @@
     (check-scope 'scope-cancelled? s)
     (and (cancel-scope-cancelled (task-scope-cancel s)) #t))
 
+  (define (scope-cancel-caught? s)
+    (check-scope 'scope-cancel-caught? s)
+    (task-scope-caught? s))
+
   (define (scope-cancel! s)
     (check-scope 'scope-cancel! s)
     (cancel! s (task-scope-cancel s)))
@@ -136,7 +144,8 @@
                     (let* ([cs (task-scope-cancel s)] [old (cancel-scope-cancelled cs)])
                       (unless (and old (fx<= (cancel-scope-depth old) (cancel-scope-depth origin)))
                         (cancel-scope-cancelled-set! cs origin)))
-                    (values (cons (task-scope-owner s) (task-scope-children s)) (task-scope-nested s)))])
+                    (values (cons (task-scope-owner s) (vector->list (hashtable-keys (task-scope-children s))))
+                            (task-scope-nested s)))])
       (for-each request-cancel-check! threads)
       (for-each (lambda (n) (cancel! n origin)) nested)))
 
@@ -149,7 +158,7 @@
            [self (box #f)]
            [s (new-task-scope cs (make-custodian) t
                               (make-owned-latch (lambda (l) (unbox self)) #f)
-                              (make-mutex) (make-semaphore 0) 'open 0 '() '() '())])
+                              (make-mutex) (make-semaphore 0) (make-eq-hashtable) 'open '() '() #f)])
       (set-box! self s)
       (cancel-scope-data-set! cs s)
       (owned-latch-owner-set! (task-scope-end s) s)
@@ -201,10 +210,17 @@
             ;; scopes around it (a deadline that cut the children while the
             ;; body waited for them, shielded) is raised here, not lost
             [(eq? (car outcome) 'ok) (when waited? (checkpoint! t)) (apply values (cdr outcome))]
-            [(own-cancellation? (cdr outcome) cs) (when waited? (checkpoint! t)) #f]
+            [(own-cancellation? (cdr outcome) cs)
+             (task-scope-caught?-set! s #t)
+             (when waited? (checkpoint! t))
+             #f]
             [else (raise (cdr outcome))])))))
 
   (define (checkpoint! t) (when (gthread-cancel t) (check-cancel! t)))
+
+  ;; The children of s not yet ended (for the dump and the deadlock report).
+  (define (scope-children s)
+    (with-os-mutex (task-scope-lock s) (vector->list (hashtable-keys (task-scope-children s)))))
 
   ;; Waits (shielded: the children are cancelled if the waiter would be)
   ;; until no child is left, then ends s.  #t if it found a child running.
@@ -217,13 +233,13 @@
              (lambda ()
                (let loop ([waited? #f])
                  (if (with-os-mutex (task-scope-lock s)
-                       (if (fx= (task-scope-live s) 0)
+                       (if (fx= (hashtable-size (task-scope-children s)) 0)
                            (begin (task-scope-state-set! s 'ended) #f)
                            #t))
                      (begin
                        ;; the dump and the deadlock report name what the
                        ;; closer waits for: s's children, not a bare semaphore
-                       (unless waited? (wait-target-alias! (task-scope-ended s) 'children s task-scope-children))
+                       (unless waited? (wait-target-alias! (task-scope-ended s) 'children s scope-children))
                        (semaphore-wait (task-scope-ended s))
                        (loop #t))
                      waited?))))])
@@ -255,8 +271,7 @@
       (unless (with-os-mutex (task-scope-lock s)
                 (and (eq? (task-scope-state s) 'open)
                      (begin
-                       (task-scope-live-set! s (fx+ (task-scope-live s) 1))
-                       (task-scope-children-set! s (cons t (task-scope-children s)))
+                       (hashtable-set! (task-scope-children s) t #t)
                        #t)))
         (assertion-violation who "the task scope has ended" s))
       ;; runs however the child ends, killed too
@@ -281,8 +296,7 @@
 
   (define (child-ended! s t)
     (with-os-mutex (task-scope-lock s)
-      (task-scope-live-set! s (fx- (task-scope-live s) 1))
-      (task-scope-children-set! s (remq t (task-scope-children s))))
+      (hashtable-delete! (task-scope-children s) t))
     (semaphore-post (task-scope-ended s)))
 
   ;; A future whose thunk only a child of s runs (on the future pool, or

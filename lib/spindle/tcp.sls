@@ -11,8 +11,8 @@
           (only (spindle private os sockets) sys-set-socket-option! socket-local-address socket-peer-address make-inet-address make-inet6-address parse-address address-family address->string address-port af-inet af-inet6 lookup-host) (spindle private io fd-port)
           (spindle private io socket) (spindle blocking)
           (only (spindle private core keywords) define-keyword-procedure)
-          (only (spindle scope) call-with-task-scope scope-thread scope-cancel! with-timeout
-                timeout-condition? cancelled-condition?)
+          (only (spindle scope) call-with-task-scope scope-thread scope-cancel! move-on-after
+                cancelled-condition?)
           (only (spindle custodian) current-custodian)
           (only (spindle parameter) parameterize)
           (only (spindle semaphore) make-semaphore semaphore-post)
@@ -125,12 +125,16 @@
          (assertion-violation 'tcp-connect "expected #f or a non-negative real number of seconds" timeout))
        (let ([name (string-append host ":" (number->string port))])
          (if timeout
-             (guard (c [(timeout-condition? c)
-                        (raise (condition (make-error) (make-who-condition 'tcp-connect)
-                                          (make-message-condition
-                                            (format "cannot connect to ~a: timed out after ~a s" name timeout))
-                                          (make-irritants-condition (list host port))))])
-               (with-timeout timeout (race-connect (resolve 'tcp-connect host port) name)))
+             ;; only this scope's own deadline is the timeout error: a
+             ;; cancellation of a scope around it passes through
+             (let ([ports (move-on-after timeout
+                            (call-with-values (lambda () (race-connect (resolve 'tcp-connect host port) name)) cons))])
+               (unless ports
+                 (raise (condition (make-error) (make-who-condition 'tcp-connect)
+                                   (make-message-condition
+                                     (format "cannot connect to ~a: timed out after ~a s" name timeout))
+                                   (make-irritants-condition (list host port)))))
+               (values (car ports) (cdr ports)))
              (race-connect (resolve 'tcp-connect host port) name)))]))
 
   (define-keyword-procedure tcp-connect tcp-connect-procedure

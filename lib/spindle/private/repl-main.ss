@@ -4,5 +4,5 @@
 (printf "spindle ~a on ~a: threads run while the prompt waits; Ctrl-C breaks an evaluation, Ctrl-D exits.\n"
         "0.1.0" (scheme-version))
 (waiter-prompt-string ">")
-(read-eval-print-loop)
-(exit)
+;; (exit 3) at the prompt returns 3: the process's status
+(call-with-values read-eval-print-loop exit)

@@ -1,8 +1,9 @@
 ;;; A timer heap: a binary min-heap of timers on deadline (monotonic-ms).
 ;;; Each pool keeps one, under the pool's spin lock (the scheduler takes
 ;;; it: nothing here locks), and its idle workers sleep until its first
-;;; deadline.  A cancelled timer stays in the heap until its deadline or
-;;; until the heap is full, when timer-heap-add! drops it.
+;;; deadline.  A cancelled timer stays in the heap until it reaches the
+;;; top, where timer-heap-next-deadline drops it, or until the heap is
+;;; full, when timer-heap-add! drops it.
 (library (spindle private core timers)
   (export make-timer-heap timer-heap-add! timer-heap-take-due! timer-heap-next-deadline
           timer-heap-empty? timer-heap-live? cancel-timer!)
@@ -91,10 +92,17 @@
             (loop (if (timer-cancelled? tm) acc (cons (timer-action tm) acc))))
           (reverse acc))))
 
-  ;; The first deadline; #f if none, or if the first is at +inf.0 (sleep
-  ;; +inf.0, a deadline of +inf.0 s): such timers never fire, and keep
-  ;; neither a worker from sleeping without a limit nor the deadlock watch
-  ;; from reporting.
+  ;; The first deadline of a timer not cancelled; #f if none, or if it is
+  ;; at +inf.0 (sleep +inf.0, a deadline of +inf.0 s): such timers never
+  ;; fire, and keep neither a worker from sleeping without a limit nor the
+  ;; deadlock watch from reporting.  Cancelled timers at the top are
+  ;; dropped first: a wait that ended early (a sync/timeout answered, a
+  ;; move-on-after whose body returned) must not hold an idle worker, and
+  ;; so the deadlock watch, until its old deadline.
   (define (timer-heap-next-deadline h)
-    (and (fx> (timer-heap-count h) 0)
-         (let ([dl (timer-deadline (vector-ref (timer-heap-v h) 0))]) (and (fl< dl +inf.0) dl)))))
+    (let loop ()
+      (and (fx> (timer-heap-count h) 0)
+           (let ([top (vector-ref (timer-heap-v h) 0)])
+             (if (timer-cancelled? top)
+                 (begin (heap-pop! h) (loop))
+                 (let ([dl (timer-deadline top)]) (and (fl< dl +inf.0) dl))))))))

@@ -111,6 +111,7 @@
           (wake-one! p)
           tm))))
 
+  ;; Under the pool's lock: it drops cancelled timers.
   (define (next-deadline p) (timer-heap-next-deadline (pool-timers p)))
 
   ;; Called with interrupts disabled and no lock held.

@@ -1,6 +1,7 @@
 #!chezscheme
 ;;; libc for descriptors: reads and writes into bytevectors, closing,
-;;; pipes, descriptor flags, and what a descriptor refers to.
+;;; pipes, descriptor flags, what a descriptor refers to, and directory
+;;; locks.
 ;;;
 ;;; Calls that can fail return a negative errno instead of raising (see
 ;;; (spindle private os libc) `checked`).  sys-read and sys-write never
@@ -14,7 +15,7 @@
           o-rdonly o-wronly o-creat o-excl o-trunc o-append
           make-pipe make-nonblocking-pipe set-nonblocking! set-descriptor-blocking!
           set-pipe-capacity! pipe-capacity queued-input-count queued-output-count
-          write-octet read-octet descriptor-inode)
+          write-octet read-octet descriptor-inode try-lock-directory)
   (import (chezscheme) (spindle private os libc))
 
   (define loaded libc-loaded)   ; libc is loaded before the bindings below
@@ -27,6 +28,8 @@
   (define c-fcntl (foreign-procedure "fcntl" (int int int) int))
   (define c-ioctl-int (foreign-procedure "ioctl" (int unsigned-long u8*) int))
   (define c-fstat (foreign-procedure "fstat" (int uptr) int))
+  (define c-open-path (foreign-procedure "open" (string int int) int))
+  (define c-flock (foreign-procedure "flock" (int int) int))
 
   (define msg-nosignal #x4000)        ; MSG_NOSIGNAL
   (define f-getfl 3)                  ; F_GETFL
@@ -43,6 +46,10 @@
   (define o-excl #x80)
   (define o-trunc #x200)
   (define o-append #x400)
+  (define o-directory #x10000)
+
+  (define lock-ex 2)                  ; LOCK_EX
+  (define lock-nb 4)                  ; LOCK_NB
 
   ;; ---------------------------------------------------------------- reading, writing
   ;; Up to n bytes into bv at start: count, 0 at end of file, or -errno.
@@ -126,4 +133,16 @@
   (define (descriptor-inode fd)
     (let* ([st (foreign-alloc 256)] [r (c-fstat fd st)] [ino (and (eqv? r 0) (foreign-ref 'unsigned-64 st 8))])
       (foreign-free st)
-      ino)))
+      ino))
+
+  ;; An exclusive flock(2) on directory dir, not waiting: its descriptor
+  ;; (close it to unlock; the kernel unlocks when the process ends), #f
+  ;; while another descriptor holds the lock, or -errno.
+  (define (try-lock-directory dir)
+    (let ([fd (checked (c-open-path dir (fxior o-rdonly o-directory o-cloexec) 0))])
+      (if (fx< fd 0)
+          fd
+          (let ([r (checked (c-flock fd (fxior lock-ex lock-nb)))])
+            (cond
+              [(fx= r 0) fd]
+              [else (c-close fd) (if (fx= r (fx- 0 errno-again)) #f r)]))))))

@@ -2,25 +2,27 @@
 ;;; The parallel build's graph: the files of a tree (libraries and
 ;;; programs, read from their first datum), their imports among each other
 ;;; in dependency order (a cycle raises, naming its files), which must be
-;;; compiled (an object older than its source or than what it imports), and
-;;; which first (the longest chain of work first).  The controller is in
-;;; (spindle build).
+;;; compiled (by a rule the caller gives: see (spindle private tools
+;;; build-stamp)), and which first (the longest chain of work first).  The
+;;; controller is in (spindle build).
 (library (spindle private tools build-graph)
-  (export absolute source-files scan-file condition-text library-root fail
+  (export absolute source-files scan-file open-source-port condition-text library-root fail
           order-units mark-stale! set-priorities! insert-ready unit? unit-file
           unit-object unit-kind unit-name unit-imports unit-deps unit-deps-set!
-          unit-dependents unit-dependents-set! unit-stale? unit-waiting unit-waiting-set!)
+          unit-dependents unit-dependents-set! unit-stale? unit-waiting unit-waiting-set!
+          unit-instance unit-instance-set!)
   (import (chezscheme))
 
   ;; One file of the build.  kind: 'library or 'program; name: the library
   ;; name (#f for a program); imports: the library names it imports; deps and
   ;; dependents: units of the scanned set; waiting: deps not compiled yet;
   ;; priority: its size plus the largest priority among its dependents (the
-  ;; longest chain of work it holds up), so long chains start first.
+  ;; longest chain of work it holds up), so long chains start first;
+  ;; instance: the name of the compile its object came from (#f: none).
   (define-record-type unit
     (fields file object kind name imports
             (mutable deps) (mutable dependents) (mutable stale?)
-            (mutable waiting) (mutable priority) (mutable newest))
+            (mutable waiting) (mutable priority) (mutable instance))
     (protocol (lambda (new)
                 (lambda (file object kind name imports)
                   (new file object kind name imports '() '() #f 0 0 #f)))))
@@ -65,17 +67,18 @@
         '()
         (list-sort string<? (directory-list dir)))))
 
-  ;; The first datum of a file, after a script line ("#! " or "#!/").
-  (define (first-datum file)
-    (call-with-input-file file
-      (lambda (in)
-        (when (and (eqv? (lookahead-char in) #\#)
-                   (let ([line (get-line in)])
-                     (not (and (>= (string-length line) 3)
-                               (char=? (string-ref line 1) #\!)
-                               (memv (string-ref line 2) '(#\space #\/))))))
-          (set-port-position! in 0))
-        (read in))))
+  ;; A textual input port on file, past a script line ("#! " or "#!/").
+  (define (open-source-port file)
+    (let ([in (open-input-file file)])
+      (when (and (eqv? (lookahead-char in) #\#)
+                 (let ([line (get-line in)])
+                   (not (and (>= (string-length line) 3)
+                             (char=? (string-ref line 1) #\!)
+                             (memv (string-ref line 2) '(#\space #\/))))))
+        (set-port-position! in 0))
+      in))
+
+  (define (first-datum file) (call-with-port (open-source-port file) read))
 
   (define (library-reference? x)
     (and (pair? x) (list? x) (symbol? (car x))))
@@ -166,23 +169,12 @@
                   (map unit-file (append (reverse cycle) (list u)))))
           (walk (find (lambda (d) (positive? (unit-waiting d))) (unit-deps u)) (cons u path)))))
 
-  (define (file-time f) (and (file-exists? f) (file-modification-time f)))
-  (define (time-max a b) (cond [(not a) b] [(not b) a] [(time<? a b) b] [else a]))
-
-  ;; Marks what must be compiled: no object, an object older than its source
-  ;; or than the object of a library it imports (transitively), or a
-  ;; dependency that is compiled this time.  Equal times count as up to date,
-  ;; as Chez's own check does.
-  (define (mark-stale! ordered)
+  ;; Marks what must be compiled, in dependency order: a unit that
+  ;; imports one compiled this time, or whose object (current? u) says is
+  ;; not up to date (called once u's dependencies are known up to date).
+  (define (mark-stale! ordered current?)
     (for-each
-      (lambda (u)
-        (let ([obj (file-time (unit-object u))]
-              [deps-newest (fold-left (lambda (t d) (time-max t (unit-newest d))) #f (unit-deps u))])
-          (unit-newest-set! u (time-max obj deps-newest))
-          (unit-stale?-set! u (or (not obj)
-                                  (time<? obj (file-modification-time (unit-file u)))
-                                  (and deps-newest (time<? obj deps-newest))
-                                  (exists unit-stale? (unit-deps u))))))
+      (lambda (u) (unit-stale?-set! u (or (exists unit-stale? (unit-deps u)) (not (current? u)))))
       ordered))
 
   (define (set-priorities! ordered)
