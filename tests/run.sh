@@ -3,7 +3,8 @@
 # time bound, then the files named in SAFE_TESTS (space-separated) once more
 # with SPINDLE_SAFE=1 (libraries compiled safe, with assert-atomic checks),
 # and prints "N passed, N failed" for both together last.  Exits 1 on any
-# failure.  --safe-only: only the SAFE_TESTS run.  SPINDLE_TEST_LIMIT: seconds a file may run (default 240).
+# failure.  --safe-only: only the SAFE_TESTS run.  SPINDLE_TEST_LIMIT: seconds a file may run (default 240;
+# a file that needs longer says so in its first lines: ";;; time limit: N s").
 cd "$(dirname "$0")/.."
 # SCHEME picks the Chez Scheme (a command or a path; default `scheme`).  Its
 # directory goes first on PATH, so that a test starting `scheme` itself
@@ -26,7 +27,10 @@ run_files() {
   libdirs=$(bin/spindle libdirs)
   for f in "$@"; do
     out=$(mktemp); start=$SECONDS
-    timeout -k 5 "$limit" "$SCHEME" --libdirs "$libdirs:tests:bench" --program "$f" >"$out" 2>&1
+    local own flimit=$limit
+    own=$(head -20 "$f" | sed -n 's/^;;; time limit: \([0-9]*\) s$/\1/p' | head -1)
+    [ -n "$own" ] && [ "$own" -gt "$limit" ] && flimit=$own
+    timeout -k 5 "$flimit" "$SCHEME" --libdirs "$libdirs:tests:bench" --program "$f" >"$out" 2>&1
     rc=$?
     # the harness's own count (its last line), else the ok and FAIL lines
     # (a file that died before the harness could count)
@@ -39,7 +43,7 @@ run_files() {
     passed=$((passed + p)); failed=$((failed + x))
     if [ $rc -ne 0 ] && [ "$x" -eq 0 ]; then
       failed=$((failed + 1))
-      if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "FAIL $label$f: timed out after ${limit}s"; else echo "FAIL $label$f: exited with $rc"; fi
+      if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "FAIL $label$f: timed out after ${flimit}s"; else echo "FAIL $label$f: exited with $rc"; fi
       tail -20 "$out"
     else
       grep -B40 -A12 '^FAIL ' "$out"
