@@ -171,6 +171,13 @@
               (check-run (format "~a ranks: exit code" np) rc text np "collective-break")))
           '(2 3)))
 
+      (test "every collective given another kind, length, root, form or operation at one rank (allreduce of vectors of 3 and 2 elements, of 100000 and 2; alltoall of a bytevector and an fxvector; ...), or an argument bad at one rank only: every rank raises naming the collective, and the ranks stay in step; 2 and 3 ranks, twice"
+        (for-each
+          (lambda (np)
+            (let-values ([(rc text secs) (mpirun np 60 "disagree")])
+              (check-run (format "~a ranks: exit code" np) rc text np "disagree")))
+          '(2 3 2 3)))
+
       (test "odd but legal arguments: empty messages, vectors and ranges, the largest user tag, messages to self (large ones too), a communicator of one rank, partitions of 0 and 10^20 items, any-source receives from every rank in per-source order; 3 ranks"
         (let-values ([(rc text secs) (mpirun 3 60 "odd")])
           (check-run "exit code" rc text 3 "odd")))

@@ -1083,4 +1083,76 @@
      '(break kill))
    (rmpi-barrier w)
    (say "ok collective-break")]
+  [("disagree")
+   ;; the last rank gives each collective another kind, length, root, form
+   ;; or operation than the others (or an argument bad at it alone): every
+   ;; rank raises, naming the collective, before any MPI call that depends
+   ;; on them, and the ranks stay in step (a later allreduce is right)
+   (let* ([odd? (= me (- n 1))] [alt (lambda (usual other) (if odd? other usual))])
+     (define (check what who thunk)
+       (expect (format "~a raises" what) who (raises? thunk))
+       (expect (format "after ~a: in step" what) (* 10 n) (rmpi-allreduce w + 10)))
+     (check "allreduce of vectors of 3 and 2 fixnums" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (vector 1 2 3) (vector 10 20)))))
+     (check "allreduce of flonum vectors of 100000 and 2" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-vector 100000 1.5) (vector 1.5 2.5)))))
+     (check "allreduce of fxvectors of 5 and 3" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w max (alt (make-fxvector 5 1) (make-fxvector 3 1)))))
+     (check "allreduce of a product of fxvectors of 5 and 3" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w * (alt (make-fxvector 5 1) (make-fxvector 3 1)))))
+     (check "allreduce of a fixnum and a vector" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt 1 (vector 1.0)))))
+     (check "allreduce of shared flvectors of 10 and 5" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-shared-flvector 10 1.) (make-shared-flvector 5 1.)))))
+     (check "allreduce of a shared flvector and a flonum vector" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-shared-flvector 4 1.) (make-vector 4 1.)))))
+     (check "allreduce of a shared flvector and a shared fxvector" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-shared-flvector 4 1.) (make-shared-fxvector 4 1)))))
+     (check "allreduce with + and max" 'rmpi-allreduce (lambda () (rmpi-allreduce w (alt + max) 1)))
+     (check "allreduce with + and a procedure" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w (alt + (lambda (a b) (+ a b))) 1)))
+     (check "allreduce with a bad operation at one rank" 'rmpi-allreduce (lambda () (rmpi-allreduce w (alt + 'plus) 1)))
+     (check "reduce to roots 0 and 1" 'rmpi-reduce (lambda () (rmpi-reduce w (alt 0 (min 1 (- n 1))) + 1)))
+     (check "reduce to a bad root at one rank" 'rmpi-reduce (lambda () (rmpi-reduce w (alt 0 n) + 1)))
+     (check "broadcast from roots 0 and 1" 'rmpi-broadcast (lambda () (rmpi-broadcast w (alt 0 (min 1 (- n 1))) 'x)))
+     (check "broadcast of shared bytes of 8 and 4" 'rmpi-broadcast
+       (lambda () (rmpi-broadcast w 0 (alt (make-shared-bytes 8 1) (make-shared-bytes 4 1)))))
+     (check "broadcast of shared bytes and a value" 'rmpi-broadcast
+       (lambda () (rmpi-broadcast w 0 (alt (make-shared-bytes 8 1) (make-bytevector 8 1)))))
+     (check "broadcast of a value that is no place message at the root" 'rmpi-broadcast
+       (lambda () (rmpi-broadcast w (- n 1) (alt 1 (lambda () 1)))))
+     (check "allgather of bytevectors of 4 and 8" 'rmpi-allgather
+       (lambda () (let ([k (alt 4 8)]) (rmpi-allgather w (make-bytevector k 1) (make-bytevector (* k n) 0)))))
+     (check "allgather of a bytevector and an fxvector" 'rmpi-allgather
+       (lambda () (rmpi-allgather w (alt (make-bytevector 2 1) (make-fxvector 2 1)) (alt (make-bytevector (* 2 n) 0) (make-fxvector (* 2 n) 0)))))
+     (check "allgather of a value and of a typed vector" 'rmpi-allgather
+       (lambda () (if odd? (rmpi-allgather w (make-fxvector 2 1) (make-fxvector (* 2 n) 0)) (rmpi-allgather w 5))))
+     (check "allgather into an out of the wrong length at one rank" 'rmpi-allgather
+       (lambda () (rmpi-allgather w (make-fxvector 2 1) (make-fxvector (alt (* 2 n) 3) 0))))
+     (check "allgather of a value that is no place message at one rank" 'rmpi-allgather
+       (lambda () (rmpi-allgather w (alt 'x (lambda () 1)))))
+     (check "alltoall of a bytevector and an fxvector" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (alt (make-bytevector (* 2 n) 1) (make-fxvector (* 2 n) 1)))))
+     (check "alltoall of bytevectors of 2n and 4n" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (make-bytevector (* n (alt 2 4)) 1))))
+     (check "alltoall of a vector and a bytevector" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (alt (make-vector n 'x) (make-bytevector n 1)))))
+     (check "alltoall of a wrong length at one rank" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (make-vector (alt n (+ n 1)) 'x))))
+     (let* ([ones (make-fxvector n 1)] [at (let ([v (make-fxvector n 0)]) (do ([i 0 (+ i 1)]) ((= i n) v) (fxvector-set! v i i)))]
+            [at2 (let ([v (make-fxvector n 0)]) (do ([i 0 (+ i 1)]) ((= i n) v) (fxvector-set! v i (* 2 i))))])
+       (check "alltoallv whose counts disagree" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (make-bytevector (* 2 n) 1) (alt ones (make-fxvector n 2)) (alt at at2)
+                                    (make-bytevector (* 2 n) 0) ones at)))
+       (check "alltoallv of bytevectors and fxvectors" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (alt (make-bytevector n 1) (make-fxvector n 1)) ones at (alt (make-bytevector n 0) (make-fxvector n 0)) ones at)))
+       (check "alltoallv of vectors and bytevectors" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (alt (make-vector n 'x) (make-bytevector n 1)) ones at (alt (make-vector n 0) (make-bytevector n 0)) ones at)))
+       (check "alltoallv of vectors whose counts disagree" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (make-vector (* 2 n) 'x) (alt ones (make-fxvector n 2)) (alt at at2)
+                                    (make-vector (* 2 n) 0) ones at))))
+     (check "comm-split with a bad color at one rank" 'rmpi-comm-split
+       (lambda () (rmpi-comm-split w (alt 0 -1) 0))))
+   (rmpi-barrier w)
+   (say "ok disagree")]
   [else (fail "unknown scenario ~a" scenario)])

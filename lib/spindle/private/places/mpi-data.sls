@@ -7,7 +7,7 @@
 ;;; as its elements in foreign memory (MPI_BYTE, MPI_INT64_T, MPI_DOUBLE),
 ;;; a shared vector from its own memory.  Used by (spindle mpi).
 (library (spindle private places mpi-data)
-  (export pack unpack encode-body foreign->body body->value foreign-copy typed-op typed-buffer typed-result datatype
+  (export pack unpack encode-body foreign->body body->value foreign-copy typed-op flonum-vector? typed-buffer typed-result datatype
           element-kind element-count element-size kind-datatype
           elements->foreign foreign->elements! make-elements)
   (import (chezscheme)
@@ -68,22 +68,18 @@
     (and (vector? v)
          (let loop ([i 0]) (or (fx= i (vector-length v)) (and (flonum? (vector-ref v i)) (loop (fx+ i 1)))))))
 
-  ;; v as foreign memory: (values kind count address), with two slots (8
-  ;; bytes each) more after the count elements, for the caller's use; or
-  ;; (values #f 0 #f) for the general path.
+  ;; A vector of flonums or an fxvector as foreign memory: (values kind
+  ;; count address).
   (define (typed-buffer v)
     (cond
-      [(flonum? v) (let ([p (malloc 24)]) (foreign-set! 'double p 0 v) (values 'double 1 p))]
-      [(fixnum? v) (let ([p (malloc 24)]) (foreign-set! 'integer-64 p 0 v) (values 'int64 1 p))]
       [(flonum-vector? v)
-       (let* ([n (vector-length v)] [p (malloc (fx* 8 (fx+ n 2)))])
+       (let* ([n (vector-length v)] [p (malloc (fx* 8 (fxmax n 1)))])
          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'double p (fx* 8 i) (vector-ref v i)))
          (values 'double-vector n p))]
-      [(fxvector? v)
-       (let* ([n (fxvector-length v)] [p (malloc (fx* 8 (fx+ n 2)))])
+      [else
+       (let* ([n (fxvector-length v)] [p (malloc (fx* 8 (fxmax n 1)))])
          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'integer-64 p (fx* 8 i) (fxvector-ref v i)))
-         (values 'int64-vector n p))]
-      [else (values #f 0 #f)]))
+         (values 'int64-vector n p))]))
 
   (define (typed-result who kind n p)
     (define (int i)
@@ -91,14 +87,12 @@
         (unless (fixnum? x) (error who "the reduction's result is not a fixnum" x))
         x))
     (case kind
-      [(double) (foreign-ref 'double p 0)]
-      [(int64) (int 0)]
       [(double-vector) (let ([r (make-vector n)])
                          (do ([i 0 (fx+ i 1)]) ((fx= i n) r) (vector-set! r i (foreign-ref 'double p (fx* 8 i)))))]
       [else (let ([r (make-fxvector n)])
               (do ([i 0 (fx+ i 1)]) ((fx= i n) r) (fxvector-set! r i (int i))))]))
 
-  (define (datatype kind) (if (memq kind '(double double-vector)) (mpi-double) (mpi-int64)))
+  (define (datatype kind) (if (eq? kind 'double-vector) (mpi-double) (mpi-int64)))
 
   ;; ------------------------------------------------------------ typed vectors
   ;; The element kind of a typed vector: bytes, int64 or double; #f for
