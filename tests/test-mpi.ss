@@ -96,6 +96,10 @@
               (check-run (format "~a: exit code" how) rc text 2 "bytes-wrap")))
           '("resume" "kill")))
 
+      (test "an in-place send of 4 MiB cut by a deadline (a bytevector, a range of one, a shared vector) or whose thread is killed, its buffer then refilled: the receiver, a second later, gets the bytes as they were at the call; over shared memory and over TCP, three times"
+        (do ([i 0 (+ i 1)]) ((= i 3))
+          (check-over-transports 60 "bytes-deadline")))
+
       (test "a thread broken 0 to 80 us after posting an in-place receive (while it spins, as the message completes, or after): the message is received exactly once, by it or by the next receive; a broken small receive leaves its buffer unwritten, or holding that very message if it completed as the break came"
         (let-values ([(rc text secs) (mpirun 2 90 "bytes-break" 400)])
           (check-run "exit code" rc text 2 "bytes-break")))
@@ -241,6 +245,19 @@
           (sleep 0.5)
           (check-equal "no process left" 0
             (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss exit ~a')\"" work)))))
+
+      (test "exit 4 in a parallel thread of a rank (and in a coroutine thread) while the others wait in an allreduce ends the job within 10 s with exit code 4, naming the rank and the code; no process is left (the parallel thread's exit finalised MPI, waiting for the others for ever)"
+        (for-each
+          (lambda (pool)
+            (let-values ([(rc text secs) (mpirun 3 60 "exit-thread" work pool)])
+              (unless (eqv? rc 4) (display text))
+              (check-equal (format "~a: the job's exit code" pool) 4 rc)
+              (check (format "~a: within 10 s" pool) (< secs 10))
+              (check (format "~a: the rank and its exit code are named" pool) (contains? text "rank 2 failed (exit code 4)"))
+              (sleep 0.5)
+              (check-equal (format "~a: no process left" pool) 0
+                (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss exit-thread ~a')\"" work)))))
+          '("own" "main" "own")))
 
       (test "a killed rank ends the job within 10 s, naming the rank; no process is left"
         (let ([out (format "~a/killed.out" work)] [rc-file (format "~a/killed.rc" work)])

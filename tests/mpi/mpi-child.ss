@@ -1155,4 +1155,50 @@
        (lambda () (rmpi-comm-split w (alt 0 -1) 0))))
    (rmpi-barrier w)
    (say "ok disagree")]
+  [("bytes-deadline")
+   ;; rank 0 sends 4 MiB in place, the send cut by a deadline (move-on-after
+   ;; 0.2; a whole bytevector, a range of one, a shared vector) or its
+   ;; thread killed, then fills the buffer with 2s; rank 1 receives a second
+   ;; later: the bytes as they were at the call, all 1s
+   (let ([size (* 4 1024 1024)])
+     (for-each
+       (lambda (how)
+         (case me
+           [(0)
+            (let* ([shared? (eq? how 'shared)] [b (if shared? (make-shared-bytes size 1) (make-bytevector size 1))])
+              (case how
+                [(kill)
+                 (let ([t (thread (lambda () (rmpi-send-bytes w 1 b 5)))])
+                   (sleep 0.2)
+                   (kill-thread t))]
+                [else
+                 (expect (format "~a: the send is cut by its deadline" how) #f
+                   (move-on-after 0.2 (if (eq? how 'range) (rmpi-send-bytes w 1 b 5 8 (- size 8)) (rmpi-send-bytes w 1 b 5)) 'sent))])
+              (if shared?
+                  (do ([i 0 (+ i 1)]) ((= i size)) (shared-bytes-set! b i 2))
+                  (bytevector-fill! b 2))
+              (collect (collect-maximum-generation))
+              (rmpi-send w 1 'filled 6))]
+           [(1)
+            (expect "filled" 'filled (rmpi-recv w 0 6))
+            (sleep 0.8)
+            (let* ([in (make-bytevector size 0)] [k (rmpi-recv-bytes! w 0 in 5)])
+              (expect (format "~a: the length" how) (if (eq? how 'range) (- size 16) size) k)
+              (let loop ([i 0])
+                (when (< i k)
+                  (unless (= 1 (bytevector-u8-ref in i))
+                    (fail "~a: byte ~a is ~a, changed after the send was cut" how i (bytevector-u8-ref in i)))
+                  (loop (+ i 1)))))]
+           [else (void)])
+         (rmpi-barrier w))
+       '(deadline range shared kill)))
+   (say "ok bytes-deadline")]
+  [("exit-thread")
+   ;; `exit-thread DIR POOL`: the last rank exits with code 4 from a thread
+   ;; (of pool POOL: own, a parallel thread; main, a coroutine) while the
+   ;; others wait in an allreduce
+   (rmpi-barrier w)
+   (if (= me (- n 1))
+       (thread-wait (thread (lambda () (exit 4)) #:pool (if (string=? (caddr args) "own") 'own #f)))
+       (rmpi-allreduce w + 1))]
   [else (fail "unknown scenario ~a" scenario)])
