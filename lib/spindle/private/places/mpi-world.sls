@@ -17,7 +17,7 @@
           (spindle private os mpi)
           (only (spindle private os processes) own-pid)
           (only (spindle private core atomic) with-atomic with-os-mutex)
-          (only (spindle private core exit-hooks) add-exit-hook!))
+          (only (spindle private core exit-hooks) add-exit-hook! exit-process-code))
 
   ;; ------------------------------------------------------------ communicators
   ;; twin: a duplicate of handle (MPI_Comm_dup), which carries only the
@@ -43,7 +43,11 @@
 
   (define world #f)
   (define world-lock (make-mutex))
-  (define failed? #f)             ; why the rank ends by an error (a string): abort, never finalise
+  (define failed? #f)             ; why the rank ends by an error: (reason . exit code); abort, never finalise
+
+  ;; An exit with value x (not 0): (reason . the status it gives).
+  (define (exit-failure x)
+    (cons (format "exit code ~s" x) (if (fixnum? x) (fxlogand x 255) 1)))
 
   (define (rmpi-available?) (mpi-available?))
 
@@ -75,28 +79,33 @@
     (let-values ([(rc c) (handle->comm (mpi-comm-world))])
       (check-rc 'rmpi-world rc)
       ;; An error that ends the rank aborts the job (MPI_Abort names the
-      ;; rank); a normal end finalises, which waits for the other ranks.
+      ;; rank), and so does a non-zero exit, from any thread, with its
+      ;; code: the main thread's exit goes through the exit handler set
+      ;; here, a worker OS thread's through exit-process; a normal end
+      ;; finalises, which waits for the other ranks.
       (let ([old (base-exception-handler)])
         (base-exception-handler
           (lambda (x)
-            (unless (or (warning? x) failed?) (set! failed? "an uncaught exception"))
+            (unless (or (warning? x) failed?) (set! failed? (cons "an uncaught exception" 1)))
             (old x))))
       (let ([old (exit-handler)])
         (exit-handler
           (lambda args
             (unless (or (null? args) (eqv? (car args) 0) (eq? (car args) (void)) failed?)
-              (set! failed? (format "exit code ~s" (car args))))
+              (set! failed? (exit-failure (car args))))
             (apply old args))))
       (add-exit-hook!
         (lambda ()
           (when (and (mpi-initialized?) (not (mpi-finalized?)))
-            (if failed?
-                (begin
-                  (let ([e (current-error-port)])
-                    (format e "spindle mpi: rank ~a failed (~a); aborting the job~%" (rmpi-comm-id c) failed?)
-                    (flush-output-port e))
-                  (mpi-abort! 1))
-                (finalize!)))))
+            (let ([why (or failed?
+                           (let ([code (exit-process-code)]) (and code (not (eqv? code 0)) (exit-failure code))))])
+              (if why
+                  (begin
+                    (let ([e (current-error-port)])
+                      (format e "spindle mpi: rank ~a failed (~a); aborting the job~%" (rmpi-comm-id c) (car why))
+                      (flush-output-port e))
+                    (mpi-abort! (cdr why)))
+                  (finalize!))))))
       c))
 
   ;; Ends MPI use now (MPI_Finalize); done at exit otherwise.
