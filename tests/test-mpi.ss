@@ -182,6 +182,9 @@
               (check-run (format "~a ranks: exit code" np) rc text np "disagree")))
           '(2 3 2 3)))
 
+      (test "rmpi-send of fxvectors (empty, small, over 64 KiB, extreme elements) arrives as fxvectors, in order with other values, through rmpi-recv and the evt; a general reduction of fxvectors; over shared memory and over TCP"
+        (check-over-transports 60 "fxvectors"))
+
       (test "odd but legal arguments: empty messages, vectors and ranges, the largest user tag, messages to self (large ones too), a communicator of one rank, partitions of 0 and 10^20 items, any-source receives from every rank in per-source order; 3 ranks"
         (let-values ([(rc text secs) (mpirun 3 60 "odd")])
           (check-run "exit code" rc text 3 "odd")))

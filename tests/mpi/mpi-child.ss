@@ -1201,4 +1201,28 @@
    (if (= me (- n 1))
        (thread-wait (thread (lambda () (exit 4)) #:pool (if (string=? (caddr args) "own") 'own #f)))
        (rmpi-allreduce w + 1))]
+  [("fxvectors")
+   ;; rmpi-send of fxvectors (empty, small, over 64 KiB, negative and
+   ;; extreme elements), received as fxvectors, beside other values on the
+   ;; same tag; through the evt; and a general reduction of fxvectors with a
+   ;; procedure
+   (let* ([mk (lambda (k) (let ([v (make-fxvector k 0)])
+                             (do ([i 0 (+ i 1)]) ((= i k) v)
+                               (fxvector-set! v i (case (mod i 4) [(0) (- i)] [(1) (most-positive-fixnum)] [(2) (most-negative-fixnum)] [else (* i 7)])))))]
+          [sizes '(0 1 3 600 9000 100000)])
+     (case me
+       [(0) (for-each (lambda (k) (rmpi-send w 1 (mk k) 7) (rmpi-send w 1 (list 'after k) 7)) sizes)
+            (rmpi-send w 1 (mk 5) 8)]
+       [(1) (for-each (lambda (k)
+                        (let ([got (rmpi-recv w 0 7)])
+                          (expect (format "an fxvector of ~a" k) #t (and (fxvector? got) (equal? got (mk k)))))
+                        (expect "then the next value" (list 'after k) (rmpi-recv w 0 7)))
+                      sizes)
+            (expect "through the evt" (mk 5) (sync (rmpi-recv-evt w 0 8)))]
+       [else (void)])
+     (expect "a general reduction of fxvectors"
+       (fxvector (* 3 n))
+       (rmpi-allreduce w (lambda (a b) (fxvector (+ (fxvector-ref a 0) (fxvector-ref b 0)))) (fxvector 3))))
+   (rmpi-barrier w)
+   (say "ok fxvectors")]
   [else (fail "unknown scenario ~a" scenario)])

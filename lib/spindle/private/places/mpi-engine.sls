@@ -149,8 +149,8 @@
     (or (vector-ref m 2) (let ([b (malloc small-message)]) (vector-set! m 2 b) b)))
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
-  ;; src tag), received but not decoded, as (src raw? . body) (raw?
-  ;; 'large: body is the received bytevector itself); #f if none has
+  ;; src tag), received but not decoded, as (src form . body) (form as
+  ;; mpi-data's, or 'large: body is the received bytevector itself); #f if none has
   ;; arrived; or MPI's error code.
   ;; sc: scratch memory (flag, message handle, status at 0, 8, 24; a
   ;; request at 48) and rbuf, a buffer of large-message bytes: the
@@ -203,10 +203,11 @@
            [kind (foreign-ref 'unsigned-8 rbuf 0)])
       (cond
         [(not (eqv? rc 0)) rc]
-        [(or (fx= kind raw-header-kind) (fx= kind encoded-header-kind))
-         (let ([bv (receive-large! sc comm from tag)])
-           (if (fixnum? bv) bv (cons* from (if (fx= kind raw-header-kind) 'large #f) bv)))]
-        [else (let-values ([(raw? body) (foreign->body rbuf n)]) (cons* from raw? body))])))
+        [(header-form kind)
+         => (lambda (form)
+              (let ([bv (receive-large! sc comm from tag)])
+                (if (fixnum? bv) bv (cons* from (if (eq? form 'raw) 'large form) bv))))]
+        [else (let-values ([(form body) (foreign->body rbuf n)]) (cons* from form body))])))
 
   ;; (comm src tag . value) of what probe-raw! returned (not #f).
   (define (raw->message who comm tag r)
@@ -396,10 +397,11 @@
   ;; deadlock): a request MPI does not complete at once keeps its memory
   ;; and the progress thread completes it.  A message of more than
   ;; large-message bytes goes as a header (a kind byte alone: 2, a
-  ;; bytevector's bytes follow; 3, an encoded value's) and then its bytes
+  ;; bytevector's bytes follow; 3, an encoded value's; 5, an fxvector's) and then its bytes
   ;; alone, which the receiver takes straight into a new bytevector; an
   ;; immutable bytevector is not even copied (a mutable one is, as the
-  ;; caller may change it once rmpi-send returns), nor an encoded value:
+  ;; caller may change it once rmpi-send returns), nor an encoded value
+  ;; or an fxvector's bytes:
   ;; MPI reads it in place, locked (lock-object) against the collector until
   ;; the send completes.  The bytes go on the communicator's twin (a
   ;; duplicate, so no receive on the communicator itself matches them and
@@ -410,11 +412,12 @@
   ;; buffer of that size (post-raw!): Open MPI writes a truncated
   ;; rendezvous message past the end of its buffer (mpi-bytes).
   (define large-message 65536)
-  (define raw-header-kind 2)
-  (define encoded-header-kind 3)
+  ;; A header's kind byte for each form of message (mpi-data), and back.
+  (define (header-kind form) (case form [(raw) 2] [(fx) 5] [else 3]))
+  (define (header-form kind) (case kind [(2) 'raw] [(3) 'encoded] [(5) 'fx] [else #f]))
 
   (define (send-message who comm dest tag v)
-    (let-values ([(body raw?) (encode-body who v)])
+    (let-values ([(body form) (encode-body who v)])
       (let ([n (fx+ 1 (bytevector-length body))])
         (when (> n max-message)
           (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
@@ -423,16 +426,16 @@
         ;; back (requests read unlocked: a hint)
         (unless (null? requests) (with-engine-lock (unless (world-finalized?) (reap!))))
         (let ([rc (if (fx<= n small-message)
-                   (send-small-fast! comm dest tag (if raw? 1 0) body n)
+                   (send-small-fast! comm dest tag (form-kind form) body n)
                    (with-engine-lock
                     (cond
                       [(world-finalized?) 'finalized]
                       [(fx> n large-message)
-                       (let ([rc (send-small! comm dest tag (if raw? raw-header-kind encoded-header-kind) #f)] [len (fx- n 1)])
+                       (let ([rc (send-small! comm dest tag (header-kind form) #f)] [len (fx- n 1)])
                          (if (not (sent? rc))
                              rc
-                             ;; an encoded value's bytes are this send's own
-                             (if (or (not raw?) (immutable-bytevector? body))
+                             ;; an encoded value's or fxvector's bytes are this send's own
+                             (if (or (not (eq? form 'raw)) (immutable-bytevector? body))
                                  (begin
                                    (lock-object body)
                                    (let ([rc (post-send! (bytes-at body 0) len (rmpi-comm-twin comm) dest tag body)])
@@ -446,10 +449,10 @@
                                    (let ([rc (post-send! buf len (rmpi-comm-twin comm) dest tag (cons buf len))])
                                      (unless (eq? rc 'pending) (buffer-free buf len))
                                      rc)))))]
-                      [(fx<= n small-message) (send-small! comm dest tag (if raw? 1 0) body)]
+                      [(fx<= n small-message) (send-small! comm dest tag (form-kind form) body)]
                       [else
                        (let ([buf (malloc n)])
-                         (fill! buf (if raw? 1 0) body)
+                         (fill! buf (form-kind form) body)
                          (let ([rc (post-send! buf n (rmpi-comm-handle comm) dest tag buf)])
                            (unless (eq? rc 'pending) (free buf))
                            rc))])))])

@@ -81,7 +81,7 @@
                     (assertion-violation who "a shared vector is reduced only with +, *, min or max" v))
                   ;; the general path's message, packed now: a value that
                   ;; cannot travel is this rank's bad argument
-                  (unless (or mop (fxvector? v)) (set! packed (pack who v)))
+                  (unless mop (set! packed (pack who v)))
                   (when (and mop (fx>= c cat-vector)) (set! packed (pack who v)))
                   (list (or root -1) (case mop [(sum) 1] [(prod) 2] [(min) 3] [(max) 4] [else 0]) c (category-word c v))))]
            [cats (map (lambda (r) (word t r 2)) (iota cnt))]
@@ -155,8 +155,7 @@
   ;; Any value and procedure: gathered to the root (rank 0 for allreduce),
   ;; folded in rank order, broadcast for allreduce (the fold runs in the
   ;; broadcast's agreement, so an error it raises at the root raises at
-  ;; every rank).  packed: v packed, or #f (then packed here; an fxvector
-  ;; goes as a vector).
+  ;; every rank).  packed: v packed, or #f (then packed here).
   (define (general-reduce who comm root op v packed)
     (let* ([me (rmpi-comm-id comm)] [r (or root 0)]
            [fold (lambda ()
@@ -166,8 +165,7 @@
                          (let ([x (if (fx= i me) v (unpack (recv-internal comm i)))])
                            (loop (fx+ i 1) (if (fx= i 0) x (op acc x)))))))])
       (unless (fx= me r)
-        (send-message who comm r internal-tag
-          (or packed (pack who (if (fxvector? v) (list->vector (fxvector->list v)) v)))))
+        (send-message who comm r internal-tag (or packed (pack who v))))
       (cond
         [root (if (fx= me r) (fold) (void))]
         [else (broadcast who comm 0 fold #f)])))
