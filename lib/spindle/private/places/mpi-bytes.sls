@@ -358,7 +358,7 @@
   ;; seqs taken at or above low, each dropped once the one 65536 later is
   ;; taken (the only one that asks for it).
   (define-record-type stream (fields (mutable low) above) (sealed #t))
-  (define streams (make-eq-hashtable))   ; comm -> eqv hashtable: source * 32768 + tag -> stream
+  (define streams (make-weak-eq-hashtable))   ; comm -> eqv hashtable: source * 32768 + tag -> stream
 
   (define last-stream (vector #f #f #f))   ; comm, key, stream: the last looked up
   (define (stream-of comm src tag)
@@ -761,7 +761,7 @@
 
   ;; Under engine-lock: the sequence number of the next large message to
   ;; dest with tag on comm (a stream's count of them, from 0).
-  (define seqs (make-eq-hashtable))   ; comm -> eqv hashtable: dest * 32768 + tag -> count
+  (define seqs (make-weak-eq-hashtable))   ; comm -> eqv hashtable: dest * 32768 + tag -> count
   (define (next-seq! comm dest tag)
     (let ([t (or (hashtable-ref seqs comm #f)
                  (let ([t (make-eqv-hashtable)]) (hashtable-set! seqs comm t) t))]

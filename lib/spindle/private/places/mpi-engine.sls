@@ -33,7 +33,7 @@
 
 (library (spindle private places mpi-engine)
   (export run-request! send-message recv-internal
-          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner! wake-after-finish!
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner! wake-after-finish! comm-free!
           handle->pending add-request! remove-request! cancel-pending! test! poke! add-prober! remove-prober!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
@@ -547,12 +547,13 @@
         ;; the progress thread and of this one (7 us a round trip)
         (let ([m (or (take-early! comm src tag)
                      (and (world-finalized?) (cons* comm src tag finalized-marker))
+                     (and (rmpi-comm-freed? comm) (cons* comm src tag freed-marker))
                      (probe! 'rmpi-recv comm src tag)
                      (and register?
                           (let* ([a (area)] [r (post-raw! a (+ a 128) comm src tag first-looks)])
                             (and r (raw->message 'rmpi-recv comm tag r)))))])
           (cond
-            [(and m (eq? (cdddr m) finalized-marker)) (commit-one! s branch (list finalized-marker))]
+            [(and m (or (eq? (cdddr m) finalized-marker) (eq? (cdddr m) freed-marker))) (commit-one! s branch (list (cdddr m)))]
             [m (or (commit-one! s branch (list (cdddr m)))
                    (begin (set! early (cons m early)) #f))]
             [register?
@@ -566,11 +567,34 @@
     (assert-atomic 'recv-cancel)
     (with-os-mutex engine-lock (set! receivers (remq w receivers))))
 
-  ;; A receive evt's result once MPI is finalised (rmpi-finish): its
-  ;; receiver raises.
+  ;; A receive evt's result once MPI is finalised (rmpi-finish), or its
+  ;; communicator freed: its receiver raises.
   (define finalized-marker (gensym "finalized"))
+  (define freed-marker (gensym "freed"))
   (define (received who v)
-    (if (eq? v finalized-marker) (error who "MPI has been finalised") v))
+    (cond
+      [(eq? v finalized-marker) (error who "MPI has been finalised")]
+      [(eq? v freed-marker) (error who "the communicator has been freed (its fork-join has returned)")]
+      [else v]))
+
+  ;; Frees comm's MPI communicators (its handle and twin) once the rank is
+  ;; done with it (a fork-join group's, at its end): a receive parked on it
+  ;; raises, its early messages are dropped, and a later operation on it
+  ;; raises (check-comm).  Requests still pending on it complete in MPI
+  ;; as usual.  (A thread still inside a call on it, past its checks,
+  ;; would use a freed communicator: its group's threads are done.)
+  (define (comm-free! comm)
+    (with-engine-lock
+      (rmpi-comm-freed?-set! comm #t)
+      (set! early (filter (lambda (m) (not (eq? (car m) comm))) early))
+      (set! receivers
+        (filter (lambda (w)
+                  (or (not (eq? (recv-waiter-comm w) comm))
+                      (begin (commit-partner! (recv-waiter-syncer w) (recv-waiter-branch w) (list freed-marker)) #f)))
+                receivers))
+      (unless (world-finalized?)
+        (mpi-comm-free! (rmpi-comm-handle comm))
+        (mpi-comm-free! (rmpi-comm-twin comm)))))
 
   (define rmpi-recv-evt
     (case-lambda

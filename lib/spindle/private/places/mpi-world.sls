@@ -10,6 +10,7 @@
 ;;; A place is not a rank: rmpi-world refuses in one.
 (library (spindle private places mpi-world)
   (export handle->comm rmpi-comm? rmpi-comm-handle rmpi-comm-twin rmpi-comm-id rmpi-comm-cnt rmpi-comm-busy rmpi-comm-busy-set!
+          rmpi-comm-freed? rmpi-comm-freed?-set!
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
           check-comm check-rank check-tag check-peer check-rc internal-tag max-message
           engine-lock with-engine-lock world-finalized? with-mpi-call counted-mpi-call with-interrupts-off)
@@ -24,17 +25,18 @@
   ;; bytes of large rmpi-send messages (mpi-engine), so that no receive
   ;; on handle ever matches them.  busy: #f, or a latch fired once the
   ;; collective that a helper thread finishes for a broken or killed
-  ;; caller has made all its MPI calls (mpi-collectives).
+  ;; caller has made all its MPI calls (mpi-collectives).  freed?: its
+  ;; MPI communicators are freed (mpi-engine's comm-free!).
   (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
-    (fields handle twin id cnt (mutable busy))
-    (nongenerative spindle-rmpi-comm-v3) (sealed #t))
+    (fields handle twin id cnt (mutable busy) (mutable freed?))
+    (nongenerative spindle-rmpi-comm-v4) (sealed #t))
 
   ;; The communicator of MPI handle h, with its twin; collective: every
   ;; rank of h calls it (right after MPI_Init_thread or MPI_Comm_split).
   ;; (values rc comm): comm #f unless rc is 0.
   (define (handle->comm h)
     (let-values ([(rc twin) (mpi-comm-dup h)])
-      (values rc (and (eqv? rc 0) (make-rmpi-comm h twin (mpi-comm-rank h) (mpi-comm-size h) #f)))))
+      (values rc (and (eqv? rc 0) (make-rmpi-comm h twin (mpi-comm-rank h) (mpi-comm-size h) #f #f)))))
   (define comm-printer (record-writer (record-type-descriptor rmpi-comm)
     (lambda (c port wr) (format port "#<rmpi-comm ~a/~a>" (rmpi-comm-id c) (rmpi-comm-cnt c)))))
 
@@ -162,7 +164,8 @@
 
   (define (check-comm who c)
     (unless (rmpi-comm? c) (assertion-violation who "expected an rmpi communicator" c))
-    (when (unbox finalized) (error who "MPI has been finalised")))
+    (when (unbox finalized) (error who "MPI has been finalised"))
+    (when (rmpi-comm-freed? c) (error who "the communicator has been freed (its fork-join has returned)")))
   (define (check-rank who c r)
     (unless (and (fixnum? r) (fx<= 0 r) (fx< r (rmpi-comm-cnt c)))
       (assertion-violation who (format "expected a rank in [0, ~a)" (rmpi-comm-cnt c)) r)))
@@ -175,7 +178,7 @@
   (define-syntax check-peer
     (syntax-rules ()
       [(_ who comm rank tag)
-       (unless (and (rmpi-comm? comm) (not (unbox finalized))
+       (unless (and (rmpi-comm? comm) (not (unbox finalized)) (not (rmpi-comm-freed? comm))
                     (or (not rank) (and (fixnum? rank) (fx<= 0 rank) (fx< rank (rmpi-comm-cnt comm))))
                     (fixnum? tag) (fx<= 0 tag) (fx< tag internal-tag))
          (check-peer-fully who comm rank tag))]))
