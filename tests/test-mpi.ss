@@ -4,52 +4,9 @@
 ;;; MPI (the Makefile's mpi target); without it these tests are skipped
 ;;; with a message.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (only (text-files) read-file)
-        (only (spindle private os processes) shell-command own-pid))
+        (only (spindle private os processes) shell-command own-pid) (mpi-jobs))
 
 (test-limit 120)
-
-(define work (format "/tmp/spindle-test-mpi-~a" (own-pid)))
-(shell-command (format "mkdir -p ~a" work))
-
-(define (contains? s part)
-  (let ([n (string-length s)] [k (string-length part)])
-    (let loop ([i 0])
-      (and (<= (+ i k) n) (or (string=? (substring s i (+ i k)) part) (loop (+ i 1)))))))
-
-;; Runs `spindle mpirun -np np tests/mpi/mpi-child.ss args` (bounded by
-;; limit seconds); returns (values exit-code output seconds).
-(define (mpirun np limit . args) (apply mpirun/env "" np limit args))
-
-;; The same with environment settings env ("NAME=value ...") for mpirun.
-(define (mpirun/env env np limit . args)
-  (let ([out (format "~a/out" work)] [t0 (current-inexact-monotonic-milliseconds)])
-    (let ([rc (shell-command
-                (format "~a timeout -k 5 ~a bin/spindle mpirun -np ~a tests/mpi/mpi-child.ss ~a >~a 2>&1"
-                        env limit np (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
-      (values rc (read-file out) (/ (- (current-inexact-monotonic-milliseconds) t0) 1000.)))))
-
-(define (check-ok np text scenario)
-  (do ([r 0 (+ r 1)]) ((= r np))
-    (check-equal (format "rank ~a passed ~a" r scenario) #t
-      (contains? text (format "rank ~a: ok ~a" r scenario)))))
-
-;; A job's exit code (check label `what`), its output shown when it
-;; failed, then each of its np ranks' "ok SCENARIO" line.
-;; Scenario (with args) as a job of 2 ranks over shared memory and over
-;; TCP, each within limit seconds.
-(define (check-over-transports limit scenario . args)
-  (for-each
-    (lambda (btl)
-      (let-values ([(rc text secs) (apply mpirun/env (format "OMPI_MCA_btl=~a" btl) 2 limit scenario args)])
-        (check-run (format "over ~a: exit code" btl) rc text 2 scenario)))
-    '("self,vader" "tcp,self")))
-
-(define (check-run what rc text np scenario)
-  (unless (eqv? rc 0) (display text))
-  (check-equal what 0 rc)
-  (check-ok np text scenario))
-
-(define have-mpi? (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1 && test -e /usr/lib/x86_64-linux-gnu/libmpi.so.40")))
 
 (if (not have-mpi?)
     (begin
@@ -95,10 +52,6 @@
             (let-values ([(rc text secs) (mpirun 2 90 "bytes-wrap" how)])
               (check-run (format "~a: exit code" how) rc text 2 "bytes-wrap")))
           '("resume" "kill")))
-
-      (test "an in-place send of 4 MiB cut by a deadline (a bytevector, a range of one, a shared vector) or whose thread is killed, its buffer then refilled: the receiver, a second later, gets the bytes as they were at the call; over shared memory and over TCP, three times"
-        (do ([i 0 (+ i 1)]) ((= i 3))
-          (check-over-transports 60 "bytes-deadline")))
 
       (test "a thread broken 0 to 80 us after posting an in-place receive (while it spins, as the message completes, or after): the message is received exactly once, by it or by the next receive; a broken small receive leaves its buffer unwritten, or holding that very message if it completed as the break came"
         (let-values ([(rc text secs) (mpirun 2 90 "bytes-break" 400)])
@@ -175,16 +128,6 @@
               (check-run (format "~a ranks: exit code" np) rc text np "collective-break")))
           '(2 3)))
 
-      (test "every collective given another kind, length, root, form or operation at one rank (allreduce of vectors of 3 and 2 elements, of 100000 and 2; alltoall of a bytevector and an fxvector; ...), or an argument bad at one rank only: every rank raises naming the collective, and the ranks stay in step; 2 and 3 ranks, twice"
-        (for-each
-          (lambda (np)
-            (let-values ([(rc text secs) (mpirun np 60 "disagree")])
-              (check-run (format "~a ranks: exit code" np) rc text np "disagree")))
-          '(2 3 2 3)))
-
-      (test "rmpi-send of fxvectors (empty, small, over 64 KiB, extreme elements) arrives as fxvectors, in order with other values, through rmpi-recv and the evt; a general reduction of fxvectors; over shared memory and over TCP"
-        (check-over-transports 60 "fxvectors"))
-
       (test "odd but legal arguments: empty messages, vectors and ranges, the largest user tag, messages to self (large ones too), a communicator of one rank, partitions of 0 and 10^20 items, any-source receives from every rank in per-source order; 3 ranks"
         (let-values ([(rc text secs) (mpirun 3 60 "odd")])
           (check-run "exit code" rc text 3 "odd")))
@@ -248,19 +191,6 @@
           (sleep 0.5)
           (check-equal "no process left" 0
             (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss exit ~a')\"" work)))))
-
-      (test "exit 4 in a parallel thread of a rank (and in a coroutine thread) while the others wait in an allreduce ends the job within 15 s (with its start) with exit code 4, naming the rank and the code; no process is left (the parallel thread's exit finalised MPI, waiting for the others for ever)"
-        (for-each
-          (lambda (pool)
-            (let-values ([(rc text secs) (mpirun 3 60 "exit-thread" work pool)])
-              (unless (eqv? rc 4) (display text))
-              (check-equal (format "~a: the job's exit code" pool) 4 rc)
-              (check (format "~a: within 15 s" pool) (< secs 15))
-              (check (format "~a: the rank and its exit code are named" pool) (contains? text "rank 2 failed (exit code 4)"))
-              (sleep 0.5)
-              (check-equal (format "~a: no process left" pool) 0
-                (shell-command (format "test -z \"$(pgrep -f '[m]pi-child.ss exit-thread ~a')\"" work)))))
-          '("own" "main" "own")))
 
       (test "a killed rank ends the job within 10 s, naming the rank; no process is left"
         (let ([out (format "~a/killed.out" work)] [rc-file (format "~a/killed.rc" work)])
