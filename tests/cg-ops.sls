@@ -7,8 +7,9 @@
 ;;; cg-misuse: bad calls of the operations, in member 0 of np; returns for
 ;;; each the (who message) of what it raised.
 (library (cg-ops)
-  (export cg-ops cg-misuse)
-  (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle fork-join))
+  (export cg-ops cg-misuse cg-groups)
+  (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle fork-join)
+          (only (spindle mpi) rmpi-comm? rmpi-world rmpi-send rmpi-recv))
 
   ;; Member m's reduction data: 100 flonums.
   (define (data m) (let ([v (make-vector 100)]) (do ([i 0 (+ i 1)]) ((= i 100) v) (vector-set! v i (+ (* m 0.5) (/ 1.0 (+ m i 1)))))))
@@ -104,5 +105,25 @@
                                                (make-bytevector 4) (make-fxvector np 1) (make-fxvector np 0))))))
             '()))
       0))
+
+  ;; fork-join twice, np members: a message the first group leaves
+  ;; unreceived is not the second's; over ranks, a message the program
+  ;; sends itself on the world communicator with tag 32700 (fork-join's
+  ;; own CGsend tag) does not mix with the group's.  Returns the second
+  ;; group's results: #((cg own) fresh other ...) when both hold.
+  (define (cg-groups np)
+    (fork-join np cg () (when (and (= (CG-id cg) 0) (> (CG-np cg) 1)) (CGsend cg 1 'leftover)) 'sent)
+    (fork-join np cg ([ranks? (rmpi-comm? np)])
+      (let ([me (CG-id cg)] [n (CG-np cg)])
+        (cond
+          [(= n 1) 'alone]
+          [(= me 1)
+           (when ranks? (rmpi-send (rmpi-world) 0 'own 32700))
+           (CGsend cg 0 'cg)
+           (CGrecv cg 0)]
+          [(= me 0)
+           (CGsend cg 1 'fresh)
+           (list (CGrecv cg 1) (if ranks? (rmpi-recv (rmpi-world) 1 32700) 'own))]
+          [else 'other]))))
 
   (lift-places (cg-ops)))

@@ -64,6 +64,18 @@
               (check-equal (format "~a ranks: printed by rank 0 only" np) 1 (occurrences text "cg ops ok"))
               (unless (eqv? rc 0) (display text))))
           '(1 2 3 4)))
+      (test "each fork-join over ranks has its own communicator: a message one group leaves unreceived is not the next group's, and a program's own message on the world communicator with fork-join's old CGsend tag (32700) is not a CGsend's; as over places; 2 and 3 ranks"
+        (for-each
+          (lambda (np)
+            (let ([want (format "cg groups ~s" (if (= np 2) '#((cg own) fresh) '#((cg own) fresh other)))])
+              (let-values ([(rc text) (run-bounded 60 (format "bin/spindle run tests/cg-groups.ss ~a" np))])
+                (check (format "~a places: ~a" np want) (and (eqv? rc 0) (string-contains? text want)))
+                (unless (eqv? rc 0) (display text)))
+              (let-values ([(rc text) (run-bounded 60 (format "bin/spindle mpirun -np ~a tests/cg-groups.ss ~a" np np))])
+                (check (format "~a ranks: ~a" np want) (and (eqv? rc 0) (string-contains? text want)))
+                (unless (and (eqv? rc 0) (string-contains? text want)) (display text)))))
+          '(2 3)))
+
       (test "MPI ranks over TCP only (btl tcp,self), 3 ranks"
         (let-values ([(rc text) (run-bounded 90 (format "env OMPI_MCA_btl=tcp,self bin/spindle mpirun -np 3 tests/cg-program.ss 3 ~a" big))])
           (check-equal "exit code" 0 rc)

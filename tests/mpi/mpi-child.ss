@@ -1083,4 +1083,146 @@
      '(break kill))
    (rmpi-barrier w)
    (say "ok collective-break")]
+  [("disagree")
+   ;; the last rank gives each collective another kind, length, root, form
+   ;; or operation than the others (or an argument bad at it alone): every
+   ;; rank raises, naming the collective, before any MPI call that depends
+   ;; on them, and the ranks stay in step (a later allreduce is right)
+   (let* ([odd? (= me (- n 1))] [alt (lambda (usual other) (if odd? other usual))])
+     (define (check what who thunk)
+       (expect (format "~a raises" what) who (raises? thunk))
+       (expect (format "after ~a: in step" what) (* 10 n) (rmpi-allreduce w + 10)))
+     (check "allreduce of vectors of 3 and 2 fixnums" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (vector 1 2 3) (vector 10 20)))))
+     (check "allreduce of flonum vectors of 100000 and 2" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-vector 100000 1.5) (vector 1.5 2.5)))))
+     (check "allreduce of fxvectors of 5 and 3" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w max (alt (make-fxvector 5 1) (make-fxvector 3 1)))))
+     (check "allreduce of a product of fxvectors of 5 and 3" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w * (alt (make-fxvector 5 1) (make-fxvector 3 1)))))
+     (check "allreduce of a fixnum and a vector" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt 1 (vector 1.0)))))
+     (check "allreduce of shared flvectors of 10 and 5" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-shared-flvector 10 1.) (make-shared-flvector 5 1.)))))
+     (check "allreduce of a shared flvector and a flonum vector" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-shared-flvector 4 1.) (make-vector 4 1.)))))
+     (check "allreduce of a shared flvector and a shared fxvector" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w + (alt (make-shared-flvector 4 1.) (make-shared-fxvector 4 1)))))
+     (check "allreduce with + and max" 'rmpi-allreduce (lambda () (rmpi-allreduce w (alt + max) 1)))
+     (check "allreduce with + and a procedure" 'rmpi-allreduce
+       (lambda () (rmpi-allreduce w (alt + (lambda (a b) (+ a b))) 1)))
+     (check "allreduce with a bad operation at one rank" 'rmpi-allreduce (lambda () (rmpi-allreduce w (alt + 'plus) 1)))
+     (check "reduce to roots 0 and 1" 'rmpi-reduce (lambda () (rmpi-reduce w (alt 0 (min 1 (- n 1))) + 1)))
+     (check "reduce to a bad root at one rank" 'rmpi-reduce (lambda () (rmpi-reduce w (alt 0 n) + 1)))
+     (check "broadcast from roots 0 and 1" 'rmpi-broadcast (lambda () (rmpi-broadcast w (alt 0 (min 1 (- n 1))) 'x)))
+     (check "broadcast of shared bytes of 8 and 4" 'rmpi-broadcast
+       (lambda () (rmpi-broadcast w 0 (alt (make-shared-bytes 8 1) (make-shared-bytes 4 1)))))
+     (check "broadcast of shared bytes and a value" 'rmpi-broadcast
+       (lambda () (rmpi-broadcast w 0 (alt (make-shared-bytes 8 1) (make-bytevector 8 1)))))
+     (check "broadcast of a value that is no place message at the root" 'rmpi-broadcast
+       (lambda () (rmpi-broadcast w (- n 1) (alt 1 (lambda () 1)))))
+     (check "allgather of bytevectors of 4 and 8" 'rmpi-allgather
+       (lambda () (let ([k (alt 4 8)]) (rmpi-allgather w (make-bytevector k 1) (make-bytevector (* k n) 0)))))
+     (check "allgather of a bytevector and an fxvector" 'rmpi-allgather
+       (lambda () (rmpi-allgather w (alt (make-bytevector 2 1) (make-fxvector 2 1)) (alt (make-bytevector (* 2 n) 0) (make-fxvector (* 2 n) 0)))))
+     (check "allgather of a value and of a typed vector" 'rmpi-allgather
+       (lambda () (if odd? (rmpi-allgather w (make-fxvector 2 1) (make-fxvector (* 2 n) 0)) (rmpi-allgather w 5))))
+     (check "allgather into an out of the wrong length at one rank" 'rmpi-allgather
+       (lambda () (rmpi-allgather w (make-fxvector 2 1) (make-fxvector (alt (* 2 n) 3) 0))))
+     (check "allgather of a value that is no place message at one rank" 'rmpi-allgather
+       (lambda () (rmpi-allgather w (alt 'x (lambda () 1)))))
+     (check "alltoall of a bytevector and an fxvector" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (alt (make-bytevector (* 2 n) 1) (make-fxvector (* 2 n) 1)))))
+     (check "alltoall of bytevectors of 2n and 4n" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (make-bytevector (* n (alt 2 4)) 1))))
+     (check "alltoall of a vector and a bytevector" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (alt (make-vector n 'x) (make-bytevector n 1)))))
+     (check "alltoall of a wrong length at one rank" 'rmpi-alltoall
+       (lambda () (rmpi-alltoall w (make-vector (alt n (+ n 1)) 'x))))
+     (let* ([ones (make-fxvector n 1)] [at (let ([v (make-fxvector n 0)]) (do ([i 0 (+ i 1)]) ((= i n) v) (fxvector-set! v i i)))]
+            [at2 (let ([v (make-fxvector n 0)]) (do ([i 0 (+ i 1)]) ((= i n) v) (fxvector-set! v i (* 2 i))))])
+       (check "alltoallv whose counts disagree" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (make-bytevector (* 2 n) 1) (alt ones (make-fxvector n 2)) (alt at at2)
+                                    (make-bytevector (* 2 n) 0) ones at)))
+       (check "alltoallv of bytevectors and fxvectors" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (alt (make-bytevector n 1) (make-fxvector n 1)) ones at (alt (make-bytevector n 0) (make-fxvector n 0)) ones at)))
+       (check "alltoallv of vectors and bytevectors" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (alt (make-vector n 'x) (make-bytevector n 1)) ones at (alt (make-vector n 0) (make-bytevector n 0)) ones at)))
+       (check "alltoallv of vectors whose counts disagree" 'rmpi-alltoallv
+         (lambda () (rmpi-alltoallv w (make-vector (* 2 n) 'x) (alt ones (make-fxvector n 2)) (alt at at2)
+                                    (make-vector (* 2 n) 0) ones at))))
+     (check "comm-split with a bad color at one rank" 'rmpi-comm-split
+       (lambda () (rmpi-comm-split w (alt 0 -1) 0))))
+   (rmpi-barrier w)
+   (say "ok disagree")]
+  [("bytes-deadline")
+   ;; rank 0 sends 4 MiB in place, the send cut by a deadline (move-on-after
+   ;; 0.2; a whole bytevector, a range of one, a shared vector) or its
+   ;; thread killed, then fills the buffer with 2s; rank 1 receives a second
+   ;; later: the bytes as they were at the call, all 1s
+   (let ([size (* 4 1024 1024)])
+     (for-each
+       (lambda (how)
+         (case me
+           [(0)
+            (let* ([shared? (eq? how 'shared)] [b (if shared? (make-shared-bytes size 1) (make-bytevector size 1))])
+              (case how
+                [(kill)
+                 (let ([t (thread (lambda () (rmpi-send-bytes w 1 b 5)))])
+                   (sleep 0.2)
+                   (kill-thread t))]
+                [else
+                 (expect (format "~a: the send is cut by its deadline" how) #f
+                   (move-on-after 0.2 (if (eq? how 'range) (rmpi-send-bytes w 1 b 5 8 (- size 8)) (rmpi-send-bytes w 1 b 5)) 'sent))])
+              (if shared?
+                  (do ([i 0 (+ i 1)]) ((= i size)) (shared-bytes-set! b i 2))
+                  (bytevector-fill! b 2))
+              (collect (collect-maximum-generation))
+              (rmpi-send w 1 'filled 6))]
+           [(1)
+            (expect "filled" 'filled (rmpi-recv w 0 6))
+            (sleep 0.8)
+            (let* ([in (make-bytevector size 0)] [k (rmpi-recv-bytes! w 0 in 5)])
+              (expect (format "~a: the length" how) (if (eq? how 'range) (- size 16) size) k)
+              (let loop ([i 0])
+                (when (< i k)
+                  (unless (= 1 (bytevector-u8-ref in i))
+                    (fail "~a: byte ~a is ~a, changed after the send was cut" how i (bytevector-u8-ref in i)))
+                  (loop (+ i 1)))))]
+           [else (void)])
+         (rmpi-barrier w))
+       '(deadline range shared kill)))
+   (say "ok bytes-deadline")]
+  [("exit-thread")
+   ;; `exit-thread DIR POOL`: the last rank exits with code 4 from a thread
+   ;; (of pool POOL: own, a parallel thread; main, a coroutine) while the
+   ;; others wait in an allreduce
+   (rmpi-barrier w)
+   (if (= me (- n 1))
+       (thread-wait (thread (lambda () (exit 4)) #:pool (if (string=? (caddr args) "own") 'own #f)))
+       (rmpi-allreduce w + 1))]
+  [("fxvectors")
+   ;; rmpi-send of fxvectors (empty, small, over 64 KiB, negative and
+   ;; extreme elements), received as fxvectors, beside other values on the
+   ;; same tag; through the evt; and a general reduction of fxvectors with a
+   ;; procedure
+   (let* ([mk (lambda (k) (let ([v (make-fxvector k 0)])
+                             (do ([i 0 (+ i 1)]) ((= i k) v)
+                               (fxvector-set! v i (case (mod i 4) [(0) (- i)] [(1) (most-positive-fixnum)] [(2) (most-negative-fixnum)] [else (* i 7)])))))]
+          [sizes '(0 1 3 600 9000 100000)])
+     (case me
+       [(0) (for-each (lambda (k) (rmpi-send w 1 (mk k) 7) (rmpi-send w 1 (list 'after k) 7)) sizes)
+            (rmpi-send w 1 (mk 5) 8)]
+       [(1) (for-each (lambda (k)
+                        (let ([got (rmpi-recv w 0 7)])
+                          (expect (format "an fxvector of ~a" k) #t (and (fxvector? got) (equal? got (mk k)))))
+                        (expect "then the next value" (list 'after k) (rmpi-recv w 0 7)))
+                      sizes)
+            (expect "through the evt" (mk 5) (sync (rmpi-recv-evt w 0 8)))]
+       [else (void)])
+     (expect "a general reduction of fxvectors"
+       (fxvector (* 3 n))
+       (rmpi-allreduce w (lambda (a b) (fxvector (+ (fxvector-ref a 0) (fxvector-ref b 0)))) (fxvector 3))))
+   (rmpi-barrier w)
+   (say "ok fxvectors")]
   [else (fail "unknown scenario ~a" scenario)])

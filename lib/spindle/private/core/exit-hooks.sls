@@ -5,7 +5,7 @@
 ;;; `exit` or falls off its end.  Places end with _exit and never run it.
 ;;; Also how a worker OS thread ends the process.
 (library (spindle private core exit-hooks)
-  (export add-exit-hook! exit-process flush-exit-ports)
+  (export add-exit-hook! exit-process exit-process-code flush-exit-ports)
   (import (chezscheme) (only (spindle private os processes) register-c-exit-entry! os-exit))
 
   (define hooks (box '()))
@@ -32,8 +32,14 @@
                   [(null? args) 0]
                   [(fixnum? (car args)) (fxlogand (car args) 255)]
                   [else 1])])
+      (set-box! exiting code)
       (flush-exit-ports)
       (os-exit code)))
+
+  ;; The status exit-process is ending the process with, for the exit
+  ;; hooks (C's exit does not give it to them); #f before.
+  (define exiting (box #f))
+  (define (exit-process-code) (unbox exiting))
 
   ;; Chez 9.5.8 flushes no port at exit while other OS threads live (pool
   ;; workers, futures): a program that printed a last line without a

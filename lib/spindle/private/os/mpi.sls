@@ -26,7 +26,7 @@
           mpi-test-safe mpi-cancel mpi-wait
           mpi-ibarrier mpi-ibcast mpi-iallreduce mpi-ireduce mpi-in-place
           mpi-iallgather mpi-iallgatherv mpi-ialltoall mpi-ialltoallv
-          mpi-comm-split mpi-comm-dup mpi-comm-null mpi-undefined
+          mpi-comm-split mpi-comm-dup mpi-comm-free! mpi-comm-null mpi-undefined
           mpi-error-string)
   (import (chezscheme) (spindle private os libc) (spindle private os memory))
 
@@ -171,6 +171,14 @@
     (let ([p (malloc 8)])
       (let ([rc (c-comm-dup comm p)])
         (let ([h (foreign-ref 'uptr p 0)]) (free p) (values rc h)))))
+
+  ;; Local in Open MPI (no communication): the communicator goes once its
+  ;; pending requests complete.  MPI's error code.
+  (define-mpi c-comm-free "MPI_Comm_free" (uptr) int)
+  (define (mpi-comm-free! h)
+    (let ([p (malloc 8)])
+      (foreign-set! 'uptr p 0 h)
+      (let ([rc (c-comm-free p)]) (free p) rc)))
 
   (define (mpi-error-string code)
     (let ([buf (malloc 512)] [len (malloc 8)])

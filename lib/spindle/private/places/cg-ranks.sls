@@ -5,11 +5,15 @@
 ;;; fork-join imports it).  (spindle fork-join) checks the arguments and
 ;;; chooses between these and its operations over place channels.
 ;;;
+;;; A group has a communicator of its own, a duplicate of the one
+;;; fork-join was given (a split of one color, in rank order), freed when
+;;; the group ends (ranks-gather): no message of the program's, nor one
+;;; an earlier group left unreceived, matches the group's.
+;;;
 ;;; rmpi-send copies its message and returns at once, as a place channel's
 ;;; put does, and MPI keeps the order of one sender's messages to one
-;;; receiver with one tag.  Each kind of traffic has its own tag (above any
-;;; tag a program is likely to use with rmpi directly, below rmpi's own),
-;;; so a pipeline value is never taken for a point-to-point message.  The
+;;; receiver with one tag.  Each kind of traffic has its own tag, so a
+;;; pipeline value is never taken for a point-to-point message.  The
 ;;; collectives are rmpi's; typed data (bytevectors, fxvectors, flonums,
 ;;; shared vectors) goes through their typed paths, shared vectors in place.
 (library (spindle private places cg-ranks)
@@ -18,14 +22,14 @@
           ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (only (spindle private places mpi-world) rmpi-available? rmpi-id rmpi-cnt)
-          (only (spindle private places mpi-engine) rmpi-send rmpi-recv)
+          (only (spindle private places mpi-engine) rmpi-send rmpi-recv comm-free!)
           (only (spindle private places mpi-collectives) rmpi-barrier rmpi-broadcast
-                rmpi-allgather rmpi-alltoall rmpi-alltoallv)
+                rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split)
           (only (spindle private places mpi-reduce) rmpi-allreduce)
           (only (spindle private os processes) own-pid))
 
-  (define tag-p2p 32700)
-  (define tag-pipeline 32701)
+  (define tag-p2p 0)
+  (define tag-pipeline 1)
 
   ;; #t in a process started by mpirun as a rank (not in a place of one:
   ;; mpi-world marks the rank's environment with its pid when it loads).
@@ -35,7 +39,10 @@
          (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
            (and owner (string=? owner (number->string (own-pid)))))))
 
-  (define-record-type ranks (fields comm) (sealed #t))
+  (define-record-type (ranks new-ranks ranks?) (fields comm) (sealed #t))
+
+  ;; Collective: every rank of comm calls it.
+  (define (make-ranks comm) (new-ranks (rmpi-comm-split comm 0 (rmpi-id comm))))
 
   (define (ranks-send! r dest v) (rmpi-send (ranks-comm r) dest v tag-p2p))
 
@@ -67,5 +74,9 @@
       (when (fx< me (fx- (rmpi-cnt comm) 1)) (rmpi-send comm (fx+ me 1) v tag-pipeline))
       v))
 
-  ;; Every member's value, by id, at every member.
-  (define (ranks-gather r v) (rmpi-allgather (ranks-comm r) v)))
+  ;; Every member's value, by id, at every member: the group's last
+  ;; operation, which frees its communicator.
+  (define (ranks-gather r v)
+    (let ([all (rmpi-allgather (ranks-comm r) v)])
+      (comm-free! (ranks-comm r))
+      all)))

@@ -39,11 +39,11 @@
 ;;; (`streams` records what was taken): otherwise a receive holding that
 ;;; old header for long would lose its bytes to this one.
 ;;;
-;;; MPI writes a receive buffer, and reads a send buffer, until the request
-;;; completes, from whichever OS thread makes an MPI call: a bytevector is
-;;; locked (lock-object) unless the request completes while interrupts
-;;; are still disabled after its address was taken (no collection can
-;;; move it meanwhile).
+;;; MPI writes a receive buffer until the request completes, from
+;;; whichever OS thread makes an MPI call: a bytevector is locked
+;;; (lock-object) unless the request completes while interrupts are still
+;;; disabled after its address was taken (no collection can move it
+;;; meanwhile).  A send gives MPI a copy of its bytes (rmpi-send-bytes).
 ;;;
 ;;; Waiting: the common message arrives within microseconds, so a receive
 ;;; first tests its request with interrupts disabled (first-looks tests,
@@ -69,7 +69,8 @@
   (export rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
-          (only (spindle private os memory) malloc free foreign->bytevector! bytevector->foreign!)
+          (only (spindle private os memory) malloc free memmove! foreign->bytevector! bytevector->foreign!)
+          (only (spindle private places buffer-pool) buffer-alloc buffer-free)
           (only (spindle private os libc) bytes-at)
           (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
           (only (spindle private core evt-core) prim-evt commit-one! commit-partner! make-latch latch-fire!
@@ -167,10 +168,12 @@
   (define-syntax msg (syntax-rules () [(_ sc) (fx+ sc 16)]))
   (define-syntax status (syntax-rules () [(_ sc) (fx+ sc 24)]))
   (define-syntax header (syntax-rules () [(_ sc) (fx+ sc 64)]))
-  (define scratch-size (fx+ 64 header-size))
+  (define-syntax send-area (syntax-rules () [(_ sc) (fx+ sc (fx+ 64 header-size))]))
+  (define scratch-size (fx+ 64 (fx* 2 header-size)))
   (define locked-sc #f)
   (define (locked-scratch) (or locked-sc (begin (set! locked-sc (malloc scratch-size)) locked-sc)))
-  ;; One per OS thread, never freed: (OS thread id . address).  A thread
+  ;; One per OS thread, never freed (but by the send that takes it):
+  ;; (OS thread id . address).  A thread
   ;; parameter's value is inherited by the OS threads fork-thread makes
   ;; (a parallel thread's, a pool's workers), so it is believed only on the
   ;; OS thread that made it: else two OS threads would share the memory.
@@ -179,7 +182,10 @@
     (let ([p (thread-sc)] [id (get-thread-id)])
       (if (and p (fx= (car p) id))
           (cdr p)
-          (let ([sc (malloc scratch-size)]) (thread-sc (cons id sc)) sc))))
+          (new-thread-scratch!))))
+  ;; (Also when a small send takes this OS thread's scratch with it.)
+  (define (new-thread-scratch!)
+    (let ([sc (malloc scratch-size)]) (thread-sc (cons (get-thread-id) sc)) sc))
 
 
   ;; ------------------------------------------------------------ results
@@ -352,7 +358,7 @@
   ;; seqs taken at or above low, each dropped once the one 65536 later is
   ;; taken (the only one that asks for it).
   (define-record-type stream (fields (mutable low) above) (sealed #t))
-  (define streams (make-eq-hashtable))   ; comm -> eqv hashtable: source * 32768 + tag -> stream
+  (define streams (make-weak-eq-hashtable))   ; comm -> eqv hashtable: source * 32768 + tag -> stream
 
   (define last-stream (vector #f #f #f))   ; comm, key, stream: the last looked up
   (define (stream-of comm src tag)
@@ -686,18 +692,24 @@
   ;; When a thread that has tested its request since now stops and parks.
   (define (spin-end n) (+ (current-inexact-monotonic-milliseconds) (/ (+ spin-us (/ n 1000.)) 1000.)))
 
-  ;; ------------------------------------------------------------ sending
+;; ------------------------------------------------------------ sending
   ;; (rmpi-send-bytes comm dest buf [tag [start [end]]]): returns once MPI
-  ;; is done with buf's bytes.
+  ;; is done with the message.  The bytes are copied first, into memory
+  ;; the send owns: Open MPI cannot cancel a send, so a send whose thread
+  ;; leaves before MPI is done (a deadline, a break, a kill) leaves the
+  ;; request to the progress thread, and the caller may change buf at once.
+  ;; A small message goes from its OS thread's scratch memory (send-area),
+  ;; which a send MPI does not complete at once takes with it, the thread
+  ;; getting new scratch; a large one from a buffer of the pool.
   (define-with-range (rmpi-send-bytes comm dest buf)
     (lambda (comm dest buf tag start end)
      (let ([who 'rmpi-send-bytes])
       (check-peer who comm dest tag)
       (let-byte-range who buf start end (start n)
-        (let* ([r (with-interrupts-off
-                    (let ([r (if (fx< n header-size)
-                                 (counted-mpi-call 'finalized
-                                   (post-send! (thread-scratch) (buffer-address buf start) buf n comm dest (direct-tag tag)))
+        (let* ([copy (and (fx>= n header-size)
+                          (let ([p (buffer-alloc n)]) (with-interrupts-off (copy-range! p buf start n)) p))]
+               [r (with-interrupts-off
+                    (let ([r (if copy
                                  ;; under the lock: the stream's sequence numbers
                                  (with-engine-lock
                                    (if (world-finalized?)
@@ -705,42 +717,51 @@
                                        (let* ([sc (locked-scratch)] [seq (next-seq! comm dest tag)]
                                               [rc (send-header! sc comm dest tag seq n)])
                                          (if (eqv? rc 0)
-                                             (post-send! sc (buffer-address buf start) buf n comm dest (data-tag tag seq))
-                                             rc)))))])
-                      (if (and (fixnum? r) (fx< r 0))
-                          ;; MPI reads buf until the request completes: the
-                          ;; progress machinery owns it (and buf, locked);
-                          ;; the progress thread is woken only if this
-                          ;; thread stops testing it itself
+                                             (let ([r (post-send! sc copy n comm dest (data-tag tag seq))])
+                                               (if (fx< r 0) (cons (fx- 0 r) (cons copy n)) r))
+                                             rc))))
+                                 (counted-mpi-call 'finalized
+                                   (let ([sc (thread-scratch)])
+                                     (copy-range! (send-area sc) buf start n)
+                                     (let ([r (post-send! sc (send-area sc) n comm dest (direct-tag tag))])
+                                       (if (fx< r 0) (begin (new-thread-scratch!) (cons (fx- 0 r) sc)) r)))))])
+                      (if (pair? r)
+                          ;; the progress machinery owns the request and
+                          ;; its memory; the progress thread is woken only
+                          ;; if this thread stops testing it itself
                           (with-engine-lock
                             (let* ([result (box 0)] [latch (make-latch (lambda (l) (void)))]
-                                   [p (handle->pending (fx- 0 r) (list buf)
+                                   [p (handle->pending (car r) (list (cdr r))
                                         (lambda (rc st) (set-box! result rc) (latch-fire! latch)))])
                               (add-request! p #f)
                               (vector p latch result)))
                           r)))])
+          (when (and copy (not (vector? r))) (buffer-free copy n))
           (cond
             [(eq? r 'finalized) (error who "MPI has been finalised")]
             [(fixnum? r) (check-rc who r)]
             [else (await-send (vector-ref r 0) (vector-ref r 1) n) (check-rc who (unbox (vector-ref r 2)))]))))))
 
-  ;; MPI_Isend of n bytes at addr (buf's), tested once: 0 when sent, MPI's
-  ;; error code, or the request handle negated (handles are addresses,
-  ;; never 0), buf then locked.
-  (define (post-send! sc addr buf n comm dest mtag)
-    (let ([early-lock? (fx> n large-buffer)])
-      (when early-lock? (lock! buf))
-      (let ([rc (mpi-isend addr n (mpi-byte) dest mtag (rmpi-comm-handle comm) (req sc))])
-        (if (not (eqv? rc 0))
-            (begin (when early-lock? (unlock! buf)) rc)
-            (let* ([h (foreign-ref 'uptr (req sc) 0)] [t (test-handle sc h n)])
-              (cond
-                [t (when early-lock? (unlock! buf)) (if (eq? t #t) 0 t)]
-                [else (unless early-lock? (lock! buf)) (fx- 0 h)]))))))
+  ;; n bytes of buf from start into foreign memory at `to`; interrupts
+  ;; disabled (buffer-address).
+  (define (copy-range! to buf start n)
+    (memmove! to (buffer-address buf start) n))
+
+  ;; MPI_Isend of the n bytes at addr (foreign memory the send owns),
+  ;; tested once: 0 when sent, MPI's error code, or the request handle
+  ;; negated (handles are addresses, never 0) when MPI has not completed it.
+  (define (post-send! sc addr n comm dest mtag)
+    (let ([rc (mpi-isend addr n (mpi-byte) dest mtag (rmpi-comm-handle comm) (req sc))])
+      (if (not (eqv? rc 0))
+          rc
+          (let* ([h (foreign-ref 'uptr (req sc) 0)] [t (test-handle sc h n)])
+            (cond
+              [t (if (eq? t #t) 0 t)]
+              [else (fx- 0 h)])))))
 
   ;; Under engine-lock: the sequence number of the next large message to
   ;; dest with tag on comm (a stream's count of them, from 0).
-  (define seqs (make-eq-hashtable))   ; comm -> eqv hashtable: dest * 32768 + tag -> count
+  (define seqs (make-weak-eq-hashtable))   ; comm -> eqv hashtable: dest * 32768 + tag -> count
   (define (next-seq! comm dest tag)
     (let ([t (or (hashtable-ref seqs comm #f)
                  (let ([t (make-eqv-hashtable)]) (hashtable-set! seqs comm t) t))]

@@ -1,13 +1,17 @@
 #!chezscheme
-;;; How values travel between MPI ranks: a message is one kind byte (1:
-;;; raw, 0: encoded) then a bytevector's bytes or spindle's place-message
-;;; encoding; a typed reduction's operand is foreign memory of doubles or
+;;; How values travel between MPI ranks: a message is one kind byte then
+;;; its body, in one of three forms: raw (kind 1), a bytevector's bytes;
+;;; fx (kind 4), an fxvector's elements as native 64-bit words (an
+;;; fxvector is no place message, but the collectives take it, so
+;;; rmpi-send does too); encoded (kind 0), spindle's place-message
+;;; encoding.  A typed reduction's operand is foreign memory of doubles or
 ;;; 64-bit integers (MPI_DOUBLE, MPI_INT64_T); a typed vector (bytevector,
 ;;; fxvector, shared vector) travels in the collectives
 ;;; as its elements in foreign memory (MPI_BYTE, MPI_INT64_T, MPI_DOUBLE),
 ;;; a shared vector from its own memory.  Used by (spindle mpi).
 (library (spindle private places mpi-data)
-  (export pack unpack encode-body foreign->body body->value foreign-copy typed-op typed-buffer typed-result datatype
+  (export pack unpack encode-body form-kind kind-form foreign->body body->value foreign-copy
+          typed-op flonum-vector? typed-buffer typed-result datatype
           element-kind element-count element-size kind-datatype
           elements->foreign foreign->elements! make-elements)
   (import (chezscheme)
@@ -17,38 +21,48 @@
                 shared-vector-address make-shared-bytes make-shared-fxvector make-shared-flvector)
           (only (spindle private places place-message) encode-message decode-message))
 
+  ;; v as one bytevector: its kind byte, then its body.
   (define (pack who v)
-    (let-values ([(bv fds raw?) (encode-message who v (lambda (x) #f) (lambda (x) #f))])
-      (unless (null? fds)
-        (assertion-violation who "place channels and shared vectors cannot be sent to another rank" v))
+    (let-values ([(bv form) (encode-body who v)])
       (let* ([n (bytevector-length bv)] [out (make-bytevector (fx+ n 1))])
-        (bytevector-u8-set! out 0 (if raw? 1 0))
+        (bytevector-u8-set! out 0 (form-kind form))
         (bytevector-copy! bv 0 out 1 n)
         out)))
 
-  ;; v's message body: (values bytes raw?), the bytes v itself for a bytevector.
+  ;; v's message body: (values bytes form), the bytes v itself for a
+  ;; bytevector (form raw).
   (define (encode-body who v)
-    (let-values ([(bv fds raw?) (encode-message who v (lambda (x) #f) (lambda (x) #f))])
-      (unless (null? fds)
-        (assertion-violation who "place channels and shared vectors cannot be sent to another rank" v))
-      (values bv raw?)))
+    (if (fxvector? v)
+        (let* ([n (fxvector-length v)] [bv (make-bytevector (fx* 8 n))])
+          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (bytevector-s64-native-set! bv (fx* 8 i) (fxvector-ref v i)))
+          (values bv 'fx))
+        (let-values ([(bv fds raw?) (encode-message who v (lambda (x) #f) (lambda (x) #f))])
+          (unless (null? fds)
+            (assertion-violation who "place channels and shared vectors cannot be sent to another rank" v))
+          (values bv (if raw? 'raw 'encoded)))))
+
+  (define (form-kind form) (case form [(raw) 1] [(fx) 4] [else 0]))
+  (define (kind-form kind) (case kind [(1) 'raw] [(4) 'fx] [else 'encoded]))
 
   ;; The n-byte message at foreign address p (kind byte first), copied but
-  ;; not decoded: (values raw? body).
+  ;; not decoded: (values form body).
   (define (foreign->body p n)
     (let ([body (make-bytevector (fx- n 1))])
       (memcpy-to-bytevector! body (+ p 1) (fx- n 1))
-      (values (eqv? (foreign-ref 'unsigned-8 p 0) 1) body)))
+      (values (kind-form (foreign-ref 'unsigned-8 p 0)) body)))
 
-  (define (body->value raw? body)
-    (decode-message body raw? '() (lambda (fd) #f)))
+  (define (body->value form body)
+    (if (eq? form 'fx)
+        (let* ([n (fxquotient (bytevector-length body) 8)] [v (make-fxvector n)])
+          (do ([i 0 (fx+ i 1)]) ((fx= i n) v) (fxvector-set! v i (bytevector-s64-native-ref body (fx* 8 i)))))
+        (decode-message body (eq? form 'raw) '() (lambda (fd) #f))))
 
   (define (unpack bv)
     (let* ([n (fx- (bytevector-length bv) 1)] [body (make-bytevector n)])
       ;; (an empty bytevector is Chez's one immutable #vu8(): even a copy
       ;; of 0 bytes into it raises at optimize-level 2)
       (unless (fx= n 0) (bytevector-copy! bv 1 body 0 n))
-      (decode-message body (eqv? (bytevector-u8-ref bv 0) 1) '() (lambda (fd) #f))))
+      (body->value (kind-form (bytevector-u8-ref bv 0)) body)))
 
   (define (foreign-copy bv)
     (let* ([n (bytevector-length bv)] [p (malloc (fxmax n 1))])
@@ -68,22 +82,18 @@
     (and (vector? v)
          (let loop ([i 0]) (or (fx= i (vector-length v)) (and (flonum? (vector-ref v i)) (loop (fx+ i 1)))))))
 
-  ;; v as foreign memory: (values kind count address), with two slots (8
-  ;; bytes each) more after the count elements, for the caller's use; or
-  ;; (values #f 0 #f) for the general path.
+  ;; A vector of flonums or an fxvector as foreign memory: (values kind
+  ;; count address).
   (define (typed-buffer v)
     (cond
-      [(flonum? v) (let ([p (malloc 24)]) (foreign-set! 'double p 0 v) (values 'double 1 p))]
-      [(fixnum? v) (let ([p (malloc 24)]) (foreign-set! 'integer-64 p 0 v) (values 'int64 1 p))]
       [(flonum-vector? v)
-       (let* ([n (vector-length v)] [p (malloc (fx* 8 (fx+ n 2)))])
+       (let* ([n (vector-length v)] [p (malloc (fx* 8 (fxmax n 1)))])
          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'double p (fx* 8 i) (vector-ref v i)))
          (values 'double-vector n p))]
-      [(fxvector? v)
-       (let* ([n (fxvector-length v)] [p (malloc (fx* 8 (fx+ n 2)))])
+      [else
+       (let* ([n (fxvector-length v)] [p (malloc (fx* 8 (fxmax n 1)))])
          (do ([i 0 (fx+ i 1)]) ((fx= i n)) (foreign-set! 'integer-64 p (fx* 8 i) (fxvector-ref v i)))
-         (values 'int64-vector n p))]
-      [else (values #f 0 #f)]))
+         (values 'int64-vector n p))]))
 
   (define (typed-result who kind n p)
     (define (int i)
@@ -91,14 +101,12 @@
         (unless (fixnum? x) (error who "the reduction's result is not a fixnum" x))
         x))
     (case kind
-      [(double) (foreign-ref 'double p 0)]
-      [(int64) (int 0)]
       [(double-vector) (let ([r (make-vector n)])
                          (do ([i 0 (fx+ i 1)]) ((fx= i n) r) (vector-set! r i (foreign-ref 'double p (fx* 8 i)))))]
       [else (let ([r (make-fxvector n)])
               (do ([i 0 (fx+ i 1)]) ((fx= i n) r) (fxvector-set! r i (int i))))]))
 
-  (define (datatype kind) (if (memq kind '(double double-vector)) (mpi-double) (mpi-int64)))
+  (define (datatype kind) (if (eq? kind 'double-vector) (mpi-double) (mpi-int64)))
 
   ;; ------------------------------------------------------------ typed vectors
   ;; The element kind of a typed vector: bytes, int64 or double; #f for

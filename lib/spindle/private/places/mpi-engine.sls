@@ -33,7 +33,7 @@
 
 (library (spindle private places mpi-engine)
   (export run-request! send-message recv-internal
-          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner! wake-after-finish!
+          rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner! wake-after-finish! comm-free!
           handle->pending add-request! remove-request! cancel-pending! test! poke! add-prober! remove-prober!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
@@ -150,8 +150,8 @@
     (or (vector-ref m 2) (let ([b (malloc small-message)]) (vector-set! m 2 b) b)))
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
-  ;; src tag), received but not decoded, as (src raw? . body) (raw?
-  ;; 'large: body is the received bytevector itself); #f if none has
+  ;; src tag), received but not decoded, as (src form . body) (form as
+  ;; mpi-data's, or 'large: body is the received bytevector itself); #f if none has
   ;; arrived; or MPI's error code.
   ;; sc: scratch memory (flag, message handle, status at 0, 8, 24; a
   ;; request at 48) and rbuf, a buffer of large-message bytes: the
@@ -204,10 +204,11 @@
            [kind (foreign-ref 'unsigned-8 rbuf 0)])
       (cond
         [(not (eqv? rc 0)) rc]
-        [(or (fx= kind raw-header-kind) (fx= kind encoded-header-kind))
-         (let ([bv (receive-large! sc comm from tag)])
-           (if (fixnum? bv) bv (cons* from (if (fx= kind raw-header-kind) 'large #f) bv)))]
-        [else (let-values ([(raw? body) (foreign->body rbuf n)]) (cons* from raw? body))])))
+        [(header-form kind)
+         => (lambda (form)
+              (let ([bv (receive-large! sc comm from tag)])
+                (if (fixnum? bv) bv (cons* from (if (eq? form 'raw) 'large form) bv))))]
+        [else (let-values ([(form body) (foreign->body rbuf n)]) (cons* from form body))])))
 
   ;; (comm src tag . value) of what probe-raw! returned (not #f).
   (define (raw->message who comm tag r)
@@ -397,10 +398,11 @@
   ;; deadlock): a request MPI does not complete at once keeps its memory
   ;; and the progress thread completes it.  A message of more than
   ;; large-message bytes goes as a header (a kind byte alone: 2, a
-  ;; bytevector's bytes follow; 3, an encoded value's) and then its bytes
+  ;; bytevector's bytes follow; 3, an encoded value's; 5, an fxvector's) and then its bytes
   ;; alone, which the receiver takes straight into a new bytevector; an
   ;; immutable bytevector is not even copied (a mutable one is, as the
-  ;; caller may change it once rmpi-send returns), nor an encoded value:
+  ;; caller may change it once rmpi-send returns), nor an encoded value
+  ;; or an fxvector's bytes:
   ;; MPI reads it in place, locked (lock-object) against the collector until
   ;; the send completes.  The bytes go on the communicator's twin (a
   ;; duplicate, so no receive on the communicator itself matches them and
@@ -411,11 +413,12 @@
   ;; buffer of that size (post-raw!): Open MPI writes a truncated
   ;; rendezvous message past the end of its buffer (mpi-bytes).
   (define large-message 65536)
-  (define raw-header-kind 2)
-  (define encoded-header-kind 3)
+  ;; A header's kind byte for each form of message (mpi-data), and back.
+  (define (header-kind form) (case form [(raw) 2] [(fx) 5] [else 3]))
+  (define (header-form kind) (case kind [(2) 'raw] [(3) 'encoded] [(5) 'fx] [else #f]))
 
   (define (send-message who comm dest tag v)
-    (let-values ([(body raw?) (encode-body who v)])
+    (let-values ([(body form) (encode-body who v)])
       (let ([n (fx+ 1 (bytevector-length body))])
         (when (> n max-message)
           (error who (format "message of ~a bytes is too large (at most ~a)" (fx- n 1) (fx- max-message 1))))
@@ -424,16 +427,16 @@
         ;; back (requests read unlocked: a hint)
         (unless (null? requests) (with-engine-lock (unless (world-finalized?) (reap!))))
         (let ([rc (if (fx<= n small-message)
-                   (send-small-fast! comm dest tag (if raw? 1 0) body n)
+                   (send-small-fast! comm dest tag (form-kind form) body n)
                    (with-engine-lock
                     (cond
                       [(world-finalized?) 'finalized]
                       [(fx> n large-message)
-                       (let ([rc (send-small! comm dest tag (if raw? raw-header-kind encoded-header-kind) #f)] [len (fx- n 1)])
+                       (let ([rc (send-small! comm dest tag (header-kind form) #f)] [len (fx- n 1)])
                          (if (not (sent? rc))
                              rc
-                             ;; an encoded value's bytes are this send's own
-                             (if (or (not raw?) (immutable-bytevector? body))
+                             ;; an encoded value's or fxvector's bytes are this send's own
+                             (if (or (not (eq? form 'raw)) (immutable-bytevector? body))
                                  (begin
                                    (lock-object body)
                                    (let ([rc (post-send! (bytes-at body 0) len (rmpi-comm-twin comm) dest tag body)])
@@ -447,10 +450,10 @@
                                    (let ([rc (post-send! buf len (rmpi-comm-twin comm) dest tag (cons buf len))])
                                      (unless (eq? rc 'pending) (buffer-free buf len))
                                      rc)))))]
-                      [(fx<= n small-message) (send-small! comm dest tag (if raw? 1 0) body)]
+                      [(fx<= n small-message) (send-small! comm dest tag (form-kind form) body)]
                       [else
                        (let ([buf (malloc n)])
-                         (fill! buf (if raw? 1 0) body)
+                         (fill! buf (form-kind form) body)
                          (let ([rc (post-send! buf n (rmpi-comm-handle comm) dest tag buf)])
                            (unless (eq? rc 'pending) (free buf))
                            rc))])))])
@@ -545,12 +548,13 @@
         ;; the progress thread and of this one (7 us a round trip)
         (let ([m (or (take-early! comm src tag)
                      (and (world-finalized?) (cons* comm src tag finalized-marker))
+                     (and (rmpi-comm-freed? comm) (cons* comm src tag freed-marker))
                      (probe! 'rmpi-recv comm src tag)
                      (and register?
                           (let* ([a (area)] [r (post-raw! a (+ a 128) comm src tag first-looks)])
                             (and r (raw->message 'rmpi-recv comm tag r)))))])
           (cond
-            [(and m (eq? (cdddr m) finalized-marker)) (commit-one! s branch (list finalized-marker))]
+            [(and m (or (eq? (cdddr m) finalized-marker) (eq? (cdddr m) freed-marker))) (commit-one! s branch (list (cdddr m)))]
             [m (or (commit-one! s branch (list (cdddr m)))
                    (begin (set! early (cons m early)) #f))]
             [register?
@@ -564,11 +568,34 @@
     (assert-atomic 'recv-cancel)
     (with-os-mutex engine-lock (set! receivers (remq w receivers))))
 
-  ;; A receive evt's result once MPI is finalised (rmpi-finish): its
-  ;; receiver raises.
+  ;; A receive evt's result once MPI is finalised (rmpi-finish), or its
+  ;; communicator freed: its receiver raises.
   (define finalized-marker (gensym "finalized"))
+  (define freed-marker (gensym "freed"))
   (define (received who v)
-    (if (eq? v finalized-marker) (error who "MPI has been finalised") v))
+    (cond
+      [(eq? v finalized-marker) (error who "MPI has been finalised")]
+      [(eq? v freed-marker) (error who "the communicator has been freed (its fork-join has returned)")]
+      [else v]))
+
+  ;; Frees comm's MPI communicators (its handle and twin) once the rank is
+  ;; done with it (a fork-join group's, at its end): a receive parked on it
+  ;; raises, its early messages are dropped, and a later operation on it
+  ;; raises (check-comm).  Requests still pending on it complete in MPI
+  ;; as usual.  (A thread still inside a call on it, past its checks,
+  ;; would use a freed communicator: its group's threads are done.)
+  (define (comm-free! comm)
+    (with-engine-lock
+      (rmpi-comm-freed?-set! comm #t)
+      (set! early (filter (lambda (m) (not (eq? (car m) comm))) early))
+      (set! receivers
+        (filter (lambda (w)
+                  (or (not (eq? (recv-waiter-comm w) comm))
+                      (begin (commit-partner! (recv-waiter-syncer w) (recv-waiter-branch w) (list freed-marker)) #f)))
+                receivers))
+      (unless (world-finalized?)
+        (mpi-comm-free! (rmpi-comm-handle comm))
+        (mpi-comm-free! (rmpi-comm-twin comm)))))
 
   (define rmpi-recv-evt
     (case-lambda

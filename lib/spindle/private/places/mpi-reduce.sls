@@ -1,13 +1,20 @@
 #!chezscheme
 ;;; The reductions of (spindle mpi), after Racket's rmpi: rmpi-reduce and
-;;; rmpi-allreduce.  An operation MPI has (sum, prod, min, max) on typed
-;;; data is one MPI_Iallreduce (a shared flvector or fxvector: reduced in
-;;; its own memory); any other (any procedure, or operands whose kinds
-;;; differ between ranks) is gathered to the root over point-to-point
-;;; messages on the internal tag, folded in rank order there and
-;;; broadcast.  A reduction of several MPI operations runs whole in a
-;;; helper thread (mpi-collectives), so that a broken caller leaves its
-;;; rank in step.
+;;; rmpi-allreduce.  Each runs whole in a helper thread (mpi-collectives)
+;;; and starts with the ranks' agreement (mpi-collectives' `agree`), whose
+;;; words carry the root, the operation and the operand's category and
+;;; length, so that every rank takes the same path, or raises:
+;;;  - fixnums and flonums with + * min max (or sum prod min max): the
+;;;    agreement carries the values themselves; every rank folds them in
+;;;    rank order, so there is no other MPI call;
+;;;  - flonum vectors or fxvectors (all of one kind and length): one
+;;;    MPI_Iallreduce (MPI_DOUBLE or MPI_INT64_T); a shared flvector or
+;;;    fxvector (all shared, of one kind and length) is reduced in its own
+;;;    memory;
+;;;  - anything else (any procedure, operands whose kinds differ between
+;;;    ranks, a sum past the fixnums): gathered to the root over
+;;;    point-to-point messages on the internal tag, folded in rank order
+;;;    there (vectors element by element) and, for allreduce, broadcast.
 (library (spindle private places mpi-reduce)
   (export rmpi-reduce rmpi-allreduce)
   (import (chezscheme)
@@ -16,109 +23,121 @@
           (spindle private places mpi-data)
           (spindle private places mpi-world)
           (only (spindle private places mpi-engine) run-request! send-message recv-internal)
-          (only (spindle private places mpi-collectives) whole idle! broadcast-message)
+          (only (spindle private places mpi-collectives) whole agree check-same word broadcast bits->flonum flonum->bits)
           (only (spindle private places shared-vector) shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector?))
 
+  (define id-reduce 8)
+  (define id-allreduce 9)
+
+  ;; An operand's category (a word of the agreement).
+  (define cat-fixnum 1)
+  (define cat-flonum 2)
+  (define cat-flvector 3)        ; a vector of flonums
+  (define cat-fxvector 4)
+  (define cat-shared-fl 5)
+  (define cat-shared-fx 6)
+  (define cat-vector 7)          ; any other vector
+  (define cat-other 8)
+  (define (category v)
+    (cond
+      [(fixnum? v) cat-fixnum]
+      [(flonum? v) cat-flonum]
+      [(fxvector? v) cat-fxvector]
+      [(shared-flvector? v) cat-shared-fl]
+      [(shared-fxvector? v) cat-shared-fx]
+      [(vector? v) (if (flonum-vector? v) cat-flvector cat-vector)]
+      [else cat-other]))
+  ;; The category's word: the value of a fixnum or flonum, the length of a
+  ;; vector, 0 otherwise.
+  (define (category-word c v)
+    (cond
+      [(fx= c cat-fixnum) v]
+      [(fx= c cat-flonum) (flonum->bits v)]
+      [(fx= c cat-fxvector) (fxvector-length v)]
+      [(or (fx= c cat-shared-fl) (fx= c cat-shared-fx)) (shared-vector-length v)]
+      [(or (fx= c cat-flvector) (fx= c cat-vector)) (vector-length v)]
+      [else 0]))
+  (define (vector-like? c) (memv c (list cat-flvector cat-fxvector cat-shared-fl cat-shared-fx cat-vector)))
+  (define (shared? c) (or (fx= c cat-shared-fl) (fx= c cat-shared-fx)))
+  (define (category-name c)
+    (case c
+      [(1) "a fixnum"] [(2) "a flonum"] [(3) "a vector of flonums"] [(4) "an fxvector"]
+      [(5) "a shared flvector"] [(6) "a shared fxvector"] [(7) "a vector"] [else "another value"]))
+  (define op-names '#("a procedure" "sum" "prod" "min" "max"))
+
   ;; root #f: allreduce.  Returns the result (at every rank, or at root).
   (define (reduce who comm root op v)
-    (let ([mop (typed-op op)])
+    (whole comm (lambda () (reduce-agreed who comm root op v))))
+
+  (define (reduce-agreed who comm root op v)
+    (let* ([mop (typed-op op)] [c (category v)] [packed #f] [cnt (rmpi-comm-cnt comm)]
+           [t (agree who comm (if root id-reduce id-allreduce)
+                (lambda ()
+                  (when root (check-rank who comm root))
+                  (unless (or mop (procedure? op))
+                    (assertion-violation who "expected a procedure or one of sum, prod, min, max" op))
+                  (when (and (shared? c) (not mop))
+                    (assertion-violation who "a shared vector is reduced only with +, *, min or max" v))
+                  ;; the general path's message, packed now: a value that
+                  ;; cannot travel is this rank's bad argument
+                  (unless mop (set! packed (pack who v)))
+                  (when (and mop (fx>= c cat-vector)) (set! packed (pack who v)))
+                  (list (or root -1) (case mop [(sum) 1] [(prod) 2] [(min) 3] [(max) 4] [else 0]) c (category-word c v))))]
+           [cats (map (lambda (r) (word t r 2)) (iota cnt))]
+           [same-length? (lambda () (for-all (lambda (r) (eqv? (word t r 3) (word t 0 3))) (iota cnt)))]
+           [here? (or (not root) (fx= root (rmpi-comm-id comm)))])
+      (check-same who t 0 "the root" number->string)
+      (check-same who t 1 "the operation" (lambda (x) (vector-ref op-names x)))
       (cond
-        [(and mop (or (shared-flvector? v) (shared-fxvector? v))) (idle! comm) (reduce-in-place who comm root mop v)]
-        ;; (a sum, min or max is one request, in the caller, unless the
-        ;; kinds disagree: then one broken as it learns that is not
-        ;; finished for it)
-        [(eq? mop 'prod) (whole comm (lambda () (typed-reduce who comm root mop op v)))]
-        [mop (idle! comm) (typed-reduce who comm root mop op v)]
-        [else (whole comm (lambda () (general-reduce who comm root op v)))])))
+        [(exists shared? cats)
+         (check-same who t 2 "the operand" category-name)
+         (check-same who t 3 "the shared vector's length" number->string)
+         (reduce-in-place who comm root mop v)]
+        [(and mop (for-all (lambda (c) (or (fx= c cat-fixnum) (fx= c cat-flonum))) cats))
+         (if here?
+             (let ([f (scheme-op mop)]
+                   [x (lambda (r) (if (fx= (word t r 2) cat-fixnum) (word t r 3) (bits->flonum (word t r 3))))])
+               (let loop ([r 1] [acc (x 0)]) (if (fx= r cnt) acc (loop (fx+ r 1) (f acc (x r))))))
+             (void))]
+        [(and mop (exists vector-like? cats))
+         (unless (and (for-all vector-like? cats) (same-length?))
+           (let ([r (find (lambda (r) (not (and (vector-like? (word t r 2)) (eqv? (word t r 3) (word t 0 3))))) (iota cnt))]
+                 [show (lambda (r) (if (vector-like? (word t r 2))
+                                       (format "~a of ~a elements" (category-name (word t r 2)) (word t r 3))
+                                       (category-name (word t r 2))))])
+             (error who (format "the ranks' operands are not vectors of one length: rank 0 gives ~a, rank ~a ~a"
+                                (show 0) (or r 0) (show (or r 0))))))
+         (if (and (or (fx= c cat-flvector) (fx= c cat-fxvector)) (for-all (lambda (x) (fx= x c)) cats))
+             (typed-reduce who comm root mop v here?)
+             (general-reduce who comm root (elementwise (scheme-op mop)) v packed))]
+        [else (general-reduce who comm root (if mop (scheme-op mop) op) v packed)])))
 
-  ;; An operation MPI has (sum, prod, min, max).  The operands' kinds may
-  ;; differ between ranks: a rank whose share of the work was empty sums to
-  ;; exact 0 where the others have flonums, or keeps a vector of exact 0s.
-  ;; So the one MPI_Iallreduce (also for a rooted reduce: every rank must
-  ;; learn the outcome) carries, after the operand's elements, two slots
-  ;; that tell every rank whether all ranks' operands have its kind (int64,
-  ;; double, or none: an operand MPI cannot reduce joins with zeros), and
-  ;; an integer result must fit in fixnums.  If not, every rank saw it, and
-  ;; they all take the general path together, a vector reduced element by
-  ;; element.  (A product cannot carry the slots: its kinds are agreed by
-  ;; an MPI_Iallreduce of their own first.)
-  (define (typed-reduce who comm root mop op v)
-    (let*-values ([(kind n p) (typed-buffer v)]
-                  [(n) (cond [kind n] [(vector? v) (vector-length v)] [else 1])]
-                  [(slots) (if (eq? mop 'prod) 0 2)]
-                  [(p) (if kind p (let ([p (malloc (fx* 8 (fx+ n 2)))])
-                                    (do ([i 0 (fx+ i 1)]) ((fx= i n) p) (foreign-set! 'integer-64 p (fx* 8 i) 0))))]
-                  [(mine) (case kind [(#f) 'none] [(double double-vector) 'double] [else 'int])]
-                  [(cnt) (rmpi-comm-cnt comm)])
-      (unless (fx= slots 0)
-        (foreign-set! 'integer-64 p (fx* 8 n) (kind-slot mop 0 mine))
-        (foreign-set! 'integer-64 p (fx* 8 (fx+ n 1)) (kind-slot mop 1 mine)))
-      (if (and (fx= slots 0) (not (kinds-agree? who comm mine)))
-          (begin (free p) (reduce-generally who comm root mop v))
-          (let ([out (malloc (fx* 8 (fx+ n slots)))])
-            (run-request! who (list p)
-              (lambda (req)
-                (mpi-iallreduce p out (fx+ n slots) (if kind (datatype kind) (mpi-int64)) (mpi-op mop)
-                  (rmpi-comm-handle comm) req)))
-            (if (and kind
-                     (or (fx= slots 0)
-                         (eqv? (foreign-ref 'integer-64 out (fx* 8 (if (eq? mine 'int) n (fx+ n 1))))
-                               (kind-slot-result mop cnt)))
-                     (or (eq? mine 'double)
-                         (let loop ([i 0])
-                           (or (fx= i n) (and (fixnum? (foreign-ref 'integer-64 out (fx* 8 i))) (loop (fx+ i 1)))))))
-                (let ([r (if (or (not root) (fx= root (rmpi-comm-id comm))) (typed-result who kind n out) (void))])
-                  (free out)
-                  r)
-                (begin (free out) (reduce-generally who comm root mop v)))))))
+  (define (scheme-op mop) (case mop [(sum) +] [(prod) *] [(min) min] [else max]))
 
-  (define (reduce-generally who comm root mop v)
-    (general-reduce who comm root
-      (let ([f (case mop [(sum) +] [(prod) *] [(min) min] [else max])])
-        (if (or (vector? v) (fxvector? v)) (elementwise who f) f))
-      v))
+  ;; Flonum vectors or fxvectors, of one kind and length at every rank:
+  ;; one MPI_Iallreduce (also for a rooted reduce: every rank learns
+  ;; whether an integer result left the fixnums, and then all take the
+  ;; general path together).
+  (define (typed-reduce who comm root mop v here?)
+    (let-values ([(kind n p) (typed-buffer v)])
+      (let ([out (malloc (fx* 8 (fxmax n 1)))])
+        (run-request! who (list p)
+          (lambda (req) (mpi-iallreduce p out n (datatype kind) (mpi-op mop) (rmpi-comm-handle comm) req)))
+        (if (or (eq? kind 'double-vector)
+                (let loop ([i 0]) (or (fx= i n) (and (fixnum? (foreign-ref 'integer-64 out (fx* 8 i))) (loop (fx+ i 1))))))
+            (let ([r (if here? (typed-result who kind n out) (void))])
+              (free out)
+              r)
+            (begin (free out) (general-reduce who comm root (elementwise (scheme-op mop)) v #f))))))
 
-  ;; The kind slots, as 64-bit patterns (slot 0 the int ranks', slot 1 the
-  ;; double ranks' test), chosen so that MPI's operation gives the same bits
-  ;; whether it reads them as int64 or as doubles, in any order and mix:
-  ;; sum adds counts of 0 and 1 (as doubles, denormals: their sum is
-  ;; exact); min and max pick one of the positive doubles 0.5, 1.0, 2.0
-  ;; and 4.0, whose bits order as their values do.  A rank's slot comes out
-  ;; as kind-slot-result exactly when every rank has its kind.
-  (define (kind-slot mop slot mine)
-    (define (bits x) (bytevector-s64-native-ref (let ([b (make-bytevector 8)]) (bytevector-ieee-double-native-set! b 0 x) b) 0))
-    (case mop
-      [(sum) (if (eq? mine (if (fx= slot 0) 'int 'double)) 1 0)]
-      ;; min: 2.0 from the kind tested, 1.0 from the other, 0.5 from none
-      [(min) (bits (cond [(eq? mine 'none) 0.5] [(eq? mine (if (fx= slot 0) 'int 'double)) 2.0] [else 1.0]))]
-      ;; max: 1.0 from the kind tested, 2.0 from the other, 4.0 from none
-      [else (bits (cond [(eq? mine 'none) 4.0] [(eq? mine (if (fx= slot 0) 'int 'double)) 1.0] [else 2.0]))]))
-  (define (kind-slot-result mop cnt)
-    (case mop [(sum) cnt] [(min) (kind-slot 'min 0 'int)] [else (kind-slot 'max 0 'int)]))
-
-  ;; #t if every rank's operand has kind mine (int or double; none never
-  ;; agrees): one MPI_Iallreduce summing each kind's count.
-  (define (kinds-agree? who comm mine)
-    (let ([p (malloc 16)] [out (malloc 16)])
-      (foreign-set! 'integer-64 p 0 (if (eq? mine 'int) 1 0))
-      (foreign-set! 'integer-64 p 8 (if (eq? mine 'double) 1 0))
-      (run-request! who (list p)
-        (lambda (req) (mpi-iallreduce p out 2 (mpi-int64) (mpi-op 'sum) (rmpi-comm-handle comm) req)))
-      (let ([r (and (not (eq? mine 'none))
-                    (eqv? (rmpi-comm-cnt comm) (foreign-ref 'integer-64 out (if (eq? mine 'int) 0 8))))])
-        (free out)
-        r)))
-
-  ;; f applied element by element to two vectors or fxvectors of one length:
-  ;; a vector.
-  (define (elementwise who f)
+  ;; f applied element by element to two vectors or fxvectors (of one
+  ;; length: the agreement saw to it): a vector.
+  (define (elementwise f)
     (lambda (a b)
-      (let ([a (if (fxvector? a) (list->vector (fxvector->list a)) a)]
-            [b (if (fxvector? b) (list->vector (fxvector->list b)) b)])
-        (unless (and (vector? a) (vector? b) (fx= (vector-length a) (vector-length b)))
-          (error who "the ranks' operands are not vectors of one length" a b))
-        (vector-map f a b))))
+      (vector-map f
+        (if (fxvector? a) (list->vector (fxvector->list a)) a)
+        (if (fxvector? b) (list->vector (fxvector->list b)) b))))
 
   ;; A shared flvector or fxvector: MPI reduces in its own memory
   ;; (MPI_IN_PLACE; at a non-root rank of a reduce, the vector is only read).
@@ -134,22 +153,25 @@
       (if (or (not root) (fx= root (rmpi-comm-id comm))) v (void))))
 
   ;; Any value and procedure: gathered to the root (rank 0 for allreduce),
-  ;; folded in rank order, broadcast for allreduce.
-  (define (general-reduce who comm root op v)
-    (unless (procedure? op) (assertion-violation who "expected a procedure or one of sum, prod, min, max" op))
-    (let* ([me (rmpi-comm-id comm)] [r (or root 0)])
-      (let ([result
-             (if (fx= me r)
-                 (let loop ([i 0] [acc #f])
-                   (if (fx= i (rmpi-comm-cnt comm))
-                       acc
-                       (let ([x (if (fx= i me) v (recv-internal comm i))])
-                         (loop (fx+ i 1) (if (fx= i 0) x (op acc x))))))
-                 (begin (send-message who comm r internal-tag v) (void)))])
-        (if root result (broadcast-message comm r result)))))
+  ;; folded in rank order, broadcast for allreduce (the fold runs in the
+  ;; broadcast's agreement, so an error it raises at the root raises at
+  ;; every rank).  packed: v packed, or #f (then packed here).
+  (define (general-reduce who comm root op v packed)
+    (let* ([me (rmpi-comm-id comm)] [r (or root 0)]
+           [fold (lambda ()
+                   (let loop ([i 0] [acc #f])
+                     (if (fx= i (rmpi-comm-cnt comm))
+                         acc
+                         (let ([x (if (fx= i me) v (unpack (recv-internal comm i)))])
+                           (loop (fx+ i 1) (if (fx= i 0) x (op acc x)))))))])
+      (unless (fx= me r)
+        (send-message who comm r internal-tag (or packed (pack who v))))
+      (cond
+        [root (if (fx= me r) (fold) (void))]
+        [else (broadcast who comm 0 fold #f)])))
 
   (define (rmpi-reduce comm root op v)
-    (check-comm 'rmpi-reduce comm) (check-rank 'rmpi-reduce comm root)
+    (check-comm 'rmpi-reduce comm)
     (reduce 'rmpi-reduce comm root op v))
 
   (define (rmpi-allreduce comm op v)

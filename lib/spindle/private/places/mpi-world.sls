@@ -10,6 +10,7 @@
 ;;; A place is not a rank: rmpi-world refuses in one.
 (library (spindle private places mpi-world)
   (export handle->comm rmpi-comm? rmpi-comm-handle rmpi-comm-twin rmpi-comm-id rmpi-comm-cnt rmpi-comm-busy rmpi-comm-busy-set!
+          rmpi-comm-freed? rmpi-comm-freed?-set!
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
           check-comm check-rank check-tag check-peer check-rc internal-tag max-message
           engine-lock with-engine-lock world-finalized? with-mpi-call counted-mpi-call with-interrupts-off)
@@ -17,24 +18,25 @@
           (spindle private os mpi)
           (only (spindle private os processes) own-pid)
           (only (spindle private core atomic) with-atomic with-os-mutex)
-          (only (spindle private core exit-hooks) add-exit-hook!))
+          (only (spindle private core exit-hooks) add-exit-hook! exit-process-code))
 
   ;; ------------------------------------------------------------ communicators
   ;; twin: a duplicate of handle (MPI_Comm_dup), which carries only the
   ;; bytes of large rmpi-send messages (mpi-engine), so that no receive
   ;; on handle ever matches them.  busy: #f, or a latch fired once the
   ;; collective that a helper thread finishes for a broken or killed
-  ;; caller has made all its MPI calls (mpi-collectives).
+  ;; caller has made all its MPI calls (mpi-collectives).  freed?: its
+  ;; MPI communicators are freed (mpi-engine's comm-free!).
   (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
-    (fields handle twin id cnt (mutable busy))
-    (nongenerative spindle-rmpi-comm-v3) (sealed #t))
+    (fields handle twin id cnt (mutable busy) (mutable freed?))
+    (nongenerative spindle-rmpi-comm-v4) (sealed #t))
 
   ;; The communicator of MPI handle h, with its twin; collective: every
   ;; rank of h calls it (right after MPI_Init_thread or MPI_Comm_split).
   ;; (values rc comm): comm #f unless rc is 0.
   (define (handle->comm h)
     (let-values ([(rc twin) (mpi-comm-dup h)])
-      (values rc (and (eqv? rc 0) (make-rmpi-comm h twin (mpi-comm-rank h) (mpi-comm-size h) #f)))))
+      (values rc (and (eqv? rc 0) (make-rmpi-comm h twin (mpi-comm-rank h) (mpi-comm-size h) #f #f)))))
   (define comm-printer (record-writer (record-type-descriptor rmpi-comm)
     (lambda (c port wr) (format port "#<rmpi-comm ~a/~a>" (rmpi-comm-id c) (rmpi-comm-cnt c)))))
 
@@ -43,7 +45,11 @@
 
   (define world #f)
   (define world-lock (make-mutex))
-  (define failed? #f)             ; why the rank ends by an error (a string): abort, never finalise
+  (define failed? #f)             ; why the rank ends by an error: (reason . exit code); abort, never finalise
+
+  ;; An exit with value x (not 0): (reason . the status it gives).
+  (define (exit-failure x)
+    (cons (format "exit code ~s" x) (if (fixnum? x) (fxlogand x 255) 1)))
 
   (define (rmpi-available?) (mpi-available?))
 
@@ -75,28 +81,33 @@
     (let-values ([(rc c) (handle->comm (mpi-comm-world))])
       (check-rc 'rmpi-world rc)
       ;; An error that ends the rank aborts the job (MPI_Abort names the
-      ;; rank); a normal end finalises, which waits for the other ranks.
+      ;; rank), and so does a non-zero exit, from any thread, with its
+      ;; code: the main thread's exit goes through the exit handler set
+      ;; here, a worker OS thread's through exit-process; a normal end
+      ;; finalises, which waits for the other ranks.
       (let ([old (base-exception-handler)])
         (base-exception-handler
           (lambda (x)
-            (unless (or (warning? x) failed?) (set! failed? "an uncaught exception"))
+            (unless (or (warning? x) failed?) (set! failed? (cons "an uncaught exception" 1)))
             (old x))))
       (let ([old (exit-handler)])
         (exit-handler
           (lambda args
             (unless (or (null? args) (eqv? (car args) 0) (eq? (car args) (void)) failed?)
-              (set! failed? (format "exit code ~s" (car args))))
+              (set! failed? (exit-failure (car args))))
             (apply old args))))
       (add-exit-hook!
         (lambda ()
           (when (and (mpi-initialized?) (not (mpi-finalized?)))
-            (if failed?
-                (begin
-                  (let ([e (current-error-port)])
-                    (format e "spindle mpi: rank ~a failed (~a); aborting the job~%" (rmpi-comm-id c) failed?)
-                    (flush-output-port e))
-                  (mpi-abort! 1))
-                (finalize!)))))
+            (let ([why (or failed?
+                           (let ([code (exit-process-code)]) (and code (not (eqv? code 0)) (exit-failure code))))])
+              (if why
+                  (begin
+                    (let ([e (current-error-port)])
+                      (format e "spindle mpi: rank ~a failed (~a); aborting the job~%" (rmpi-comm-id c) (car why))
+                      (flush-output-port e))
+                    (mpi-abort! (cdr why)))
+                  (finalize!))))))
       c))
 
   ;; Ends MPI use now (MPI_Finalize); done at exit otherwise.
@@ -153,7 +164,8 @@
 
   (define (check-comm who c)
     (unless (rmpi-comm? c) (assertion-violation who "expected an rmpi communicator" c))
-    (when (unbox finalized) (error who "MPI has been finalised")))
+    (when (unbox finalized) (error who "MPI has been finalised"))
+    (when (rmpi-comm-freed? c) (error who "the communicator has been freed (its fork-join has returned)")))
   (define (check-rank who c r)
     (unless (and (fixnum? r) (fx<= 0 r) (fx< r (rmpi-comm-cnt c)))
       (assertion-violation who (format "expected a rank in [0, ~a)" (rmpi-comm-cnt c)) r)))
@@ -166,7 +178,7 @@
   (define-syntax check-peer
     (syntax-rules ()
       [(_ who comm rank tag)
-       (unless (and (rmpi-comm? comm) (not (unbox finalized))
+       (unless (and (rmpi-comm? comm) (not (unbox finalized)) (not (rmpi-comm-freed? comm))
                     (or (not rank) (and (fixnum? rank) (fx<= 0 rank) (fx< rank (rmpi-comm-cnt comm))))
                     (fixnum? tag) (fx<= 0 tag) (fx< tag internal-tag))
          (check-peer-fully who comm rank tag))]))
