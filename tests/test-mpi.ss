@@ -3,6 +3,7 @@
 ;;; (tests/mpi/mpi-child.ss runs each scenario).  make test installs Open
 ;;; MPI (the Makefile's mpi target); without it these tests are skipped
 ;;; with a message.
+;;; time limit: 480 s
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (only (text-files) read-file)
         (only (spindle private os processes) shell-command own-pid) (mpi-jobs))
 
