@@ -16,9 +16,12 @@
   (define (os-thread-count)
     (guard (c [#t #f]) (length (directory-list "/proc/self/task"))))
 
-  ;; (collect g), counting the collector's new helper threads.
+  ;; (collect g), counting the collector's new helper threads.  Chez
+  ;; starts at most one for each other Scheme thread that waits at a
+  ;; collection, so the OS threads are counted (twice a directory listing,
+  ;; ~12 us) only while fewer helpers are known than other Scheme threads.
   (define (collect-generation g)
-    (if (and chez-10? (fx< helpers helpers-max))
+    (if (and chez-10? (fx< helpers (fxmin helpers-max (fx- (length (#%$thread-list)) 1))))
         (let ([before (os-thread-count)])
           (collect g)
           (let ([after (os-thread-count)])
