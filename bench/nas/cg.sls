@@ -109,35 +109,57 @@
 
   ;; A member's rows of A, copied out of the shared vectors into its own
   ;; heap: row j (0-based in the block) holds entries start[j] ..
-  ;; start[j+1]-1 of cols (fxvector) and vals (bytevector of doubles).  The
-  ;; product's inner loop reads only these and the shared source vector
-  ;; (by its address), with unchecked primitives (the indices come from
-  ;; the matrix build), so it runs inline at any optimize level.
-  (define-record-type rows (fields start cols vals) (sealed #t))
+  ;; start[j+1]-1 of offs (fxvector of the columns' byte offsets, 8 col)
+  ;; and vals.  The product's inner loop reads only these and the shared
+  ;; source vector (by its address), with unchecked primitives (the
+  ;; indices come from the matrix build), so it runs inline at any
+  ;; optimize level.
+  (define-record-type rows (fields start offs vals) (sealed #t))
+
+  ;; vals: a bytevector of doubles on 9.5; on 10 an flvector, whose element
+  ;; k is read with k's fixnum as the scaled index (no shift).
+  (by-chez
+   (begin
+     (define-syntax make-vals (syntax-rules () [(_ n) (make-bytevector (fx* 8 n))]))
+     (define-syntax vals-set! (syntax-rules () [(_ v k x) (bytevector-ieee-double-native-set! v (fx* 8 k) x)]))
+     (define-syntax vals@ (syntax-rules () [(_ v k) (#3%bytevector-ieee-double-native-ref v (#3%fx* 8 k))])))
+   (begin
+     (define-syntax make-vals (syntax-rules () [(_ n) (make-flvector n)]))
+     (define-syntax vals-set! (syntax-rules () [(_ v k x) (flvector-set! v k x)]))
+     (define-syntax vals@ (syntax-rules () [(_ v k) (flvector-ref v k)]))))
 
   (define (local-rows rowstr colidx a lo hi)
     (let* ([base (fx@ rowstr lo)] [count (fx- (fx@ rowstr hi) base)]
            [start (make-fxvector (fx+ (fx- hi lo) 1))]
-           [cols (make-fxvector count)] [vals (make-bytevector (fx* 8 count))])
+           [offs (make-fxvector count)] [vals (make-vals count)])
       (do ([j lo (fx+ j 1)]) ((fx> j hi))
         (fxvector-set! start (fx- j lo) (fx- (fx@ rowstr j) base)))
       (do ([k 0 (fx+ k 1)]) ((fx= k count))
-        (fxvector-set! cols k (fx@ colidx (fx+ base k)))
-        (bytevector-ieee-double-native-set! vals (fx* 8 k) (fl@ a (fx+ base k))))
-      (make-rows start cols vals)))
+        (fxvector-set! offs k (fx* 8 (fx@ colidx (fx+ base k))))
+        (vals-set! vals k (fl@ a (fx+ base k))))
+      (make-rows start offs vals)))
 
-  ;; The sum of local row jl times the shared vector at address src.
+  ;; The sum of local row jl times the shared vector at address src, in
+  ;; entry order.  On 10, two entries a turn (the same sum, bit for bit):
+  ;; 8% less time a product at class A than one.
   (define-syntax row-product
     (syntax-rules ()
       [(_ rows src jl)
-       (let ([start (rows-start rows)] [cols (rows-cols rows)] [vals (rows-vals rows)])
+       (let ([start (rows-start rows)] [offs (rows-offs rows)] [vals (rows-vals rows)])
+         (define-syntax term
+           (syntax-rules () [(_ k) (#3%fl* (vals@ vals k) (g@ src (#3%fxvector-ref offs k)))]))
          (let ([end (#3%fxvector-ref start (#3%fx+ jl 1))])
-           (let loop ([k (#3%fxvector-ref start jl)] [s 0.0])
-             (if (#3%fx= k end)
-                 s
-                 (loop (#3%fx+ k 1)
-                       (#3%fl+ s (#3%fl* (#3%bytevector-ieee-double-native-ref vals (#3%fx* 8 k))
-                                         (g@ src (#3%fx* 8 (#3%fxvector-ref cols k))))))))))]))
+           (by-chez
+            (let loop ([k (#3%fxvector-ref start jl)] [s 0.0])
+              (if (#3%fx= k end)
+                  s
+                  (loop (#3%fx+ k 1) (#3%fl+ s (term k)))))
+            (let ([end-1 (fx- end 1)])
+              (let loop ([k (#3%fxvector-ref start jl)] [s 0.0])
+                (cond
+                  [(fx< k end-1) (loop (fx+ k 2) (fl+ (fl+ s (term k)) (term (fx+ k 1))))]
+                  [(fx= k end) s]
+                  [else (fl+ s (term k))]))))))]))
 
   ;; q = A p on rows [lo, hi) (the member's rows); each chunk's p.q into
   ;; its slot.

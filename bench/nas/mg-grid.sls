@@ -64,6 +64,10 @@
         (g! a o 0.0))))
 
   ;; The sum of squares over the interior points of planes lo .. hi-1.
+  ;; The running sum enters and leaves each row's loop through a flonum
+  ;; operation (s + -0.0 is s, bit for bit): Chez 10 keeps a loop's flonum
+  ;; unboxed only then, and boxes it at every point when it comes in and
+  ;; goes out as a plain value.
   (define (sum-squares a n lo hi)
     (let ([row (fx* 8 n)])
       (let planes ([i3 lo] [s 0.0])
@@ -72,11 +76,13 @@
             (let rows ([i2 1] [s s])
               (if (fx= i2 (fx- n 1))
                   (planes (fx+ i3 1) s)
-                  (let ([c (fx* (fx+ (fx* i3 n) i2) row)])
-                    (let points ([o (fx+ c 8)] [s s])
-                      (if (fx= o (fx+ c (fx* 8 (fx- n 1))))
-                          (rows (fx+ i2 1) s)
-                          (let ([x (g@ a o)]) (points (fx+ o 8) (f+ s (f* x x)))))))))))))
+                  (let* ([c (fx* (fx+ (fx* i3 n) i2) row)] [end (fx+ c (fx* 8 (fx- n 1)))])
+                    (rows (fx+ i2 1)
+                          (f+ -0.0
+                              (let points ([o (fx+ c 8)] [s (f+ s -0.0)])
+                                (if (fx= o end)
+                                    s
+                                    (let ([x (g@ a o)]) (points (fx+ o 8) (f+ s (f* x x)))))))))))))))
 
   ;; zran3: the interior of the top grid (n = nx + 2) 0 but at the 10
   ;; largest (+1) and the 10 smallest (-1) of the NPB generator's deviates,

@@ -41,15 +41,26 @@
       [(_ a o w x y z)
        (f+ (f+ (f+ (g@ a (#3%fx+ w o)) (g@ a (#3%fx+ x o))) (g@ a (#3%fx+ y o))) (g@ a (#3%fx+ z o)))]))
 
-;; Every flonum is a 16-byte box on 9.5.8, loads included: resid and
+  ;; Every flonum is a 16-byte box on 9.5.8, loads included: resid and
   ;; psinv sweep L = 4 neighbouring lines (i2 .. i2+L-1, i3) of a plane at
   ;; once (2 when the n-2 interior lines are not a multiple of 4), so that
   ;; the 3 (L+2) rows they read are loaded once and the vertical pairs
   ;; (i3-1) + (i3+1) are shared: 18 loads and 18 additions for 4 lines
-  ;; against 36 and 24 line by line.
+  ;; against 36 and 24 line by line.  Chez 10 keeps them unboxed but has
+  ;; few registers for them: there L = 1 (fewer values live, fewer spilled
+  ;; to the stack) takes 11% less time in resid and 17% in psinv.
 
   ;; with-rowsL binds the byte offsets bj, kj, tj of row i2-1+j
   ;; (j = 0 .. L+1) of planes i3-1, i3, i3+1 of a grid of side n.
+  (define-syntax with-rows1
+    (syntax-rules ()
+      [(_ n i2 i3 (b0 b1 b2 k0 k1 k2 t0 t1 t2) body ...)
+       (let* ([row (#3%fx* 8 n)] [plane (#3%fx* row n)]
+              [k1 (#3%fx* (#3%fx+ (#3%fx* i3 n) i2) row)] [k0 (#3%fx- k1 row)] [k2 (#3%fx+ k1 row)]
+              [b0 (#3%fx- k0 plane)] [b1 (#3%fx- k1 plane)] [b2 (#3%fx- k2 plane)]
+              [t0 (#3%fx+ k0 plane)] [t1 (#3%fx+ k1 plane)] [t2 (#3%fx+ k2 plane)])
+         body ...)]))
+
   (define-syntax with-rows2
     (syntax-rules ()
       [(_ n i2 i3 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) body ...)
@@ -75,6 +86,16 @@
   ;; four face neighbours in the (i2, i3) plane, (kj-1 + kj+1) + (bj + tj);
   ;; s2j, the sum of its four diagonal ones, (bj-1 + tj-1) + (bj+1 + tj+1).
   ;; Each point's sums are the same expression whatever L.
+  (define-syntax column1
+    (syntax-rules ()
+      [(_ a o (b0 b1 b2 k0 k1 k2 t0 t1 t2) ((x1 s11 s21)) body ...)
+       (let* ([p0 (f+ (g@ a (#3%fx+ b0 o)) (g@ a (#3%fx+ t0 o)))]
+              [p1 (f+ (g@ a (#3%fx+ b1 o)) (g@ a (#3%fx+ t1 o)))]
+              [p2 (f+ (g@ a (#3%fx+ b2 o)) (g@ a (#3%fx+ t2 o)))]
+              [x1 (g@ a (#3%fx+ k1 o))]
+              [s11 (f+ (f+ (g@ a (#3%fx+ k0 o)) (g@ a (#3%fx+ k2 o))) p1)] [s21 (f+ p0 p2)])
+         body ...)]))
+
   (define-syntax column2
     (syntax-rules ()
       [(_ a o (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3) ((x1 s11 s21) (x2 s12 s22)) body ...)
@@ -133,11 +154,14 @@
   ;; r = v - A u on the interior of planes lo .. hi-1 (v and r may be the
   ;; same grid: each point reads only its own v).
   (define (resid! u v r n lo hi)
-    (if (#3%fx= 0 (#3%fxand (#3%fx- n 2) 3))
-        (resid-sweep u v r n lo hi 4 with-rows4 column4 (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5)
-                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 gm1 gc1 s2c1 xc1 gp1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 gm2 gc2 s2c2 xc2 gp2) (k3 x0_3 s10_3 s20_3 x1_3 s11_3 s21_3 xp3 s1p3 s2p3 gm3 gc3 s2c3 xc3 gp3) (k4 x0_4 s10_4 s20_4 x1_4 s11_4 s21_4 xp4 s1p4 s2p4 gm4 gc4 s2c4 xc4 gp4)))
-        (resid-sweep u v r n lo hi 2 with-rows2 column2 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
-                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 gm1 gc1 s2c1 xc1 gp1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 gm2 gc2 s2c2 xc2 gp2)))))
+    (by-chez
+     (if (#3%fx= 0 (#3%fxand (#3%fx- n 2) 3))
+         (resid-sweep u v r n lo hi 4 with-rows4 column4 (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5)
+                      ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 gm1 gc1 s2c1 xc1 gp1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 gm2 gc2 s2c2 xc2 gp2) (k3 x0_3 s10_3 s20_3 x1_3 s11_3 s21_3 xp3 s1p3 s2p3 gm3 gc3 s2c3 xc3 gp3) (k4 x0_4 s10_4 s20_4 x1_4 s11_4 s21_4 xp4 s1p4 s2p4 gm4 gc4 s2c4 xc4 gp4)))
+         (resid-sweep u v r n lo hi 2 with-rows2 column2 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
+                      ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 gm1 gc1 s2c1 xc1 gp1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 gm2 gc2 s2c2 xc2 gp2))))
+     (resid-sweep u v r n lo hi 1 with-rows1 column1 (b0 b1 b2 k0 k1 k2 t0 t1 t2)
+                  ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 gm1 gc1 s2c1 xc1 gp1)))))
 
   ;; u = u + C r.  With c0 = -12 c1 and c2 = -c1/2 (c3 = 0),
   ;; C r = c1 (k(i1-1) + k(i1+1) + m) where k = r - s1/2 and
@@ -169,11 +193,14 @@
 
   ;; u = u + C r on the interior of planes lo .. hi-1.
   (define (psinv! r u n lo hi)
-    (if (#3%fx= 0 (#3%fxand (#3%fx- n 2) 3))
-        (psinv-sweep r u n lo hi 4 with-rows4 column4 (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5)
-                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 xm1 xc1 s1m1 s1c1 s2c1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 xm2 xc2 s1m2 s1c2 s2c2) (k3 x0_3 s10_3 s20_3 x1_3 s11_3 s21_3 xp3 s1p3 s2p3 xm3 xc3 s1m3 s1c3 s2c3) (k4 x0_4 s10_4 s20_4 x1_4 s11_4 s21_4 xp4 s1p4 s2p4 xm4 xc4 s1m4 s1c4 s2c4)))
-        (psinv-sweep r u n lo hi 2 with-rows2 column2 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
-                     ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 xm1 xc1 s1m1 s1c1 s2c1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 xm2 xc2 s1m2 s1c2 s2c2)))))
+    (by-chez
+     (if (#3%fx= 0 (#3%fxand (#3%fx- n 2) 3))
+         (psinv-sweep r u n lo hi 4 with-rows4 column4 (b0 b1 b2 b3 b4 b5 k0 k1 k2 k3 k4 k5 t0 t1 t2 t3 t4 t5)
+                      ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 xm1 xc1 s1m1 s1c1 s2c1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 xm2 xc2 s1m2 s1c2 s2c2) (k3 x0_3 s10_3 s20_3 x1_3 s11_3 s21_3 xp3 s1p3 s2p3 xm3 xc3 s1m3 s1c3 s2c3) (k4 x0_4 s10_4 s20_4 x1_4 s11_4 s21_4 xp4 s1p4 s2p4 xm4 xc4 s1m4 s1c4 s2c4)))
+         (psinv-sweep r u n lo hi 2 with-rows2 column2 (b0 b1 b2 b3 k0 k1 k2 k3 t0 t1 t2 t3)
+                      ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 xm1 xc1 s1m1 s1c1 s2c1) (k2 x0_2 s10_2 s20_2 x1_2 s11_2 s21_2 xp2 s1p2 s2p2 xm2 xc2 s1m2 s1c2 s2c2))))
+     (psinv-sweep r u n lo hi 1 with-rows1 column1 (b0 b1 b2 k0 k1 k2 t0 t1 t2)
+                  ((k1 x0_1 s10_1 s20_1 x1_1 s11_1 s21_1 xp1 s1p1 s2p1 xm1 xc1 s1m1 s1c1 s2c1)))))
 
   ;; dst = P r: coarse planes j3 in lo .. hi-1 of dst (side nc) from the
   ;; fine grid r (side nf = 2 nc - 2); coarse point j is fine point 2j.
