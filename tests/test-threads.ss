@@ -356,6 +356,46 @@
   (let ([c (raised (lambda () (break-thread (current-thread))))])
     (check "break" (break-condition? c))))
 
+(test "a break caught in an inner parameterize-break #t leaves the outer #f in force"
+  (let* ([in (make-semaphore 0)]
+         [t (thread (lambda ()
+                      (parameterize-break #f
+                        (semaphore-post in)
+                        (sleep 0.05)
+                        (list (guard (e [(break-condition? e) 'caught]) (parameterize-break #t 'x))
+                              (break-enabled))))
+                    #:keep 'results)])
+    (semaphore-wait in)
+    (break-thread t)
+    (check-equal "caught inside, breaks still off after" '(caught #f)
+      (sync/timeout 5 (wrap-evt t (lambda (t) (thread-wait t)))))))
+
+(test "leaving parameterize-break #f delivers a pending break at once"
+  ;; normal return, an escape through a continuation, and re-entry by
+  ;; (break-enabled #t): the break comes before the next step
+  (let* ([steps (box 0)]
+         [t (thread (lambda ()
+                      (parameterize-break #f (break-thread (current-thread)))
+                      (let loop ([i 0]) (when (< i 50000000) (set-box! steps i) (loop (+ i 1))))))])
+    (check "ended" (sync/timeout 5 t))
+    (check-equal "no step ran after the parameterize-break" 0 (unbox steps))
+    (check "counted as broken, not returned" (eq? 'failed (thread-wait t (lambda () 'failed)))))
+  (let ([c (raised (lambda ()
+                     (call/cc (lambda (k) (parameterize-break #f (break-thread (current-thread)) (k 'escaped))))
+                     'after-escape))])
+    (check "an escape out of parameterize-break #f is broken" (break-condition? c)))
+  (let ([c (raised (lambda ()
+                     (parameterize-break #f
+                       (break-thread (current-thread))
+                       (break-enabled #t)
+                       'after-enable)))])
+    (check "(break-enabled #t) delivers" (break-condition? c)))
+  (let ([r (guard (e [(break-condition? e) 'broken])
+             (parameterize-break #f
+               (break-thread (current-thread))
+               (parameterize-break #f 'inner)))])
+    (check-equal "a nested #f delivers nothing; the outer one's end does" 'broken r)))
+
 ;; ---------------------------------------------------------------- suspend
 (test "a suspended thread takes no part in a channel rendezvous"
   (let* ([ch (make-channel)] [got (box '())]
@@ -412,6 +452,13 @@
     (kill-thread t)
     (check "killed while suspended" (thread-dead? t))
     (thread-resume t)))
+
+(test "thread-suspend and thread-resume return void"
+  (let ([t (thread (lambda () (sync never-evt)))])
+    (check "suspend" (eq? (void) (thread-suspend t)))
+    (check "resume" (eq? (void) (thread-resume t)))
+    (check "resume of a running thread" (eq? (void) (thread-resume t)))
+    (kill-thread t)))
 
 ;; ---------------------------------------------------------------- state
 (test "thread-running? and thread-dead?"
