@@ -49,9 +49,17 @@
     (or (and (wrapper? v) (wrapper-handle? v))
         (and (choice? v) (exists handle-evt? (choice-evts v)))))
 
-  (define (guard-evt thunk) (check-proc 'guard-evt thunk) (make-guarded thunk 'plain))
-  (define (nack-guard-evt proc) (check-proc 'nack-guard-evt proc) (make-guarded proc 'nack))
-  (define (poll-guard-evt proc) (check-proc 'poll-guard-evt proc) (make-guarded proc 'poll))
+  ;; A guard's procedure is checked when the evt is made, as Racket does,
+  ;; not when some later sync calls it.
+  (define (check-arity who p n)
+    (unless (and (procedure? p) (logbit? n (procedure-arity-mask p)))
+      (assertion-violation who
+        (if (fx= n 0) "expected a procedure of no arguments" "expected a procedure of one argument")
+        p)))
+
+  (define (guard-evt thunk) (check-arity 'guard-evt thunk 0) (make-guarded thunk 'plain))
+  (define (nack-guard-evt proc) (check-arity 'nack-guard-evt proc 1) (make-guarded proc 'nack))
+  (define (poll-guard-evt proc) (check-arity 'poll-guard-evt proc 1) (make-guarded proc 'poll))
 
   (define (replace-evt e proc)
     (check-evt 'replace-evt e) (check-proc 'replace-evt proc)
@@ -162,7 +170,7 @@
   ;; the done syncer, #f when a poll found nothing, or 'park-disabled when
   ;; it would park inside the caller's own disabled region (see may-park?;
   ;; nothing is registered then).  Interrupts disabled.
-  (define (sync-round t bv poll? deadline)
+  (define (sync-round t bv poll? deadline nacks)
     (let* ([n (vector-length bv)]
            [s (make-syncer t)]
            [start (if (fx> n 1) (random-below n) 0)]
@@ -183,6 +191,7 @@
              [(not (may-park?)) 'park-disabled]
              [else
                (let ([tokens (make-vector n #f)])
+                 (unless (null? (unbox nacks)) (syncer-on-commit-set! s (nack-firer bv nacks)))
                  (gthread-syncer-set! t s)
                  ;; phase 2: register everywhere; a partner may commit s meanwhile
                  (let reg ([j 0])
@@ -358,6 +367,20 @@
   (define (fire-nacks! nacks keep)
     (for-each (lambda (l) (unless (memq l keep) (latch-fire! l))) nacks))
 
+  ;; A registered sync's on-commit (see evt-core): a partner's commit of
+  ;; branch i fires the NACKs outside i's context at once, a timeout all of
+  ;; them; an interruption none (the sync goes on), nor a commit inside a
+  ;; replace-evt (its other branches stay in the next round).  The thread
+  ;; fires them again as it returns (a latch fires once).
+  (define (nack-firer bv nacks)
+    (lambda (i)
+      (cond
+        [(eq? i 'timeout) (fire-nacks! (unbox nacks) '())]
+        [(fixnum? i)
+         (let ([ctx (branch-context (vector-ref bv i))])
+           (unless (exists (lambda (f) (eq? (car f) 'replace)) ctx)
+             (fire-nacks! (unbox nacks) (context-nacks ctx))))])))
+
   (define (context-nacks context)
     (fold-right (lambda (f acc) (if (eq? (car f) 'nack) (cons (cdr f) acc) acc)) '() context))
 
@@ -376,7 +399,7 @@
                                  (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))))])
       (let retry ([bv (list->vector branches)])
         (let ([s (begin (disable-interrupts)
-                        (let ([s (sync-round t bv poll? deadline)])
+                        (let ([s (sync-round t bv poll? deadline nacks)])
                           (when (and (gthread-cancel t) s (not (symbol? s)) (fixnum? (syncer-branch s)))
                             (note-sync-return! t))
                           s))])
