@@ -273,8 +273,11 @@
 
   (define (start-thread! t) (start-gthread! t))
 
-  ;; How a custodian shuts a thread down.
-  (define thread-kind (make-custodian-kind (lambda (t) (kill-thread t)) gthread-dead?))
+  ;; How a custodian shuts a thread down: every thread's kill is requested
+  ;; before anything of the custodian is closed, then each is waited for.
+  (define thread-kind
+    (make-custodian-kind (lambda (t) (kill-thread t)) gthread-dead?
+                         (lambda (t) (unless (gthread-dead? t) (request-kill! t)))))
 
   (define thread-procedure
     (case-lambda
