@@ -7,7 +7,7 @@
 ;;; and wherever the sync layer looks.
 (library (spindle private core requests)
   (export request-kill! request-break! request-suspend! request-resume!
-          request-cancel-check! check-requests! check-cancel! set-interrupt-hook!)
+          request-cancel-check! check-requests! check-breaks! check-cancel! set-interrupt-hook!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
           (only (spindle private core cancel) cancel-condition))
 
@@ -58,7 +58,12 @@
   ;; Called with interrupts enabled, outside critical sections.
   (define (check-requests!) (check-requests-of! (current-gthread) #f))
 
-  ;; preempted?: called as t resumes from a preemption (or yield), at an
+  ;; The same but for cancellation, which only a wait's checkpoint or a
+  ;; preemption delivers: for where breaks become enabled (leaving
+  ;; parameterize-break #f is no checkpoint).
+  (define (check-breaks!) (check-requests-of! (current-gthread) 'breaks))
+
+  ;; preempted?: #t when called as t resumes from a preemption (or yield), at an
   ;; arbitrary point of its code, possibly just after a sync committed.  A
   ;; cancellation is then delivered only to a thread that has neither
   ;; parked nor returned from a sync for cancel-run-ms (parked-at: the
@@ -110,6 +115,7 @@
                    [(terminate) "terminate break"]
                    [else "user break"])))))]
         [(and (gthread-cancel t)
+              (not (eq? preempted? 'breaks))
               (or (not preempted?) (fx>= (fx- (real-time) (gthread-parked-at t)) cancel-run-ms))
               (gthread-cancel-pending t))
          => (lambda (cs)
