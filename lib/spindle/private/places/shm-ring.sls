@@ -20,8 +20,7 @@
 ;;;   after it, so the reader's last drain sees every published frame.
 ;;; - The lock is held for a few loads and stores, never across a copy or a
 ;;;   system call.  A process killed inside it (a window of nanoseconds)
-;;;   would leave it held: a taker gives up after lock-patience and treats
-;;;   the ring as broken.
+;;;   leaves it held for ever: a dead holder means a broken ring (see lock!).
 (library (spindle private places shm-ring)
   (export make-writer-ring adopt-reader-ring ring? ring-memfd ring-data-efd ring-space-efd
           ring-capacity ring-state ring-state-set! ring-watched? ring-watched?-set! ring-release! ring-reusable? ring-reset!
@@ -31,13 +30,14 @@
           (only (spindle private os descriptors) close-fd)
           (only (spindle private os memory) make-memfd map-shared unmap)
           (only (spindle private os polling) make-eventfd eventfd-signal!)
-          (only (spindle private os threads) os-yield!)
+          (only (spindle private os threads) os-yield! os-nap!)
+          (only (spindle private os processes) own-pid process-ended?)
           (spindle private places frame))
 
 
   (define-ftype ring-block
     (struct [lock iptr] [tail iptr] [closed iptr] [reader-waiting iptr] [writer-waiting iptr]
-            [capacity iptr] [pad1 iptr] [pad2 iptr]
+            [capacity iptr] [holder iptr] [pad iptr]  ; holder: pid of the lock's holder, or 0
             [head iptr]))                          ; on its own cache line
   (define control-size 128)
 
@@ -49,6 +49,7 @@
   ;; (closed by the reader); reader: active.
   (define-record-type ring
     (fields memfd data-efd space-efd capacity address control
+            pid                        ; this process: what lock! writes in holder
             (mutable state)
             (mutable position)         ; writer: tail written; reader: head read
             (mutable other)            ; writer: last head seen
@@ -69,7 +70,7 @@
     (let ([fd (make-memfd who (fx+ control-size capacity))])
       (let* ([a (map-ring who fd (fx+ control-size capacity))]
              [r (make-ring fd (make-eventfd) (make-eventfd) capacity a
-                           (make-ftype-pointer ring-block a) 'active 0 0 #f #f)])
+                           (make-ftype-pointer ring-block a) (own-pid) 'active 0 0 #f #f)])
         (ftype-set! ring-block (capacity) (ring-control r) capacity)
         r)))
 
@@ -78,7 +79,7 @@
   (define (adopt-reader-ring who memfd data-efd space-efd capacity)
     (let ([a (map-ring who memfd (fx+ control-size capacity))])
       (close-fd memfd)
-      (let ([r (make-ring #f data-efd space-efd capacity a (make-ftype-pointer ring-block a) 'active 0 0 #f #f)])
+      (let ([r (make-ring #f data-efd space-efd capacity a (make-ftype-pointer ring-block a) (own-pid) 'active 0 0 #f #f)])
         (ring-position-set! r (ftype-ref ring-block (head) (ring-control r)))
         r)))
 
@@ -89,28 +90,44 @@
     (close-fd (ring-space-efd r)))
 
   ;; ---------------------------------------------------------------- the lock
-  ;; A live holder keeps the lock for nanoseconds (or, descheduled, for
-  ;; a time slice or a few): one held this long belongs to a dead process.
+  ;; The taker of the lock word writes its pid in holder, and clears it
+  ;; before it unlocks.  A taker that finds the lock held spins a little,
+  ;; then naps (a collect-safe sleep: it may have interrupts disabled, and
+  ;; no collection of its process may wait for it) and looks at the
+  ;; holder: a holder process that has ended will never unlock, so the
+  ;; ring is broken (#f at once).  A live holder keeps the lock for
+  ;; nanoseconds, or descheduled for a time slice or a few; one held past
+  ;; lock-patience-s (a holder that died before it wrote its pid, or a
+  ;; stopped one) counts as broken too.
   (define lock-patience-s 5)
 
-  ;; #t once taken; #f if it stayed held past patience.
+  ;; #t once taken; #f if the holder ended or patience ran out.
   (define (lock! r)
     (let ([c (ring-control r)])
-      (or (ftype-lock! ring-block (lock) c)
+      (define (take!)
+        (and (ftype-lock! ring-block (lock) c)
+             (begin (ftype-set! ring-block (holder) c (ring-pid r)) #t)))
+      (or (take!)
           (let loop ([i 1] [deadline #f])
             (cond
-              [(ftype-lock! ring-block (lock) c) #t]
-              [(fx< (fxand i 1023) 1023)
+              [(take!) #t]
+              [(fx< i 1024)
                (when (fx= 0 (fxand i 63)) (os-yield!))
                (loop (fx+ i 1) deadline)]
               [else
-               (let ([now (time-second (current-time 'time-monotonic))])
-                 (cond
-                   [(not deadline) (loop (fx+ i 1) (fx+ now lock-patience-s))]
-                   [(fx< now deadline) (loop (fx+ i 1) deadline)]
-                   [else #f]))])))))
+               (let ([h (ftype-ref ring-block (holder) c)])
+                 (if (and (fx> h 0) (process-ended? h))
+                     #f
+                     (let ([now (time-second (current-time 'time-monotonic))])
+                       (os-nap! 100)
+                       (cond
+                         [(not deadline) (loop i (fx+ now lock-patience-s))]
+                         [(fx< now deadline) (loop i deadline)]
+                         [else #f]))))])))))
 
-  (define (unlock! r) (ftype-unlock! ring-block (lock) (ring-control r)))
+  (define (unlock! r)
+    (ftype-set! ring-block (holder) (ring-control r) 0)
+    (ftype-unlock! ring-block (lock) (ring-control r)))
 
   (define-syntax ctl
     (syntax-rules () [(_ r field) (ftype-ref ring-block (field) (ring-control r))]))
