@@ -1148,6 +1148,16 @@
     (check (list 'reaped pid) (not (file-exists? (format "/proc/~a" pid))))
     (check-equal "the value stays" 0 (place-wait p)))))
 
+(test "puts to a killed place are dropped at once"
+  ;; 20,000 small puts cost about 10 ms to a place that reads nothing; to
+  ;; a dead one each was a failed sendmsg and every 8th a ring made and
+  ;; torn down (~0.6 s)
+  (let ([p (silent-place)])
+    (place-channel-put p 'hello)
+    (place-kill p)
+    (let ([ms (elapsed-ms (lambda () (do ([i 0 (+ i 1)]) ((= i 20000)) (place-channel-put p i))))])
+      (check (format "20000 puts took ~a ms" (round ms)) (< ms 250)))))
+
 (test "messages put just before a place calls exit are all delivered"
   (let ([p (agent-place)])
     (place-channel-put p '(flood-and-exit 10 1000000 4))

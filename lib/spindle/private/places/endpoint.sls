@@ -22,6 +22,7 @@
           send-state-queue send-state-writing? send-state-writing?-set!
           send-state-exclusive? send-state-exclusive?-set!
           send-state-ring send-state-ring-set! send-state-unringed send-state-unringed-set!
+          send-state-peer-gone? send-state-peer-gone?-set!
           ;; receiving
           receive-state-reading? receive-state-reading?-set! receive-state-ended? receive-state-ended?-set!
           receive-state-parser receive-state-ring receive-state-ring-set!
@@ -50,10 +51,12 @@
   ;; items (send.sls); writing?: EPOLLOUT armed; exclusive?: this endpoint
   ;; may offer rings (made here, never sent away: the only writer of its
   ;; direction); ring: the ring written, or #f; unringed: messages sent
-  ;; since it had an active ring.
+  ;; since it had an active ring; peer-gone?: a send found every peer end
+  ;; closed (it never reopens: later sends are dropped at once).
   (define-record-type send-state
-    (fields queue (mutable writing?) (mutable exclusive?) (mutable ring) (mutable unringed))
-    (protocol (lambda (new) (lambda () (new (make-queue) #f #f #f 0))))
+    (fields queue (mutable writing?) (mutable exclusive?) (mutable ring) (mutable unringed)
+            (mutable peer-gone?))
+    (protocol (lambda (new) (lambda () (new (make-queue) #f #f #f 0 #f))))
     (nongenerative spindle-place-send-state-v1) (sealed #t))
 
   ;; What is being received.  ended?: end of stream read (every peer end is
