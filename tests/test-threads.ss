@@ -352,6 +352,64 @@
     (check "disabled section completed" (unbox reached))
     (check "raised once enabled" (break-condition? (unbox b)))))
 
+(test "stress: a thread broken while suspended in sync/timeout/enable-break, a putter waiting, raises the break and takes nothing"
+  ;; suspend it in its sync, start a putter, break it, resume it: the
+  ;; break must win (the put could not commit while it was suspended),
+  ;; the put's value must stay in the channel; syncer and putter on the
+  ;; main pool or a pool of their own, steps apart or back to back
+  (define (trial pool-m pool-p)
+    (let* ([ch (make-channel)] [got (box 'none)] [in (make-semaphore 0)]
+           [m (thread (lambda ()
+                        (guard (e [(break-condition? e) (if (eq? (unbox got) 'none) 'broken-in-sync 'broken-after)])
+                          (parameterize-break #f
+                            (semaphore-post in)
+                            (set-box! got (sync/timeout/enable-break 5 ch))
+                            'returned)))
+                      #:pool pool-m #:keep 'results)])
+      (semaphore-wait in)
+      (case (random 3) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
+      (thread-suspend m)
+      (let ([p (thread (lambda () (channel-put ch 'v)) #:pool pool-p)])
+        (case (random 3) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
+        (break-thread m)
+        (thread-resume m)
+        (let* ([r (sync/timeout 5 (wrap-evt m (lambda (m) (thread-wait m))))]
+               [left (sync/timeout 5 ch)])
+          (kill-thread p)
+          (list r (unbox got) left)))))
+  (let ([bad '()])
+    (do ([i 0 (+ i 1)]) ((= i 120))
+      (let* ([pm (if (even? i) #f 'own)] [pp (if (even? (quotient i 2)) #f 'own)]
+             [r (trial pm pp)])
+        (unless (equal? r '(broken-in-sync none v)) (set! bad (cons (list i pm pp r) bad)))))
+    (check-equal "every trial: break raised in the sync, value left" '() bad)))
+
+(test "stress: a break sent from another OS thread as the target enables breaks for its sync is never lost"
+  ;; the target loops entering sync/timeout/enable-break from a disabled
+  ;; extent; a break that both sides miss (the target's look at the
+  ;; pending break and the breaker's look at its flag passing each other)
+  ;; would wait for the sync's timeout (0.5 s)
+  (let ([pm (make-parallel-thread-pool 1)] [pt (make-parallel-thread-pool 1)] [late '()])
+    (do ([i 0 (+ i 1)]) ((= i 300))
+      (let* ([ready (make-semaphore 0)]
+             [m (thread (lambda ()
+                          (current-error-port (open-output-string))
+                          (semaphore-post ready)
+                          (let loop () (parameterize-break #f (sync/timeout/enable-break 0.5 never-evt)) (loop)))
+                        pm)])
+        (semaphore-wait ready)
+        (let ([ms (thread-wait (thread (lambda ()
+                                        (let spin ([k (random 20000)]) (unless (= k 0) (spin (- k 1))))
+                                        (let ([t0 (current-inexact-monotonic-milliseconds)])
+                                          (break-thread m)
+                                          (sync/timeout 5 m)
+                                          (- (current-inexact-monotonic-milliseconds) t0)))
+                                      pt 'results))])
+          (when (> ms 250) (set! late (cons (list i ms) late))))))
+    (parallel-thread-pool-close pm)
+    (parallel-thread-pool-close pt)
+    (check-equal "no break waited for a timeout" '() late)))
+
 (test "break-thread of oneself raises at once"
   (let ([c (raised (lambda () (break-thread (current-thread))))])
     (check "break" (break-condition? c))))

@@ -24,15 +24,22 @@
     (interrupt-hook t)
     (enable-interrupts))
 
+  ;; The interruption does not depend on t's break flag as read here: t
+  ;; may be setting it (sync/enable-break, parameterize-break) on another
+  ;; OS thread, where its store and its look at break-pending can pass
+  ;; this store and this look (x86 reorders a load before an earlier
+  ;; store): both would miss, and t would wait in its sync with a break
+  ;; pending and enabled until something else committed it.  The wake-up
+  ;; (a CAS) makes t look again; with breaks disabled, its sync just
+  ;; waits again.
   (define (request-break! t kind)
     (let ([old (gthread-break-pending t)])
       ;; hang-up and terminate replace a plain pending break
       (unless (and old kind (not (eq? old 'plain)))
         (gthread-break-pending-set! t (or kind (or old 'plain)))))
-    (when (gthread-break-enabled? t)
-      (disable-interrupts)
-      (interrupt-hook t)
-      (enable-interrupts)))
+    (disable-interrupts)
+    (interrupt-hook t)
+    (enable-interrupts))
 
   (define (request-suspend! t)
     (gthread-suspended?-set! t #t)
