@@ -14,14 +14,15 @@
 ;;; that its cancel procedure takes back.
 (library (spindle private core evt-core)
   (export
-    make-syncer syncer-thread syncer-branch syncer-result syncer-done? syncer-on-commit-set!
+    make-syncer syncer-thread syncer-branch syncer-result syncer-done? syncer-on-commit-set! wait-in-syncer!
     claim! unclaim! finish! commit-one! claim-pair! commit-partner! wake-partner!
     make-waiter waiter-syncer waiter-branch waiter-value remove-waiter!
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
     latch make-latch latch? latch-fire! make-owned-latch owned-latch-owner-set! record-prints-as!
     evt-trace-reason! evt-trace-reason evt-wait-description)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
-          (only (spindle private core requests) set-interrupt-hook!))
+          (only (spindle private core requests) set-interrupt-hook!)
+          (only (spindle private core gthread) gthread-requests-pending?))
 
   ;; on-commit: #f, or a procedure of the committed branch that a partner
   ;; calls once it has committed the syncer, with no claim held (the sync
@@ -190,6 +191,18 @@
                                  (list ((latch-value l) l)))
                 (loop))))))
       (spin-unlock! (latch-lock l))))
+
+  ;; Makes s the syncer t waits in, before s is registered anywhere, and
+  ;; commits it as interrupted if t has a request to act on.  A requester
+  ;; (requests.sls) stores its request, then reads t's syncer; t stores
+  ;; its syncer, then reads its requests.  x86 lets a load pass an earlier
+  ;; store, so without the CAS between on each side both could miss: t
+  ;; would register and a partner commit it, though the request (a
+  ;; suspend, a break) came first.  Interrupts disabled.
+  (define (wait-in-syncer! t s)
+    (gthread-syncer-set! t s)
+    (box-cas! (syncer-status s) 0 0)        ; a full fence, on a box of t's alone
+    (when (gthread-requests-pending? t) (commit-one! s 'interrupted '())))
 
   ;; How the scheduler interrupts a parked thread for kill, break, suspend:
   ;; abort the sync it waits in (if any) and wake it.

@@ -18,11 +18,16 @@
   ;; The hook commits the thread's syncer and enqueues the thread, under
   ;; spin locks: always with interrupts disabled, since these are called
   ;; from user code (kill-thread, break-thread) and from signal handlers.
+  ;; Each request is stored, then a fence, then t's syncer is read (by the
+  ;; hook): see wait-in-syncer! in evt-core for the other side.
+  (define fence-box (box 0))
+  (define-syntax interrupt!
+    (syntax-rules ()
+      [(_ t) (begin (box-cas! fence-box 0 0) (disable-interrupts) (interrupt-hook t) (enable-interrupts))]))
+
   (define (request-kill! t)
     (gthread-kill-requested?-set! t #t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
+    (interrupt! t))
 
   ;; The interruption does not depend on t's break flag as read here: t
   ;; may be setting it (sync/enable-break, parameterize-break) on another
@@ -37,22 +42,16 @@
       ;; hang-up and terminate replace a plain pending break
       (unless (and old kind (not (eq? old 'plain)))
         (gthread-break-pending-set! t (or kind (or old 'plain)))))
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
+    (interrupt! t))
 
   (define (request-suspend! t)
     (gthread-suspended?-set! t #t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
+    (interrupt! t))
 
   ;; A scope of t's was cancelled: wake t where it waits, so that it looks
   ;; (a thread the scope no longer covers just waits again).
   (define (request-cancel-check! t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
+    (interrupt! t))
 
   (define (request-resume! t)
     (when (gthread-suspended? t)

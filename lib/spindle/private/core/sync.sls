@@ -182,9 +182,11 @@
         (let* ([i (if order (vector-ref order j) (fxmod (fx+ start j) n))]
                [p (branch-prim (vector-ref bv i))])
           ((prim-evt-attempt p) p s i register?)))
-      ;; phase 1: nobody else knows s, so a commit here is ours alone
+      ;; phase 1: nobody else knows s, so a commit here is ours alone; a
+      ;; thread with a request to act on (suspended, broken) takes nothing
       (let poll ([j 0])
         (cond
+          [(and (fx= j 0) (gthread-requests-pending? t)) (commit-one! s 'interrupted '()) s]
           [(fx= j n)
            (cond
              [poll? #f]
@@ -192,7 +194,7 @@
              [else
                (let ([tokens (make-vector n #f)])
                  (unless (null? (unbox nacks)) (syncer-on-commit-set! s (nack-firer bv nacks)))
-                 (gthread-syncer-set! t s)
+                 (wait-in-syncer! t s)
                  ;; phase 2: register everywhere; a partner may commit s meanwhile
                  (let reg ([j 0])
                    (when (and (fx< j n) (not (syncer-done? s)))
@@ -309,14 +311,15 @@
   (define (sync-prim p void?)
     (let ([t (current-gthread)])
       (wait-checkpoint! t)
+      (when (gthread-requests-pending? t) (check-requests!))
       (disable-interrupts)
       (let ([s (make-syncer t)])
         (unless (eq? ((prim-evt-attempt p) p s 0 #f) #t)
           (unless (may-park?)
             (enable-interrupts)
             (raise-park-disabled 'sync (park-reason p) (list p)))
-          (gthread-syncer-set! t s)
-          (let ([tok ((prim-evt-attempt p) p s 0 #t)])
+          (wait-in-syncer! t s)
+          (let ([tok (and (not (syncer-done? s)) ((prim-evt-attempt p) p s 0 #t))])
             ;; the no-scope path keeps no timer variable in the parked frame
             (if (gthread-cancel t)
                 (let ([ctm (cancel-wake-timer! t s)])
