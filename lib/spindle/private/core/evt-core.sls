@@ -192,7 +192,7 @@
                 (loop))))))
       (spin-unlock! (latch-lock l))))
 
-  ;; Makes s the syncer t waits in, before s is registered anywhere, and
+  ;; Makes s the syncer t syncs with, before its first attempt, and
   ;; commits it as interrupted if t has a request to act on.  A requester
   ;; (requests.sls) stores its request, then reads t's syncer; t stores
   ;; its syncer, then reads its requests.  x86 lets a load pass an earlier

@@ -182,19 +182,23 @@
         (let* ([i (if order (vector-ref order j) (fxmod (fx+ start j) n))]
                [p (branch-prim (vector-ref bv i))])
           ((prim-evt-attempt p) p s i register?)))
-      ;; phase 1: nobody else knows s, so a commit here is ours alone; a
-      ;; thread with a request to act on (suspended, broken) takes nothing
+      ;; s is t's syncer from here on: a request (suspend, break, kill)
+      ;; made before or during the round interrupts it, so that t commits
+      ;; nothing after the request was made (see wait-in-syncer!).
+      ;; Every way out clears it.
+      (wait-in-syncer! t s)
+      ;; phase 1: no partner knows s, so a commit here is ours alone
+      ;; (or a requester's: interrupted)
       (let poll ([j 0])
         (cond
-          [(and (fx= j 0) (gthread-requests-pending? t)) (commit-one! s 'interrupted '()) s]
+          [(syncer-done? s) (gthread-syncer-set! t #f) s]
           [(fx= j n)
            (cond
-             [poll? #f]
-             [(not (may-park?)) 'park-disabled]
+             [poll? (gthread-syncer-set! t #f) #f]
+             [(not (may-park?)) (gthread-syncer-set! t #f) 'park-disabled]
              [else
                (let ([tokens (make-vector n #f)])
                  (unless (null? (unbox nacks)) (syncer-on-commit-set! s (nack-firer bv nacks)))
-                 (wait-in-syncer! t s)
                  ;; phase 2: register everywhere; a partner may commit s meanwhile
                  (let reg ([j 0])
                    (when (and (fx< j n) (not (syncer-done? s)))
@@ -214,7 +218,7 @@
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
                    (cancel! (branch-prim (vector-ref bv i)) (vector-ref tokens i)))
                  s)])]
-          [(eq? (attempt j #f) #t) s]
+          [(eq? (attempt j #f) #t) (gthread-syncer-set! t #f) s]
           [else (poll (fx+ j 1))]))))
 
   ;; Takes back a registration (tok: what p's attempt returned when asked to
@@ -311,14 +315,15 @@
   (define (sync-prim p void?)
     (let ([t (current-gthread)])
       (wait-checkpoint! t)
-      (when (gthread-requests-pending? t) (check-requests!))
       (disable-interrupts)
       (let ([s (make-syncer t)])
-        (unless (eq? ((prim-evt-attempt p) p s 0 #f) #t)
+        ;; a requested suspend, break or kill interrupts s (see sync-round)
+        (wait-in-syncer! t s)
+        (unless (or (syncer-done? s) (eq? ((prim-evt-attempt p) p s 0 #f) #t))
           (unless (may-park?)
+            (gthread-syncer-set! t #f)
             (enable-interrupts)
             (raise-park-disabled 'sync (park-reason p) (list p)))
-          (wait-in-syncer! t s)
           (let ([tok (and (not (syncer-done? s)) ((prim-evt-attempt p) p s 0 #t))])
             ;; the no-scope path keeps no timer variable in the parked frame
             (if (gthread-cancel t)
@@ -326,9 +331,9 @@
                   (park-until-done! t s p)
                   (when ctm (cancel-timer! ctm)))
                 (park-until-done! t s p))
-            (gthread-syncer-set! t #f)
             (gthread-waits-set! t #f)
             (cancel! p tok)))
+        (gthread-syncer-set! t #f)
         (note-sync-return! t)
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
