@@ -123,7 +123,7 @@
 
 (define live-child #f)
 (test "a ring whose lock a dead process holds is broken at once; a live holder is waited for"
-  ;; the control block: lock at 0, holder (its pid) at 48
+  ;; the control block: lock at 0, the writer's pid at 48, the reader's at 56
   (let* ([r (make-writer-ring 'test 4096)]
          [a (map-shared 'test (ring-memfd r) (+ 128 (ring-capacity r)))]
          [dead-pid (let-values ([(p out in err) (subprocess #f #f #f "/bin/true")])
@@ -134,13 +134,13 @@
                               (let ([v (ring-put! r 1 1 fill)])
                                 (cons v (- (current-inexact-monotonic-milliseconds) t0)))))])
     (foreign-set! 'iptr a 0 1)
-    (foreign-set! 'iptr a 48 dead-pid)
+    (foreign-set! 'iptr a 56 dead-pid)
     (let ([r1 (put-ms)])
       (check-equal "dead holder: closed" 'closed (car r1))
       (check (format "dead holder: at once (~a ms)" (cdr r1)) (< (cdr r1) 1000)))
     ;; a live holder (this process) that lets go after 50 ms
-    (foreign-set! 'iptr a 48 (let-values ([(p out in err) (subprocess #f #f #f "/bin/sleep" "5")])
-                               (thread (lambda () (sleep 0.05) (foreign-set! 'iptr a 48 0) (foreign-set! 'iptr a 0 0)) 'own)
+    (foreign-set! 'iptr a 56 (let-values ([(p out in err) (subprocess #f #f #f "/bin/sleep" "5")])
+                               (thread (lambda () (sleep 0.05) (foreign-set! 'iptr a 0 0)) 'own)
                                (set! live-child p)
                                (subprocess-pid p)))
     (let ([r2 (put-ms)])

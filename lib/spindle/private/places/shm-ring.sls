@@ -37,7 +37,8 @@
 
   (define-ftype ring-block
     (struct [lock iptr] [tail iptr] [closed iptr] [reader-waiting iptr] [writer-waiting iptr]
-            [capacity iptr] [holder iptr] [pad iptr]  ; holder: pid of the lock's holder, or 0
+            [capacity iptr]
+            [writer-pid iptr] [reader-pid iptr]    ; the two processes that take the lock (0: none yet)
             [head iptr]))                          ; on its own cache line
   (define control-size 128)
 
@@ -49,7 +50,6 @@
   ;; (closed by the reader); reader: active.
   (define-record-type ring
     (fields memfd data-efd space-efd capacity address control
-            pid                        ; this process: what lock! writes in holder
             (mutable state)
             (mutable position)         ; writer: tail written; reader: head read
             (mutable other)            ; writer: last head seen
@@ -70,8 +70,9 @@
     (let ([fd (make-memfd who (fx+ control-size capacity))])
       (let* ([a (map-ring who fd (fx+ control-size capacity))]
              [r (make-ring fd (make-eventfd) (make-eventfd) capacity a
-                           (make-ftype-pointer ring-block a) (own-pid) 'active 0 0 #f #f)])
+                           (make-ftype-pointer ring-block a) 'active 0 0 #f #f)])
         (ftype-set! ring-block (capacity) (ring-control r) capacity)
+        (ftype-set! ring-block (writer-pid) (ring-control r) (own-pid))
         r)))
 
   ;; The reader's side, from the three descriptors of an offer (memfd, data
@@ -79,7 +80,9 @@
   (define (adopt-reader-ring who memfd data-efd space-efd capacity)
     (let ([a (map-ring who memfd (fx+ control-size capacity))])
       (close-fd memfd)
-      (let ([r (make-ring #f data-efd space-efd capacity a (make-ftype-pointer ring-block a) (own-pid) 'active 0 0 #f #f)])
+      (let ([r (make-ring #f data-efd space-efd capacity a (make-ftype-pointer ring-block a) 'active 0 0 #f #f)])
+        ;; before this process first takes the lock
+        (ftype-set! ring-block (reader-pid) (ring-control r) (own-pid))
         (ring-position-set! r (ftype-ref ring-block (head) (ring-control r)))
         r)))
 
@@ -90,32 +93,35 @@
     (close-fd (ring-space-efd r)))
 
   ;; ---------------------------------------------------------------- the lock
-  ;; The taker of the lock word writes its pid in holder, and clears it
-  ;; before it unlocks.  A taker that finds the lock held spins a little,
-  ;; then naps (a collect-safe sleep: it may have interrupts disabled, and
-  ;; no collection of its process may wait for it) and looks at the
-  ;; holder: a holder process that has ended will never unlock, so the
-  ;; ring is broken (#f at once).  A live holder keeps the lock for
+  ;; Two processes take the lock, the ring's writer and its reader (within
+  ;; each, the endpoint's lock serializes), and each wrote its pid in the
+  ;; control block before it first took it: a taker that finds the lock
+  ;; held knows the holder is the other one.  It spins a little, then naps
+  ;; (a collect-safe sleep: it may have interrupts disabled, and no
+  ;; collection of its process may wait for it) and looks at that
+  ;; process: one that has ended (gone, or a zombie) will never unlock,
+  ;; so the ring is broken (#f at once).  A live holder keeps the lock for
   ;; nanoseconds, or descheduled for a time slice or a few; one held past
-  ;; lock-patience-s (a holder that died before it wrote its pid, or a
-  ;; stopped one) counts as broken too.
+  ;; lock-patience-s (a stopped process) counts as broken too.
   (define lock-patience-s 5)
+
+  (define (writer? r) (and (ring-memfd r) #t))
+
+  (define (other-pid r)
+    (if (writer? r) (ctl r reader-pid) (ctl r writer-pid)))
 
   ;; #t once taken; #f if the holder ended or patience ran out.
   (define (lock! r)
     (let ([c (ring-control r)])
-      (define (take!)
-        (and (ftype-lock! ring-block (lock) c)
-             (begin (ftype-set! ring-block (holder) c (ring-pid r)) #t)))
-      (or (take!)
+      (or (ftype-lock! ring-block (lock) c)
           (let loop ([i 1] [deadline #f])
             (cond
-              [(take!) #t]
+              [(ftype-lock! ring-block (lock) c) #t]
               [(fx< i 1024)
                (when (fx= 0 (fxand i 63)) (os-yield!))
                (loop (fx+ i 1) deadline)]
               [else
-               (let ([h (ftype-ref ring-block (holder) c)])
+               (let ([h (other-pid r)])
                  (if (and (fx> h 0) (process-ended? h))
                      #f
                      (let ([now (time-second (current-time 'time-monotonic))])
@@ -125,9 +131,7 @@
                          [(fx< now deadline) (loop i deadline)]
                          [else #f]))))])))))
 
-  (define (unlock! r)
-    (ftype-set! ring-block (holder) (ring-control r) 0)
-    (ftype-unlock! ring-block (lock) (ring-control r)))
+  (define (unlock! r) (ftype-unlock! ring-block (lock) (ring-control r)))
 
   (define-syntax ctl
     (syntax-rules () [(_ r field) (ftype-ref ring-block (field) (ring-control r))]))
@@ -225,6 +229,7 @@
 
   (define (ring-reset! r)
     (when (lock! r)
+      (ctl-set! r reader-pid 0)            ; the next reader writes its own
       (ctl-set! r closed 0)
       (ctl-set! r reader-waiting 0)
       (ctl-set! r writer-waiting 0)
