@@ -433,6 +433,7 @@
   ;; (break-enabled #t): the break comes before the next step
   (let* ([steps (box 0)]
          [t (thread (lambda ()
+                      (current-error-port (open-output-string))
                       (parameterize-break #f (break-thread (current-thread)))
                       (let loop ([i 0]) (when (< i 50000000) (set-box! steps i) (loop (+ i 1))))))])
     (check "ended" (sync/timeout 5 t))
