@@ -22,7 +22,7 @@
     evt-trace-reason! evt-trace-reason evt-wait-description)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core requests) set-interrupt-hook!)
-          (only (spindle private core gthread) gthread-requests-pending?))
+          (only (spindle private core gthread) gthread-interrupt-pending?))
 
   ;; on-commit: #f, or a procedure of the committed branch that a partner
   ;; calls once it has committed the syncer, with no claim held (the sync
@@ -193,7 +193,8 @@
       (spin-unlock! (latch-lock l))))
 
   ;; Makes s the syncer t syncs with, before its first attempt, and
-  ;; commits it as interrupted if t has a request to act on.  A requester
+  ;; commits it as interrupted if t has a kill, suspend or break to act on
+  ;; (a cancellation waits for a checkpoint: see sync.sls).  A requester
   ;; (requests.sls) stores its request, then reads t's syncer; t stores
   ;; its syncer, then reads its requests.  x86 lets a load pass an earlier
   ;; store, so without the CAS between on each side both could miss: t
@@ -202,7 +203,7 @@
   (define (wait-in-syncer! t s)
     (gthread-syncer-set! t s)
     (box-cas! (syncer-status s) 0 0)        ; a full fence, on a box of t's alone
-    (when (gthread-requests-pending? t) (commit-one! s 'interrupted '())))
+    (when (gthread-interrupt-pending? t) (commit-one! s 'interrupted '())))
 
   ;; How the scheduler interrupts a parked thread for kill, break, suspend:
   ;; abort the sync it waits in (if any) and wake it.
