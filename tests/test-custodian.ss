@@ -37,6 +37,28 @@
     (check-equal "nothing managed" '() (custodian-managed-list c (current-custodian)))
     (kill-thread outside)))
 
+(test "a shutdown kills its threads before it closes their ports"
+  ;; a thread blocked on a port of the custodian must die, not wake with
+  ;; "port is closed" and run its handler; also when the port was made
+  ;; first, in a sub-custodian, and for a parallel thread
+  (for-each
+    (lambda (pool sub?)
+      (let* ([c (make-custodian)] [ran (box #f)] [started (make-semaphore 0)])
+        (parameterize ([current-custodian c])
+          (let-values ([(in out) (parameterize ([current-custodian (if sub? (make-custodian) c)]) (make-pipe))])
+            (thread (lambda ()
+                      (guard (e [#t (set-box! ran #t)])
+                        (semaphore-post started)
+                        (get-bytevector-some in)))
+                    #:pool pool)))
+        (check "started" (sync/timeout 2 started))
+        (sleep 0.05)
+        (custodian-shutdown-all c)
+        (sleep 0.05)
+        (check (format "pool ~a, port in a sub-custodian ~a: no handler ran" pool sub?) (not (unbox ran)))))
+    (list #f #f 'own 'own)
+    (list #f #t #f #t)))
+
 (test "a thread inherits its creator's custodian; its children belong to it"
   (let* ([c (make-custodian)] [child (box #f)]
          [t (parameterize ([current-custodian c])

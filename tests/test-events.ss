@@ -47,6 +47,9 @@
   (check-raises "guard-evt" (assertion-from? 'guard-evt) (lambda () (guard-evt 3)))
   (check-raises "nack-guard-evt" (assertion-from? 'nack-guard-evt) (lambda () (nack-guard-evt 3)))
   (check-raises "poll-guard-evt" (assertion-from? 'poll-guard-evt) (lambda () (poll-guard-evt 3)))
+  (check-raises "guard-evt arity" (both (assertion-from? 'guard-evt) (irritant? car)) (lambda () (guard-evt car)))
+  (check-raises "nack-guard-evt arity" (assertion-from? 'nack-guard-evt) (lambda () (nack-guard-evt (lambda () never-evt))))
+  (check-raises "poll-guard-evt arity" (assertion-from? 'poll-guard-evt) (lambda () (poll-guard-evt (lambda () never-evt))))
   (check-raises "replace-evt" (assertion-from? 'replace-evt) (lambda () (replace-evt 3 values)))
   (check-raises "alarm-evt" (both (assertion-from? 'alarm-evt) (irritant? 'later)) (lambda () (alarm-evt 'later)))
   (check-raises "channel-get" (assertion-from? 'channel-get) (lambda () (channel-get 3)))
@@ -309,6 +312,30 @@
     (channel-put ch 'x)
     (check-equal "other branch won" 'x (thread-wait t))
     (check "nack woke the watcher" (sync/timeout 2 nacked))))
+
+(test "a nack is ready as soon as a partner commits another branch"
+  ;; the syncing thread is a coroutine, as this one: it does not run
+  ;; between the commit (which never parks here) and the poll of its nack
+  (define (check-nack-now what make-other complete!)
+    (let* ([n #f] [other (make-other)]
+           [t (thread (lambda ()
+                        (sync (nack-guard-evt (lambda (k) (set! n k) never-evt)) (car other))))])
+      (sync/timeout 2 (system-idle-evt))
+      (complete! (cdr other))
+      (check (format "~a: nack ready at the commit" what) (ready? n))
+      (check (format "~a: syncer ended" what) (sync/timeout 2 t))))
+  (check-nack-now "channel put"
+    (lambda () (let ([ch (make-channel)]) (cons (channel-put-evt ch 10) ch)))
+    (lambda (ch) (check-equal "got the put" 10 (sync/timeout 2 ch))))
+  (check-nack-now "channel get"
+    (lambda () (let ([ch (make-channel)]) (cons ch ch)))
+    (lambda (ch) (check "put taken" (sync/timeout 2 (channel-put-evt ch 1)))))
+  (check-nack-now "async channel"
+    (lambda () (let ([ch (make-async-channel)]) (cons ch ch)))
+    (lambda (ch) (async-channel-put ch 1)))
+  (check-nack-now "semaphore"
+    (lambda () (let ([s (make-semaphore 0)]) (cons s s)))
+    (lambda (s) (semaphore-post s))))
 
 (test "nack fires when the syncing thread is killed or broken"
   (let* ([nack-sem (make-semaphore 0)]

@@ -42,6 +42,48 @@
     (check "ran in toucher" (eq? ran (current-thread)))
     (check "outside a future" (not (current-future)))))
 
+(test "a future whose runner is killed is run again by the next touch"
+  ;; a would-be-future run by its toucher; a future no worker had started
+  ;; (its pool's one worker busy), run by its toucher; a custodian shutdown
+  (let* ([runs (box 0)]
+         [f (would-be-future (lambda () (set-box! runs (+ 1 (unbox runs))) (sleep 0.3) 42))]
+         [a (thread (lambda () (touch f)))])
+    (sleep 0.1)
+    (kill-thread a)
+    (check-equal "would-be-future: a later touch returns" 42
+      (sync/timeout 3 (wrap-evt (thread (lambda () (touch f)) #:keep 'results) thread-wait)))
+    (check-equal "run twice" 2 (unbox runs)))
+  (let* ([pool (make-parallel-thread-pool 1)] [gate (make-semaphore 0)])
+    (parameterize ([current-future-pool pool])
+      (let* ([busy (future (lambda () (semaphore-wait gate)))]
+             [f (future (lambda () (sleep 0.3) 'late))]
+             [a (thread (lambda () (touch f)))])
+        (sleep 0.1)
+        (kill-thread a)
+        (semaphore-post gate)
+        (check-equal "future: a later touch returns" 'late
+          (sync/timeout 3 (wrap-evt (thread (lambda () (touch f)) #:keep 'results) thread-wait)))
+        (touch busy)))
+    (parallel-thread-pool-close pool))
+  (let* ([c (make-custodian)]
+         [f (would-be-future (lambda () (sleep 0.3) 'again))]
+         [started (make-semaphore 0)])
+    (parameterize ([current-custodian c])
+      (thread (lambda () (semaphore-post started) (touch f))))
+    (check "toucher started" (sync/timeout 2 started))
+    (sleep 0.05)
+    (custodian-shutdown-all c)
+    (check-equal "custodian shutdown: a later touch returns" 'again
+      (sync/timeout 3 (wrap-evt (thread (lambda () (touch f)) #:keep 'results) thread-wait))))
+  ;; a toucher waiting when the runner is killed takes over
+  (let* ([f (would-be-future (lambda () (sleep 0.3) 7))]
+         [a (thread (lambda () (touch f)))])
+    (sleep 0.05)
+    (let ([waiter (thread (lambda () (touch f)) #:keep 'results)])
+      (sleep 0.05)
+      (kill-thread a)
+      (check-equal "waiting toucher returns" 7 (sync/timeout 3 (wrap-evt waiter thread-wait))))))
+
 (test "a blocked future does not stop other futures"
   (let* ([s (make-semaphore 0)]
          [blockers (map (lambda (i) (future (lambda () (semaphore-wait s) i))) (iota (* 2 (processor-count))))]

@@ -6,7 +6,9 @@
 ;;; between ring messages, peers killed mid-stream, and endpoints sent to
 ;;; other places after their rings were used.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
-        (places rings))
+        (places rings)
+        (only (spindle private places shm-ring) make-writer-ring ring-memfd ring-put! ring-capacity ring-release!)
+        (only (spindle private os memory) map-shared unmap))
 
 (test-limit 60)
 
@@ -118,6 +120,60 @@
     (let ([t (thread (lambda () (raised (lambda () (let loop () (place-channel-get p) (loop))))) #f 'results)])
       (check "ended in time" (sync/timeout 20 (thread-dead-evt t)))
       (check "peer ended" (peer-ended? (thread-wait t))))))
+
+(define live-child #f)
+(test "a ring whose lock a dead process holds is broken at once; a live holder is waited for"
+  ;; the control block: lock at 0, the writer's pid at 48, the reader's at 56
+  (let* ([r (make-writer-ring 'test 4096)]
+         [a (map-shared 'test (ring-memfd r) (+ 128 (ring-capacity r)))]
+         [dead-pid (let-values ([(p out in err) (subprocess #f #f #f "/bin/true")])
+                     (subprocess-wait p) (close-port out) (close-port in) (close-port err)
+                     (subprocess-pid p))]
+         [fill (lambda (addr) (foreign-set! 'unsigned-8 addr 0 1))]
+         [put-ms (lambda () (let ([t0 (current-inexact-monotonic-milliseconds)])
+                              (let ([v (ring-put! r 1 1 fill)])
+                                (cons v (- (current-inexact-monotonic-milliseconds) t0)))))])
+    (foreign-set! 'iptr a 0 1)
+    (foreign-set! 'iptr a 56 dead-pid)
+    (let ([r1 (put-ms)])
+      (check-equal "dead holder: closed" 'closed (car r1))
+      (check (format "dead holder: at once (~a ms)" (cdr r1)) (< (cdr r1) 1000)))
+    ;; a live holder (this process) that lets go after 50 ms
+    (foreign-set! 'iptr a 56 (let-values ([(p out in err) (subprocess #f #f #f "/bin/sleep" "5")])
+                               (thread (lambda () (sleep 0.05) (foreign-set! 'iptr a 0 0)) 'own)
+                               (set! live-child p)
+                               (subprocess-pid p)))
+    (let ([r2 (put-ms)])
+      (check-equal "live holder: waited for" 'ok (car r2)))
+    (subprocess-kill live-child #t)
+    (unmap a (+ 128 (ring-capacity r)))
+    (ring-release! r)))
+
+(test "killing places that stream small messages never stalls the parent (a dead ring holder)"
+  ;; the place may die holding its ring's lock; a heartbeat thread beside
+  ;; an allocating thread must never see a gap of a second
+  (let* ([pool (make-parallel-thread-pool 2)] [stop (box #f)] [worst (box 0.)]
+         [beat (thread (lambda ()
+                         (let loop ([last (current-inexact-monotonic-milliseconds)])
+                           (unless (unbox stop)
+                             (sleep 0.002)
+                             (let ([now (current-inexact-monotonic-milliseconds)])
+                               (when (> (- now last) (unbox worst)) (set-box! worst (- now last)))
+                               (loop now)))))
+                       pool)]
+         [alloc (thread (lambda () (let loop ([l '()]) (unless (unbox stop) (loop (if (> (length l) 1000) '() (cons (make-vector 10) l))))))
+                        'own)])
+    (do ([k 0 (+ k 1)]) ((= k 40))
+      (let* ([p (start 'counter)]
+             [drain (thread (lambda () (guard (e [#t 'ended]) (let loop () (place-channel-get p) (loop)))) pool)])
+        (sleep (/ (+ 5 (random 20)) 1000.))
+        (place-kill p)
+        (check (format "kill ~a: drainer ended" k) (sync/timeout 10 drain))))
+    (set-box! stop #t)
+    (thread-wait beat) (thread-wait alloc)
+    (parallel-thread-pool-close pool)
+    (printf "  longest heartbeat gap ~a ms\n" (round (unbox worst)))
+    (check (format "longest heartbeat gap ~a ms" (round (unbox worst))) (< (unbox worst) 1000.))))
 
 (test "a getter parked on a ring wakes for a later message, and raises when the writing place is killed"
   (let ([p (start 'quiet-sender)])

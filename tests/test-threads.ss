@@ -352,9 +352,108 @@
     (check "disabled section completed" (unbox reached))
     (check "raised once enabled" (break-condition? (unbox b)))))
 
+(test "stress: a thread broken while suspended in sync/timeout/enable-break, a putter waiting, raises the break and takes nothing"
+  ;; suspend it in its sync, start a putter, break it, resume it: the
+  ;; break must win (the put could not commit while it was suspended),
+  ;; the put's value must stay in the channel; syncer and putter on the
+  ;; main pool or a pool of their own, steps apart or back to back
+  (define (trial pool-m pool-p)
+    (let* ([ch (make-channel)] [got (box 'none)] [in (make-semaphore 0)]
+           [m (thread (lambda ()
+                        (guard (e [(break-condition? e) (if (eq? (unbox got) 'none) 'broken-in-sync 'broken-after)])
+                          (parameterize-break #f
+                            (semaphore-post in)
+                            (set-box! got (sync/timeout/enable-break 5 ch))
+                            'returned)))
+                      #:pool pool-m #:keep 'results)])
+      (semaphore-wait in)
+      (case (random 3) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
+      (thread-suspend m)
+      (let ([p (thread (lambda () (channel-put ch 'v)) #:pool pool-p)])
+        (case (random 3) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
+        (break-thread m)
+        (thread-resume m)
+        (let* ([r (sync/timeout 5 (wrap-evt m (lambda (m) (thread-wait m))))]
+               [left (sync/timeout 5 ch)])
+          (kill-thread p)
+          (list r (unbox got) left)))))
+  (let ([bad '()])
+    (do ([i 0 (+ i 1)]) ((= i 120))
+      (let* ([pm (if (even? i) #f 'own)] [pp (if (even? (quotient i 2)) #f 'own)]
+             [r (trial pm pp)])
+        (unless (equal? r '(broken-in-sync none v)) (set! bad (cons (list i pm pp r) bad)))))
+    (check-equal "every trial: break raised in the sync, value left" '() bad)))
+
+(test "stress: a break sent from another OS thread as the target enables breaks for its sync is never lost"
+  ;; the target loops entering sync/timeout/enable-break from a disabled
+  ;; extent; a break that both sides miss (the target's look at the
+  ;; pending break and the breaker's look at its flag passing each other)
+  ;; would wait for the sync's timeout (0.5 s)
+  (let ([pm (make-parallel-thread-pool 1)] [pt (make-parallel-thread-pool 1)] [late '()])
+    (do ([i 0 (+ i 1)]) ((= i 300))
+      (let* ([ready (make-semaphore 0)]
+             [m (thread (lambda ()
+                          (current-error-port (open-output-string))
+                          (semaphore-post ready)
+                          (let loop () (parameterize-break #f (sync/timeout/enable-break 0.5 never-evt)) (loop)))
+                        pm)])
+        (semaphore-wait ready)
+        (let ([ms (thread-wait (thread (lambda ()
+                                        (let spin ([k (random 20000)]) (unless (= k 0) (spin (- k 1))))
+                                        (let ([t0 (current-inexact-monotonic-milliseconds)])
+                                          (break-thread m)
+                                          (sync/timeout 5 m)
+                                          (- (current-inexact-monotonic-milliseconds) t0)))
+                                      pt 'results))])
+          (when (> ms 250) (set! late (cons (list i ms) late))))))
+    (parallel-thread-pool-close pm)
+    (parallel-thread-pool-close pt)
+    (check-equal "no break waited for a timeout" '() late)))
+
 (test "break-thread of oneself raises at once"
   (let ([c (raised (lambda () (break-thread (current-thread))))])
     (check "break" (break-condition? c))))
+
+(test "a break caught in an inner parameterize-break #t leaves the outer #f in force"
+  (let* ([in (make-semaphore 0)]
+         [t (thread (lambda ()
+                      (parameterize-break #f
+                        (semaphore-post in)
+                        (sleep 0.05)
+                        (list (guard (e [(break-condition? e) 'caught]) (parameterize-break #t 'x))
+                              (break-enabled))))
+                    #:keep 'results)])
+    (semaphore-wait in)
+    (break-thread t)
+    (check-equal "caught inside, breaks still off after" '(caught #f)
+      (sync/timeout 5 (wrap-evt t (lambda (t) (thread-wait t)))))))
+
+(test "leaving parameterize-break #f delivers a pending break at once"
+  ;; normal return, an escape through a continuation, and re-entry by
+  ;; (break-enabled #t): the break comes before the next step
+  (let* ([steps (box 0)]
+         [t (thread (lambda ()
+                      (current-error-port (open-output-string))
+                      (parameterize-break #f (break-thread (current-thread)))
+                      (let loop ([i 0]) (when (< i 50000000) (set-box! steps i) (loop (+ i 1))))))])
+    (check "ended" (sync/timeout 5 t))
+    (check-equal "no step ran after the parameterize-break" 0 (unbox steps))
+    (check "counted as broken, not returned" (eq? 'failed (thread-wait t (lambda () 'failed)))))
+  (let ([c (raised (lambda ()
+                     (call/cc (lambda (k) (parameterize-break #f (break-thread (current-thread)) (k 'escaped))))
+                     'after-escape))])
+    (check "an escape out of parameterize-break #f is broken" (break-condition? c)))
+  (let ([c (raised (lambda ()
+                     (parameterize-break #f
+                       (break-thread (current-thread))
+                       (break-enabled #t)
+                       'after-enable)))])
+    (check "(break-enabled #t) delivers" (break-condition? c)))
+  (let ([r (guard (e [(break-condition? e) 'broken])
+             (parameterize-break #f
+               (break-thread (current-thread))
+               (parameterize-break #f 'inner)))])
+    (check-equal "a nested #f delivers nothing; the outer one's end does" 'broken r)))
 
 ;; ---------------------------------------------------------------- suspend
 (test "a suspended thread takes no part in a channel rendezvous"
@@ -412,6 +511,13 @@
     (kill-thread t)
     (check "killed while suspended" (thread-dead? t))
     (thread-resume t)))
+
+(test "thread-suspend and thread-resume return void"
+  (let ([t (thread (lambda () (sync never-evt)))])
+    (check "suspend" (eq? (void) (thread-suspend t)))
+    (check "resume" (eq? (void) (thread-resume t)))
+    (check "resume of a running thread" (eq? (void) (thread-resume t)))
+    (kill-thread t)))
 
 ;; ---------------------------------------------------------------- state
 (test "thread-running? and thread-dead?"

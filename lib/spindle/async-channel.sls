@@ -83,7 +83,7 @@
                  [(eq? r #t)
                   (finish! (waiter-syncer w) (waiter-branch w) (list v))
                   (when s (finish! s branch our-result))
-                  (unpark! (syncer-thread (waiter-syncer w)))
+                  (wake-partner! (waiter-syncer w))
                   (restore!)
                   #t]
                  [(and s (eq? r s)) (queue-push-front! q w) (restore!) #f]

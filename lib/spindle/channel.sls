@@ -42,7 +42,7 @@
                [(eq? r #t)
                 (finish! p (waiter-branch w) (partner-result w))
                 (finish! s branch (our-result w))
-                (unpark! (syncer-thread p))
+                (wake-partner! p)
                 (restore!)
                 #t]
                [(eq? r s) (queue-push-front! q w) (restore!) #f]   ; we are done elsewhere

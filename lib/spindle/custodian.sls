@@ -28,7 +28,7 @@
           all-managed-objects all-managed-owners)
   (import (except (chezscheme) make-parameter)
           (only (spindle private core scheduler) current-gthread)
-          (only (spindle private core atomic) with-spin-lock)
+          (only (spindle private core atomic) with-spin-lock with-os-mutex)
           (only (spindle parameter) make-parameter)
           (only (spindle private io custody) set-custody-hooks!))
 
@@ -58,11 +58,23 @@
       'current-custodian))
 
   ;; How to shut down an object of a kind, and whether it is already closed
-  ;; (or dead): both procedures take the object.
-  (define (make-custodian-kind shutdown closed?)
-    (unless (procedure? shutdown) (assertion-violation 'make-custodian-kind "expected a procedure" shutdown))
-    (unless (procedure? closed?) (assertion-violation 'make-custodian-kind "expected a procedure" closed?))
-    (cons shutdown closed?))
+  ;; (or dead): both procedures take the object.  stop (optional): what a
+  ;; shutdown does to each such object before it shuts anything down (see
+  ;; custodian-shutdown-all); it must not wait.  The kinds that have one, in stops
+  ;; (kind . stop), replaced whole under stops-lock.
+  (define make-custodian-kind
+    (case-lambda
+      [(shutdown closed?) (make-custodian-kind shutdown closed? #f)]
+      [(shutdown closed? stop)
+       (unless (procedure? shutdown) (assertion-violation 'make-custodian-kind "expected a procedure" shutdown))
+       (unless (procedure? closed?) (assertion-violation 'make-custodian-kind "expected a procedure" closed?))
+       (unless (or (not stop) (procedure? stop)) (assertion-violation 'make-custodian-kind "expected a procedure or #f" stop))
+       (let ([kind (cons shutdown closed?)])
+         (when stop (with-os-mutex stops-lock (set! stops (cons (cons kind stop) stops))))
+         kind)]))
+
+  (define stops '())
+  (define stops-lock (make-mutex))
 
   (define custodian-kind
     (cons (lambda (c) (custodian-shutdown-all c)) custodian-shut-down?))
@@ -196,16 +208,36 @@
          (custodian-attached?-set! c #t)
          c)]))
 
-  ;; Shuts c and its sub-custodians down.  Objects go in the order they
-  ;; were registered; the current thread, if one of them, is killed last.
+  ;; Shuts c and its sub-custodians down, as one step to the objects it
+  ;; holds: first every entry of the whole tree is taken (each custodian
+  ;; marked shut down, so nothing joins), then every object whose kind has
+  ;; a stop is stopped (threads: kill requested, so none runs a handler for
+  ;; what the next pass closes under it), then every object is shut down
+  ;; in the order it was registered (threads: waited for until dead),
+  ;; sub-custodians' objects where the sub-custodian was registered.  The
+  ;; current thread, if one of them, is killed last.
   (define (custodian-shutdown-all c)
     (check-custodian 'custodian-shutdown-all c)
-    (let ([self (box #f)])
-      (shutdown! c (current-gthread) self)
-      (let ([e (unbox self)])
-        (when e ((cadr e) (car e))))))
+    (let ([me (current-gthread)]
+          [entries (filter entry-live? (take-entries! c))])
+      (for-each
+        (lambda (e)
+          (let ([stop (assq (cdr e) stops)] [obj (car e)])
+            (when (and stop (not (eq? obj me)) (entry-live? e))
+              (guard (x [#t (void)]) ((cdr stop) obj)))))
+        entries)
+      (for-each
+        (lambda (e)
+          (let ([obj (car e)])
+            ;; one object that fails to close does not stop the others
+            (when (and (not (eq? obj me)) (entry-live? e))
+              (guard (x [#t (void)]) ((cadr e) obj)))))
+        entries)
+      (for-each (lambda (e) (when (eq? (car e) me) ((cadr e) me))) entries)))
 
-  (define (shutdown! c me self)
+  ;; Marks c and its sub-custodians shut down; returns their entries,
+  ;; oldest first, a sub-custodian's in its place (not itself).
+  (define (take-entries! c)
     (let ([entries (spin-lock-custodian c
                      (if (custodian-shut-down? c)
                          '()
@@ -214,15 +246,12 @@
                            (custodian-entries-set! c '())
                            (custodian-count-set! c 0)
                            es)))])
-      (for-each
-        (lambda (e)
-          (when (entry-live? e)
-            (let ([obj (car e)])
-              (cond
-                [(eq? obj me) (set-box! self e)]
-                [(eq? (cdr e) custodian-kind) (shutdown! obj me self)]
-                ;; one object that fails to close does not stop the others
-                [else (guard (x [#t (void)]) ((cadr e) obj))]))))
+      (fold-right
+        (lambda (e acc)
+          (if (and (eq? (cdr e) custodian-kind) (entry-live? e))
+              (append (take-entries! (car e)) acc)
+              (cons e acc)))
+        '()
         (reverse entries))))
 
   (define (custodian-managed-list c super)

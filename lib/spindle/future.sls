@@ -1,21 +1,24 @@
 #!chezscheme
 ;;; Futures: tasks on a shared parallel pool of (processor-count) workers.
 ;;;
-;;; A future's state moves once from queued to running, by CAS, for whoever
+;;; A future's state moves from queued to running, by CAS, for whoever
 ;;; gets there first: the pool's worker thread or a toucher, which then runs
 ;;; the thunk itself.  The loser does nothing (the worker thread just ends),
-;;; so acyclic touch dependencies never deadlock the pool.  An owned future
-;;; (make-owned-future, for scope-future) starts running: only its owner
-;;; runs the thunk, and a touch waits.
+;;; so acyclic touch dependencies never deadlock the pool.  While it runs,
+;;; the state is the thread running it: a runner killed (kill-thread, a
+;;; custodian shutdown) before it settled the future leaves it to the next
+;;; toucher, which puts it back to queued and runs the thunk again.  An
+;;; owned future (make-owned-future, for scope-future) starts running: only
+;;; its owner runs the thunk, and a touch waits.
 (library (spindle future)
   (export future touch future? would-be-future futures-enabled? current-future
           current-future-pool future-pool make-owned-future
           (rename (make-fsemaphore* make-fsemaphore)) fsemaphore? fsemaphore-post fsemaphore-wait
           fsemaphore-try-wait? fsemaphore-count
           for/async map/async processor-count)
-  (import (except (chezscheme) make-parameter) (only (spindle private core atomic) with-os-mutex)
+  (import (except (chezscheme) make-parameter thread?) (only (spindle private core atomic) with-os-mutex)
           (only (spindle thread) thread-procedure make-parallel-thread-pool
-                parallel-thread-pool? processor-count)
+                parallel-thread-pool? processor-count current-thread thread? thread-dead? thread-dead-evt)
           (spindle private core evt-core) (spindle private core sync)
           (spindle semaphore)
           (only (spindle parameter) make-parameter)
@@ -23,7 +26,7 @@
 
   (define-record-type (future-record make-future future?)
     (fields thunk
-            state                  ; box: queued, running, done, failed
+            state                  ; box: queued, the running thread (owned: running), done, failed
             (mutable results)      ; list of values, or the raised object
             done)                  ; latch fired when results are set
     (protocol
@@ -64,7 +67,7 @@
 
   ;; Runs f's thunk here if nobody has started it.  #t if this call ran it.
   (define (run-if-queued! f)
-    (and (box-cas! (future-record-state f) 'queued 'running)
+    (and (box-cas! (future-record-state f) 'queued (current-thread))
          (begin (settle! f (outcome f (future-record-thunk f))) #t)))
 
   ;; Runs thunk as f's: (done . values) or (failed . raised).
@@ -81,6 +84,8 @@
         r)))
 
   ;; Sets f's outcome r; f is running, and only this thread settles it.
+  ;; The results are in place before the state says so: a touch that sees
+  ;; done or failed reads them without waiting for the latch.
   (define (settle! f r)
     (future-record-results-set! f (cdr r))
     (set-box! (future-record-state f) (car r))
@@ -120,10 +125,21 @@
       (current-future outer))
     (when tracing?
       (trace-instant! 'future-touch f (not (memq (unbox (future-record-state f)) '(done failed)))))
-    (sync (future-record-done f))
-    (if (eq? (unbox (future-record-state f)) 'done)
-        (apply values (future-record-results f))
-        (raise (future-record-results f))))
+    (let wait ()
+      (let ([st (unbox (future-record-state f))])
+        (cond
+          [(eq? st 'done) (apply values (future-record-results f))]
+          [(eq? st 'failed) (raise (future-record-results f))]
+          [(thread? st)
+           ;; its runner's death without a result hands the future back
+           (sync (future-record-done f) (thread-dead-evt st))
+           (when (thread-dead? st)
+             (when (box-cas! (future-record-state f) st 'queued)
+               (let ([outer (current-future)])
+                 (run-if-queued! f)
+                 (current-future outer))))
+           (wait)]
+          [else (sync (future-record-done f)) (wait)]))))
 
   (define writer-installed
     (begin (record-writer (record-type-descriptor future-record)

@@ -89,9 +89,19 @@
     (when tracing? (trace-instant! 'place-recv (bytevector-length bv) #f))
     (decode-message bv raw? fds descriptor->endpoint))
 
-  ;; an endpoint, a shared vector, or a raw descriptor
-  (define (owner-fd o)
-    (cond [(endpoint? o) (endpoint-fd o)] [(shared-vector? o) (shared-vector-fd o)] [else o]))
+  ;; an endpoint, a shared vector, or a raw descriptor.  A closed endpoint
+  ;; (its stream ended) travels as a socket whose peer is closed: its
+  ;; receiver reads the end (the descriptor is closed once sent).
+  (define (owner-fd who o add-handed!)
+    (cond
+      [(endpoint? o)
+       (or (endpoint-fd o)
+           (let-values ([(a b) (make-socket-pair who)])
+             (close-fd b)
+             (add-handed! a)
+             a))]
+      [(shared-vector? o) (shared-vector-fd o)]
+      [else o]))
 
   ;; An endpoint sent away stops being read here; what was read from it
   ;; and not yet got travels with it (its descriptors are ours to close
@@ -106,7 +116,9 @@
                                           (set! handed-fds (append fds handed-fds))
                                           (values e unread fds)))))])
         (when tracing? (trace-instant! 'place-send (bytevector-length bv) #f))
-        (endpoint-send! ep bv raw? (map owner-fd owners) owners handed-fds))))
+        (let ([fds (fold-right (lambda (o acc) (cons (owner-fd who o (lambda (fd) (set! handed-fds (cons fd handed-fds)))) acc))
+                               '() owners)])
+          (endpoint-send! ep bv raw? fds owners handed-fds)))))
 
   (define (place-channel-put pch v) (put 'place-channel-put pch v))
 
@@ -214,12 +226,16 @@
         (place-code-set! p code)
         (latch-fire! (place-dead p)))))
 
+  ;; A place's process is gone: its channel lets its descriptors go once
+  ;; what the place left in it is read (see endpoint-read-to-end!).
   (define (place-reaped! id)
     (let ([p (with-os-mutex launcher-lock
                (let ([p (hashtable-ref live-places id #f)])
                  (hashtable-delete! live-places id)
                  p))])
-      (when p (latch-fire! (place-reaped p)))))
+      (when p
+        (latch-fire! (place-reaped p))
+        (endpoint-read-to-end! (place-endpoint p)))))
 
   ;; To p's template (a message to a dead one is dropped: its places are
   ;; ended by on-launcher-frame).

@@ -2,7 +2,7 @@
 ;;; Start procedures for tests/test-place-rings.ss: places that stream,
 ;;; echo, collect and write over place channels that use shared-memory rings.
 (library (places rings)
-  (export ring-message ring-message-ok? echo stream flood collector write-on quiet-sender)
+  (export ring-message ring-message-ok? echo stream flood collector write-on quiet-sender counter)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))
 
   ;; Message i of sender s: a large bytevector every big-every-th (size
@@ -20,6 +20,10 @@
                  (and (= b (bytevector-u8-ref p 0)) (= b (bytevector-u8-ref p (- big-size 1)))
                       (= b (bytevector-u8-ref p (quotient big-size 2))))))
           (equal? p (list s i 'payload)))))
+
+  ;; Puts 0, 1, 2, ... for ever.
+  (define (counter ch)
+    (let loop ([i 0]) (place-channel-put ch i) (loop (+ i 1))))
 
   ;; Replies to every message with itself, until 'stop.
   (define (echo ch)

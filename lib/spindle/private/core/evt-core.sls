@@ -14,20 +14,25 @@
 ;;; that its cancel procedure takes back.
 (library (spindle private core evt-core)
   (export
-    make-syncer syncer-thread syncer-branch syncer-result syncer-done?
-    claim! unclaim! finish! commit-one! claim-pair! commit-partner!
+    make-syncer syncer-thread syncer-branch syncer-result syncer-done? syncer-on-commit-set! wait-in-syncer!
+    claim! unclaim! finish! commit-one! claim-pair! commit-partner! wake-partner!
     make-waiter waiter-syncer waiter-branch waiter-value remove-waiter!
     prim-evt make-prim-evt prim-evt? prim-evt-attempt prim-evt-cancel
     latch make-latch latch? latch-fire! make-owned-latch owned-latch-owner-set! record-prints-as!
     evt-trace-reason! evt-trace-reason evt-wait-description)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
-          (only (spindle private core requests) set-interrupt-hook!))
+          (only (spindle private core requests) set-interrupt-hook!)
+          (only (spindle private core gthread) gthread-interrupt-pending?))
 
+  ;; on-commit: #f, or a procedure of the committed branch that a partner
+  ;; calls once it has committed the syncer, with no claim held (the sync
+  ;; layer fires the NACKs of the other branches there, so they are ready
+  ;; when the rendezvous commits, not when the syncing thread next runs).
   (define-record-type syncer
-    (fields status id thread (mutable branch) (mutable result))
+    (fields status id thread (mutable branch) (mutable result) (mutable on-commit))
     (protocol
       (lambda (new)
-        (lambda (thread) (new (box 0) (fresh-id) thread #f '()))))
+        (lambda (thread) (new (box 0) (fresh-id) thread #f '() #f))))
     (nongenerative spindle-syncer-v1) (sealed #t))
 
   (define id-counter (box 0))
@@ -70,7 +75,14 @@
   (define (commit-partner! s branch result)
     (assert-atomic 'commit-partner!)
     (and (commit-one! s branch result)
-         (begin (let ([t (syncer-thread s)]) (when t (unpark! t))) #t)))
+         (begin (wake-partner! s) #t)))
+
+  ;; After a partner finished s (every claim it made released): runs s's
+  ;; on-commit and wakes its thread.  Interrupts disabled; the partner may
+  ;; hold its evt's spin lock, so on-commit takes only latch locks.
+  (define (wake-partner! s)
+    (let ([h (syncer-on-commit s)]) (when h (h (syncer-branch s))))
+    (let ([t (syncer-thread s)]) (when t (unpark! t))))
 
   ;; What a primitive evt queues for a registered sync: the syncer, the
   ;; branch index and a value of the evt's.  The common case (branch 0, no
@@ -179,6 +191,19 @@
                                  (list ((latch-value l) l)))
                 (loop))))))
       (spin-unlock! (latch-lock l))))
+
+  ;; Makes s the syncer t syncs with, before its first attempt, and
+  ;; commits it as interrupted if t has a kill, suspend or break to act on
+  ;; (a cancellation waits for a checkpoint: see sync.sls).  A requester
+  ;; (requests.sls) stores its request, then reads t's syncer; t stores
+  ;; its syncer, then reads its requests.  x86 lets a load pass an earlier
+  ;; store, so without the CAS between on each side both could miss: t
+  ;; would register and a partner commit it, though the request (a
+  ;; suspend, a break) came first.  Interrupts disabled.
+  (define (wait-in-syncer! t s)
+    (gthread-syncer-set! t s)
+    (box-cas! (syncer-status s) 0 0)        ; a full fence, on a box of t's alone
+    (when (gthread-interrupt-pending? t) (commit-one! s 'interrupted '())))
 
   ;; How the scheduler interrupts a parked thread for kill, break, suspend:
   ;; abort the sync it waits in (if any) and wake it.

@@ -14,7 +14,7 @@
           gthread-parked-at gthread-parked-at-set! initial-exception-state
           &break make-break-condition break-condition? &break-hang-up make-break-hang-up-condition
           break-hang-up-condition? &break-terminate make-break-terminate-condition
-          break-terminate-condition? raise-park-disabled gthread-requests-pending?
+          break-terminate-condition? raise-park-disabled gthread-requests-pending? gthread-interrupt-pending?
           gthread-cancel gthread-cancel-set! gthread-cancel-pending
           gthread-cancel-raised gthread-cancel-raised-set!)
   (import (chezscheme) (only (spindle private core cancel) cancel-pending))
@@ -69,6 +69,12 @@
     (or (gthread-kill-requested? t) (gthread-suspended? t)
         (and (gthread-break-pending t) (gthread-break-enabled? t))
         (and (gthread-cancel t) (gthread-cancel-pending t) #t)))
+
+  ;; The same but for cancellation, which a poll does not take (a poll is
+  ;; no checkpoint): what makes a sync take nothing from its first attempt.
+  (define (gthread-interrupt-pending? t)
+    (or (gthread-kill-requested? t) (gthread-suspended? t)
+        (and (gthread-break-pending t) (gthread-break-enabled? t))))
 
   ;; The cancel scope t must be cancelled by now, or #f.  Cancellation is
   ;; delivered like a break: not while breaks are disabled.

@@ -7,7 +7,7 @@
 ;;; and wherever the sync layer looks.
 (library (spindle private core requests)
   (export request-kill! request-break! request-suspend! request-resume!
-          request-cancel-check! check-requests! check-cancel! set-interrupt-hook!)
+          request-cancel-check! check-requests! check-breaks! check-cancel! set-interrupt-hook!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
           (only (spindle private core cancel) cancel-condition))
 
@@ -18,34 +18,40 @@
   ;; The hook commits the thread's syncer and enqueues the thread, under
   ;; spin locks: always with interrupts disabled, since these are called
   ;; from user code (kill-thread, break-thread) and from signal handlers.
+  ;; Each request is stored, then a fence, then t's syncer is read (by the
+  ;; hook): see wait-in-syncer! in evt-core for the other side.
+  (define fence-box (box 0))
+  (define-syntax interrupt!
+    (syntax-rules ()
+      [(_ t) (begin (box-cas! fence-box 0 0) (disable-interrupts) (interrupt-hook t) (enable-interrupts))]))
+
   (define (request-kill! t)
     (gthread-kill-requested?-set! t #t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
+    (interrupt! t))
 
+  ;; The interruption does not depend on t's break flag as read here: t
+  ;; may be setting it (sync/enable-break, parameterize-break) on another
+  ;; OS thread, where its store and its look at break-pending can pass
+  ;; this store and this look (x86 reorders a load before an earlier
+  ;; store): both would miss, and t would wait in its sync with a break
+  ;; pending and enabled until something else committed it.  The wake-up
+  ;; (a CAS) makes t look again; with breaks disabled, its sync just
+  ;; waits again.
   (define (request-break! t kind)
     (let ([old (gthread-break-pending t)])
       ;; hang-up and terminate replace a plain pending break
       (unless (and old kind (not (eq? old 'plain)))
         (gthread-break-pending-set! t (or kind (or old 'plain)))))
-    (when (gthread-break-enabled? t)
-      (disable-interrupts)
-      (interrupt-hook t)
-      (enable-interrupts)))
+    (interrupt! t))
 
   (define (request-suspend! t)
     (gthread-suspended?-set! t #t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
+    (interrupt! t))
 
   ;; A scope of t's was cancelled: wake t where it waits, so that it looks
   ;; (a thread the scope no longer covers just waits again).
   (define (request-cancel-check! t)
-    (disable-interrupts)
-    (interrupt-hook t)
-    (enable-interrupts))
+    (interrupt! t))
 
   (define (request-resume! t)
     (when (gthread-suspended? t)
@@ -58,7 +64,12 @@
   ;; Called with interrupts enabled, outside critical sections.
   (define (check-requests!) (check-requests-of! (current-gthread) #f))
 
-  ;; preempted?: called as t resumes from a preemption (or yield), at an
+  ;; The same but for cancellation, which only a wait's checkpoint or a
+  ;; preemption delivers: for where breaks become enabled (leaving
+  ;; parameterize-break #f is no checkpoint).
+  (define (check-breaks!) (check-requests-of! (current-gthread) 'breaks))
+
+  ;; preempted?: #t when called as t resumes from a preemption (or yield), at an
   ;; arbitrary point of its code, possibly just after a sync committed.  A
   ;; cancellation is then delivered only to a thread that has neither
   ;; parked nor returned from a sync for cancel-run-ms (parked-at: the
@@ -110,6 +121,7 @@
                    [(terminate) "terminate break"]
                    [else "user break"])))))]
         [(and (gthread-cancel t)
+              (not (eq? preempted? 'breaks))
               (or (not preempted?) (fx>= (fx- (real-time) (gthread-parked-at t)) cancel-run-ms))
               (gthread-cancel-pending t))
          => (lambda (cs)

@@ -49,9 +49,17 @@
     (or (and (wrapper? v) (wrapper-handle? v))
         (and (choice? v) (exists handle-evt? (choice-evts v)))))
 
-  (define (guard-evt thunk) (check-proc 'guard-evt thunk) (make-guarded thunk 'plain))
-  (define (nack-guard-evt proc) (check-proc 'nack-guard-evt proc) (make-guarded proc 'nack))
-  (define (poll-guard-evt proc) (check-proc 'poll-guard-evt proc) (make-guarded proc 'poll))
+  ;; A guard's procedure is checked when the evt is made, as Racket does,
+  ;; not when some later sync calls it.
+  (define (check-arity who p n)
+    (unless (and (procedure? p) (logbit? n (procedure-arity-mask p)))
+      (assertion-violation who
+        (if (fx= n 0) "expected a procedure of no arguments" "expected a procedure of one argument")
+        p)))
+
+  (define (guard-evt thunk) (check-arity 'guard-evt thunk 0) (make-guarded thunk 'plain))
+  (define (nack-guard-evt proc) (check-arity 'nack-guard-evt proc 1) (make-guarded proc 'nack))
+  (define (poll-guard-evt proc) (check-arity 'poll-guard-evt proc 1) (make-guarded proc 'poll))
 
   (define (replace-evt e proc)
     (check-evt 'replace-evt e) (check-proc 'replace-evt proc)
@@ -162,7 +170,7 @@
   ;; the done syncer, #f when a poll found nothing, or 'park-disabled when
   ;; it would park inside the caller's own disabled region (see may-park?;
   ;; nothing is registered then).  Interrupts disabled.
-  (define (sync-round t bv poll? deadline)
+  (define (sync-round t bv poll? deadline nacks)
     (let* ([n (vector-length bv)]
            [s (make-syncer t)]
            [start (if (fx> n 1) (random-below n) 0)]
@@ -174,16 +182,23 @@
         (let* ([i (if order (vector-ref order j) (fxmod (fx+ start j) n))]
                [p (branch-prim (vector-ref bv i))])
           ((prim-evt-attempt p) p s i register?)))
-      ;; phase 1: nobody else knows s, so a commit here is ours alone
+      ;; s is t's syncer from here on: a request (suspend, break, kill)
+      ;; made before or during the round interrupts it, so that t commits
+      ;; nothing after the request was made (see wait-in-syncer!).
+      ;; Every way out clears it.
+      (wait-in-syncer! t s)
+      ;; phase 1: no partner knows s, so a commit here is ours alone
+      ;; (or a requester's: interrupted)
       (let poll ([j 0])
         (cond
+          [(syncer-done? s) (gthread-syncer-set! t #f) s]
           [(fx= j n)
            (cond
-             [poll? #f]
-             [(not (may-park?)) 'park-disabled]
+             [poll? (gthread-syncer-set! t #f) #f]
+             [(not (may-park?)) (gthread-syncer-set! t #f) 'park-disabled]
              [else
                (let ([tokens (make-vector n #f)])
-                 (gthread-syncer-set! t s)
+                 (unless (null? (unbox nacks)) (syncer-on-commit-set! s (nack-firer bv nacks)))
                  ;; phase 2: register everywhere; a partner may commit s meanwhile
                  (let reg ([j 0])
                    (when (and (fx< j n) (not (syncer-done? s)))
@@ -203,7 +218,7 @@
                  (do ([i 0 (fx+ i 1)]) ((fx= i n))
                    (cancel! (branch-prim (vector-ref bv i)) (vector-ref tokens i)))
                  s)])]
-          [(eq? (attempt j #f) #t) s]
+          [(eq? (attempt j #f) #t) (gthread-syncer-set! t #f) s]
           [else (poll (fx+ j 1))]))))
 
   ;; Takes back a registration (tok: what p's attempt returned when asked to
@@ -302,21 +317,23 @@
       (wait-checkpoint! t)
       (disable-interrupts)
       (let ([s (make-syncer t)])
-        (unless (eq? ((prim-evt-attempt p) p s 0 #f) #t)
+        ;; a requested suspend, break or kill interrupts s (see sync-round)
+        (wait-in-syncer! t s)
+        (unless (or (syncer-done? s) (eq? ((prim-evt-attempt p) p s 0 #f) #t))
           (unless (may-park?)
+            (gthread-syncer-set! t #f)
             (enable-interrupts)
             (raise-park-disabled 'sync (park-reason p) (list p)))
-          (gthread-syncer-set! t s)
-          (let ([tok ((prim-evt-attempt p) p s 0 #t)])
+          (let ([tok (and (not (syncer-done? s)) ((prim-evt-attempt p) p s 0 #t))])
             ;; the no-scope path keeps no timer variable in the parked frame
             (if (gthread-cancel t)
                 (let ([ctm (cancel-wake-timer! t s)])
                   (park-until-done! t s p)
                   (when ctm (cancel-timer! ctm)))
                 (park-until-done! t s p))
-            (gthread-syncer-set! t #f)
             (gthread-waits-set! t #f)
             (cancel! p tok)))
+        (gthread-syncer-set! t #f)
         (note-sync-return! t)
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
@@ -358,6 +375,20 @@
   (define (fire-nacks! nacks keep)
     (for-each (lambda (l) (unless (memq l keep) (latch-fire! l))) nacks))
 
+  ;; A registered sync's on-commit (see evt-core): a partner's commit of
+  ;; branch i fires the NACKs outside i's context at once, a timeout all of
+  ;; them; an interruption none (the sync goes on), nor a commit inside a
+  ;; replace-evt (its other branches stay in the next round).  The thread
+  ;; fires them again as it returns (a latch fires once).
+  (define (nack-firer bv nacks)
+    (lambda (i)
+      (cond
+        [(eq? i 'timeout) (fire-nacks! (unbox nacks) '())]
+        [(fixnum? i)
+         (let ([ctx (branch-context (vector-ref bv i))])
+           (unless (exists (lambda (f) (eq? (car f) 'replace)) ctx)
+             (fire-nacks! (unbox nacks) (context-nacks ctx))))])))
+
   (define (context-nacks context)
     (fold-right (lambda (f acc) (if (eq? (car f) 'nack) (cons (cdr f) acc) acc)) '() context))
 
@@ -376,7 +407,7 @@
                                  (loop (cdr es) (append (reverse (flatten (car es) '() poll? nacks '())) acc))))))])
       (let retry ([bv (list->vector branches)])
         (let ([s (begin (disable-interrupts)
-                        (let ([s (sync-round t bv poll? deadline)])
+                        (let ([s (sync-round t bv poll? deadline nacks)])
                           (when (and (gthread-cancel t) s (not (symbol? s)) (fixnum? (syncer-branch s)))
                             (note-sync-return! t))
                           s))])

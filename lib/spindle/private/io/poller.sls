@@ -292,7 +292,7 @@
           (if r
               (begin
                 (finish! s branch r)
-                (when partner? (let ([t (syncer-thread s)]) (when t (unpark! t))))
+                (when partner? (wake-partner! s))
                 #t)
               (begin (unclaim! s) #f)))))
 

@@ -5,7 +5,7 @@
 (library (spindle private os processes)
   (export spawn-program spawn-process pidfd-open pidfd-signal wait-exit-code try-reap
           exited-status? exit-status-code status-signal send-signal executable-file?
-          own-pid parent-pid die-with-parent! fork-process change-directory self-executable
+          own-pid parent-pid process-ended? die-with-parent! fork-process change-directory self-executable
           stack-limit exit-process os-exit register-c-exit-entry! shell-command)
   (import (chezscheme) (spindle private os libc)
           (only (spindle private os memory) c-string c-strings)
@@ -33,6 +33,9 @@
   (define c-waitpid (foreign-procedure "waitpid" (int uptr int) int))
   (define c-kill (foreign-procedure "kill" (int int) int))
   (define c-access (foreign-procedure "access" (string int) int))
+  (define c-open (foreign-procedure "open" (string int) int))
+  (define c-read (foreign-procedure "read" (int u8* size_t) ssize_t))
+  (define c-close (foreign-procedure "close" (int) int))
   (define c-getpid (foreign-procedure "getpid" () int))
   (define c-getppid (foreign-procedure "getppid" () int))
   (define c-prctl (foreign-procedure "prctl" (int unsigned-long unsigned-long unsigned-long unsigned-long) int))
@@ -47,6 +50,7 @@
   (define environ-address (foreign-entry "environ"))
 
   (define wnohang 1)                  ; WNOHANG
+  (define errno-noent 2)              ; ENOENT
   (define x-ok 1)                     ; access(2)'s X_OK
   (define pr-set-pdeathsig 1)         ; PR_SET_PDEATHSIG
   (define rlimit-stack 3)             ; RLIMIT_STACK
@@ -141,6 +145,27 @@
                 (if (exited-status? s) (exit-status-code s) 1)))))))
 
   (define (own-pid) (c-getpid))
+
+  ;; #t if process pid (any process, not only a child) has ended: it is
+  ;; gone, or a zombie nobody has reaped yet (state Z or X in
+  ;; /proc/PID/stat, after the last parenthesis: the name may hold any).
+  ;; #f while it runs, or when this cannot be told (out of descriptors).
+  (define (process-ended? pid)
+    (let ([fd (c-open (string-append "/proc/" (number->string pid) "/stat") o-rdonly)])
+      (if (fx< fd 0)
+          (fx= (errno) errno-noent)
+          (let* ([bv (make-bytevector 512)] [n (c-read fd bv 512)])
+            (c-close fd)
+            (or (fx<= n 0)
+                (let loop ([i (fx- n 1)])
+                  (cond
+                    [(fx< i 0) #f]
+                    [(fx= (bytevector-u8-ref bv i) (char->integer #\)))
+                     (and (fx< (fx+ i 2) n)
+                          (memv (integer->char (bytevector-u8-ref bv (fx+ i 2))) '(#\Z #\X))
+                          #t)]
+                    [else (loop (fx- i 1))])))))))
+
   (define (parent-pid) (c-getppid))
   (define (die-with-parent!) (c-prctl pr-set-pdeathsig sigkill 0 0 0) (void))
   (define (fork-process) (c-fork))

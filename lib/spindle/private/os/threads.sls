@@ -8,7 +8,7 @@
 ;;; stops every collection of the process (all threads then hang in the
 ;;; collect rendezvous).
 (library (spindle private os threads)
-  (export make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield!)
+  (export make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield! os-nap!)
   (import (chezscheme) (spindle private os libc) (spindle private os clock)
           (only (spindle private os descriptors) close-fd)
           (only (spindle private os polling) make-eventfd eventfd-signal! eventfd-drain! ppoll-readable)
@@ -24,6 +24,7 @@
   (define sched-yield (foreign-procedure "sched_yield" () int))
   (define sem-wait (foreign-procedure __collect_safe "sem_wait" (uptr) int))
   (define sem-clockwait (foreign-procedure __collect_safe "sem_clockwait" (uptr int uptr) int))
+  (define c-usleep (foreign-procedure __collect_safe "usleep" (unsigned) int))
 
   ;; address: the sem_t, or #f for an eventfd semaphore, whose descriptor
   ;; fd belongs to process pid: made at once (no descriptor appears later in
@@ -84,6 +85,11 @@
 
   ;; Gives the CPU to another OS thread (a spin lock's holder, say).
   (define (os-yield!) (sched-yield) (void))
+
+  ;; Sleeps us microseconds, deactivated (a collect-safe call): a thread
+  ;; that waits with interrupts disabled naps so, and no collection waits
+  ;; for it.
+  (define (os-nap! us) (c-usleep us) (void))
 
   ;; Waits for a post, at most ms milliseconds (a flonum) unless ms is #f;
   ;; an eventfd semaphore with the signal mask at address sigmask (0: the

@@ -22,6 +22,7 @@
           send-state-queue send-state-writing? send-state-writing?-set!
           send-state-exclusive? send-state-exclusive?-set!
           send-state-ring send-state-ring-set! send-state-unringed send-state-unringed-set!
+          send-state-peer-gone? send-state-peer-gone?-set!
           ;; receiving
           receive-state-reading? receive-state-reading?-set! receive-state-ended? receive-state-ended?-set!
           receive-state-parser receive-state-ring receive-state-ring-set!
@@ -36,6 +37,7 @@
           ;; registry and poller
           endpoint-of-inode track! set-endpoint-event-handler!
           register! unregister! update-interest! start-reading! watch-descriptor! wait-for-output!
+          endpoint-closed? endpoint-close!
           now-ns)
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex)
           (only (spindle private os descriptors) close-fd descriptor-inode) (only (spindle private os memory) malloc free) (only (spindle private os polling) epoll-in epoll-out)
@@ -50,10 +52,12 @@
   ;; items (send.sls); writing?: EPOLLOUT armed; exclusive?: this endpoint
   ;; may offer rings (made here, never sent away: the only writer of its
   ;; direction); ring: the ring written, or #f; unringed: messages sent
-  ;; since it had an active ring.
+  ;; since it had an active ring; peer-gone?: a send found every peer end
+  ;; closed (it never reopens: later sends are dropped at once).
   (define-record-type send-state
-    (fields queue (mutable writing?) (mutable exclusive?) (mutable ring) (mutable unringed))
-    (protocol (lambda (new) (lambda () (new (make-queue) #f #f #f 0))))
+    (fields queue (mutable writing?) (mutable exclusive?) (mutable ring) (mutable unringed)
+            (mutable peer-gone?))
+    (protocol (lambda (new) (lambda () (new (make-queue) #f #f #f 0 #f))))
     (nongenerative spindle-place-send-state-v1) (sealed #t))
 
   ;; What is being received.  ended?: end of stream read (every peer end is
@@ -101,8 +105,9 @@
     (nongenerative spindle-place-watch-v1) (sealed #t))
 
   ;; hook: #f, or called by the poller with each frame (endpoint-set-frame-hook!).
+  ;; fd: #f once closed (endpoint-close!).
   (define-record-type endpoint
-    (fields fd lock inbox send-state receive-state watch (mutable hook))
+    (fields (mutable fd) lock inbox send-state receive-state watch (mutable hook))
     (protocol
       (lambda (new)
         (lambda (fd)
@@ -136,7 +141,7 @@
             (let ([w (hashtable-ref by-inode ino #f)])
               (when (and w (or (eq? (car w) e) (bwp-object? (car w))))
                 (hashtable-delete! by-inode ino)))
-            (close-fd (endpoint-fd e))
+            (when (endpoint-fd e) (close-fd (endpoint-fd e)))
             (let ([s (endpoint-send-state e)] [r (endpoint-receive-state e)])
               (free (parser-area (receive-state-parser r)))
               (let ([ring (send-state-ring s)]) (when ring (ring-release! ring)))
@@ -162,6 +167,24 @@
            (let ([w (hashtable-ref by-inode ino #f)])
              (and w (endpoint? (car w)) (car w))))))
 
+  (define (endpoint-closed? e) (not (endpoint-fd e)))
+
+  ;; With the endpoint lock held, the endpoint unregistered and its stream
+  ;; read to its end: closes its socket now rather than at a collection.
+  ;; It leaves by-inode first (the inode may be given to a new socket).
+  ;; Nothing uses the descriptor after: sends are dropped (peer-gone?),
+  ;; gets find the end marker, and the poller and getters look at
+  ;; endpoint-closed? before they watch or read it.
+  (define (endpoint-close! e)
+    (let ([fd (endpoint-fd e)])
+      (when fd
+        (let ([ino (descriptor-inode fd)])
+          (with-os-mutex reclaim-lock
+            (let ([w (and ino (hashtable-ref by-inode ino #f))])
+              (when (and w (eq? (car w) e)) (hashtable-delete! by-inode ino)))))
+        (endpoint-fd-set! e #f)
+        (close-fd fd))))
+
   ;; ---------------------------------------------------------------- poller
   ;; registered: fd -> endpoint, under registered-lock, for wait-for-output!.
   (define registered (make-eqv-hashtable))
@@ -183,20 +206,20 @@
            [r (receive-state-ring rs)])
       (when (and r (ring-want-data! r in?) in?)
         (eventfd-signal! (ring-data-efd r)))
-      (unless (fx= mask (watch-mask w))
+      (unless (or (fx= mask (watch-mask w)) (endpoint-closed? e))
         (watch-mask-set! w mask)
         (change-level! (endpoint-fd e) mask))))
 
   (define (register! e)
     (with-os-mutex registered-lock
-      (unless (hashtable-contains? registered (endpoint-fd e))
+      (unless (or (endpoint-closed? e) (hashtable-contains? registered (endpoint-fd e)))
         (hashtable-set! registered (endpoint-fd e) e)
         (watch-mask-set! (endpoint-watch e) 0)
         (watch-level! (endpoint-fd e) 0 (lambda (mask) (event-handler e mask))))))
 
   (define (unregister! e)
     (with-os-mutex registered-lock
-      (when (eq? (hashtable-ref registered (endpoint-fd e) #f) e)
+      (when (and (not (endpoint-closed? e)) (eq? (hashtable-ref registered (endpoint-fd e) #f) e))
         (hashtable-delete! registered (endpoint-fd e))
         (unwatch-level! (endpoint-fd e)))))
 
@@ -208,7 +231,7 @@
   ;; synced on): from then on the poller reads its frames into its inbox.
   (define (start-reading! e)
     (let ([rs (endpoint-receive-state e)])
-      (unless (receive-state-reading? rs)
+      (unless (or (receive-state-reading? rs) (receive-state-ended? rs))
         (register! e)
         (with-endpoint-lock e
           (unless (receive-state-reading? rs)

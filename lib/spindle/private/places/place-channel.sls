@@ -17,7 +17,7 @@
   (export endpoint? make-endpoint-pair descriptor->endpoint endpoint-fd
           endpoint-send! endpoint-get endpoint-evt endpoint-set-frame-hook!
           endpoint-record-type watch-descriptor!
-          wait-for-output! endpoint-take-unread!)
+          wait-for-output! endpoint-take-unread! endpoint-read-to-end! endpoint-closed?)
   (import (chezscheme)
           (only (spindle private os descriptors) close-fd set-nonblocking! descriptor-inode) (only (spindle private os polling) epoll-out epoll-in epoll-hangup-mask) (only (spindle private os sockets) make-socket-pair)
           (spindle private places shm-ring) (spindle private places frame)
@@ -97,6 +97,15 @@
                   frames)
                 (when partial (put-bytevector port partial))
                 (values (get) fds)))))))
+
+  ;; The process at the other end has ended (a reaped place): the poller
+  ;; reads what it left into the inbox, and at the end of the stream the
+  ;; endpoint lets its descriptors go (see release-ended! in receive.sls).
+  ;; Not for an endpoint sent to another place meanwhile (no longer
+  ;; exclusive): what comes belongs to that place.
+  (define (endpoint-read-to-end! e)
+    (when (with-endpoint-lock e (send-state-exclusive? (endpoint-send-state e)))
+      (start-reading! e)))
 
   ;; The poller calls (hook bytevector fds) for each frame, and (hook #f '())
   ;; at the end of the stream, instead of queueing them.

@@ -271,18 +271,16 @@
            v]
           [(wire-ref? v) (let ([r (resolve v)]) (hashtable-set! memo v r) r)]
           [(box? v)
-           (let ([c (unbox v)])
-             (if (container? c)
-                 (let ([b (if (immutable-box? v) v (box-immutable c))])
-                   (hashtable-set! memo v b)
-                   (fix c)
-                   b)
-                 (begin
-                   (hashtable-set! memo v v)
-                   (let ([c2 (fix c)])
-                     (if (and (eq? c c2) (immutable-box? v))
-                         v
-                         (let ([b (box-immutable c2)]) (hashtable-set! memo v b) b))))))]
+           ;; Its replacement is remembered before its content is fixed,
+           ;; so a cycle through it (it may hold itself) arrives as one
+           ;; box.  An immutable box is filled once its content is known,
+           ;; by an unchecked store: it differs from a mutable one only in
+           ;; the check set-box! makes.
+           (let ([b (if (immutable-box? v) v (box-immutable #f))] [c (unbox v)])
+             (hashtable-set! memo v b)
+             (let ([c2 (fix c)])
+               (unless (and (eq? b v) (eq? c2 c)) (#3%set-box! b c2)))
+             b)]
           [(record? v)
            (hashtable-set! memo v v)
            (for-each fix (record-fields v))

@@ -13,7 +13,9 @@
           (only (spindle private os memory) memcpy-to-bytevector! memcpy-from-bytevector! memmove!) (only (spindle private os sockets) recv-chunk)
           (spindle private places buffer-pool) (spindle private places frame)
           (spindle private places inbox) (spindle private places endpoint)
-          (spindle private places ring-transport))
+          (spindle private places ring-transport)
+          (only (spindle private places shm-ring) ring-release!)
+          (only (spindle private core queue) queue-empty?))
 
   ;; Reads what the socket has and delivers the complete frames.  Called by
   ;; the poller, and by a getter that finds the inbox empty (so a reply that
@@ -41,10 +43,29 @@
                                    (receive-state-reading?-set! rs #f)
                                    (inbox-put! inbox 'closed)))
                                (values frames end?))))])
-           (when end? (unregister! e))
+           (when end?
+             (unregister! e)
+             (unless hook (release-ended! e)))
            (when hook
              (for-each (lambda (f) (hook (frame-payload f) (frame-fds f))) frames)
              (when end? (hook #f '())))))]))
+
+  ;; Every peer end is closed and the stream is read to its end (the end
+  ;; marker is in the inbox): the socket and the ring written are let go
+  ;; now, not at a collection, or a program that starts and waits for
+  ;; places in a loop runs out of descriptors.  Later sends are dropped
+  ;; (peer-gone?).  Left to the collector while output is queued.
+  (define (release-ended! e)
+    (with-endpoint-lock e
+      (let ([s (endpoint-send-state e)])
+        (when (queue-empty? (send-state-queue s))
+          (send-state-peer-gone?-set! s #t)
+          (let ([r (send-state-ring s)])
+            (when r
+              (want-room! e r #f #f)
+              (send-state-ring-set! s #f)
+              (ring-release! r)))
+          (endpoint-close! e)))))
 
   ;; With the lock held: (values frames-in-order end-of-stream?).
   ;; read: (lambda (address length) ...) with recv-chunk's results.  Stops

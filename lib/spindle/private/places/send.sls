@@ -14,6 +14,7 @@
   (export endpoint-send! flush! retire-out-ring!)
   (import (chezscheme)
           (only (spindle private os memory) memcpy-from-bytevector!) (only (spindle private os sockets) max-fds-per-message)
+          (only (spindle private os descriptors) close-fd)
           (only (spindle private os threads) os-yield!)
           (only (spindle private core scheduler) yield!)
           (spindle private core queue)
@@ -33,7 +34,11 @@
     (when (fx> (length owner-fds) (fx* max-fds-per-message frame-header-size))
       (assertion-violation 'place-channel-put "too many channels and shared vectors in one message"
                            (length owner-fds)))
-    (if (and (null? owner-fds) (null? close-after))
+    (cond
+      ;; a peer gone for good: dropped, as a queued message is when its
+      ;; send finds the peer gone (no sendmsg, no ring offered per put)
+      [(send-state-peer-gone? (endpoint-send-state e)) (for-each close-fd close-after)]
+      [(and (null? owner-fds) (null? close-after))
         ;; A full ring makes the put wait (yielding) while its reader
         ;; makes progress, then queue: no copy, no kick while both run.
         (let wait ([deadline #f] [seen #f])
@@ -41,11 +46,12 @@
             (when head
               (yield!)
               (os-yield!)
-              (wait (if (eqv? head seen) deadline (fx+ (now-ns) full-patience-ns)) head))))
+              (wait (if (eqv? head seen) deadline (fx+ (now-ns) full-patience-ns)) head))))]
+      [else
         (let ([p (bytevector->socket-item bv (message-kind raw?) owner-fds owners close-after)])
           (with-endpoint-lock e
             (retire-out-ring! e)
-            (queue-item! e p)))))
+            (queue-item! e p)))]))
 
   ;; With the lock held.  Returns #f once sent or queued, or, if wait? and
   ;; a message that fits the ring finds it full, the reader's position
@@ -126,6 +132,7 @@
                   [(partial) (queue-push-front! q p) (loop)]
                   [(full) (queue-push-front! q p) (want-writable! e #t)]
                   [else
+                   (send-state-peer-gone?-set! s #t)
                    (let drop () (let ([p (queue-pop! q #f)]) (when p (discard! p) (drop))))
                    (let ([r (send-state-ring s)]) (when r (ring-state-set! r 'dead)))
                    (want-writable! e #f)])))))

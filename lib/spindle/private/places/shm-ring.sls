@@ -20,8 +20,7 @@
 ;;;   after it, so the reader's last drain sees every published frame.
 ;;; - The lock is held for a few loads and stores, never across a copy or a
 ;;;   system call.  A process killed inside it (a window of nanoseconds)
-;;;   would leave it held: a taker gives up after lock-patience and treats
-;;;   the ring as broken.
+;;;   leaves it held for ever: a dead holder means a broken ring (see lock!).
 (library (spindle private places shm-ring)
   (export make-writer-ring adopt-reader-ring ring? ring-memfd ring-data-efd ring-space-efd
           ring-capacity ring-state ring-state-set! ring-watched? ring-watched?-set! ring-release! ring-reusable? ring-reset!
@@ -31,13 +30,15 @@
           (only (spindle private os descriptors) close-fd)
           (only (spindle private os memory) make-memfd map-shared unmap)
           (only (spindle private os polling) make-eventfd eventfd-signal!)
-          (only (spindle private os threads) os-yield!)
+          (only (spindle private os threads) os-yield! os-nap!)
+          (only (spindle private os processes) own-pid process-ended?)
           (spindle private places frame))
 
 
   (define-ftype ring-block
     (struct [lock iptr] [tail iptr] [closed iptr] [reader-waiting iptr] [writer-waiting iptr]
-            [capacity iptr] [pad1 iptr] [pad2 iptr]
+            [capacity iptr]
+            [writer-pid iptr] [reader-pid iptr]    ; the two processes that take the lock (0: none yet)
             [head iptr]))                          ; on its own cache line
   (define control-size 128)
 
@@ -71,6 +72,7 @@
              [r (make-ring fd (make-eventfd) (make-eventfd) capacity a
                            (make-ftype-pointer ring-block a) 'active 0 0 #f #f)])
         (ftype-set! ring-block (capacity) (ring-control r) capacity)
+        (ftype-set! ring-block (writer-pid) (ring-control r) (own-pid))
         r)))
 
   ;; The reader's side, from the three descriptors of an offer (memfd, data
@@ -79,6 +81,8 @@
     (let ([a (map-ring who memfd (fx+ control-size capacity))])
       (close-fd memfd)
       (let ([r (make-ring #f data-efd space-efd capacity a (make-ftype-pointer ring-block a) 'active 0 0 #f #f)])
+        ;; before this process first takes the lock
+        (ftype-set! ring-block (reader-pid) (ring-control r) (own-pid))
         (ring-position-set! r (ftype-ref ring-block (head) (ring-control r)))
         r)))
 
@@ -89,26 +93,43 @@
     (close-fd (ring-space-efd r)))
 
   ;; ---------------------------------------------------------------- the lock
-  ;; A live holder keeps the lock for nanoseconds (or, descheduled, for
-  ;; a time slice or a few): one held this long belongs to a dead process.
+  ;; Two processes take the lock, the ring's writer and its reader (within
+  ;; each, the endpoint's lock serializes), and each wrote its pid in the
+  ;; control block before it first took it: a taker that finds the lock
+  ;; held knows the holder is the other one.  It spins a little, then naps
+  ;; (a collect-safe sleep: it may have interrupts disabled, and no
+  ;; collection of its process may wait for it) and looks at that
+  ;; process: one that has ended (gone, or a zombie) will never unlock,
+  ;; so the ring is broken (#f at once).  A live holder keeps the lock for
+  ;; nanoseconds, or descheduled for a time slice or a few; one held past
+  ;; lock-patience-s (a stopped process) counts as broken too.
   (define lock-patience-s 5)
 
-  ;; #t once taken; #f if it stayed held past patience.
+  (define (writer? r) (and (ring-memfd r) #t))
+
+  (define (other-pid r)
+    (if (writer? r) (ctl r reader-pid) (ctl r writer-pid)))
+
+  ;; #t once taken; #f if the holder ended or patience ran out.
   (define (lock! r)
     (let ([c (ring-control r)])
       (or (ftype-lock! ring-block (lock) c)
           (let loop ([i 1] [deadline #f])
             (cond
               [(ftype-lock! ring-block (lock) c) #t]
-              [(fx< (fxand i 1023) 1023)
+              [(fx< i 1024)
                (when (fx= 0 (fxand i 63)) (os-yield!))
                (loop (fx+ i 1) deadline)]
               [else
-               (let ([now (time-second (current-time 'time-monotonic))])
-                 (cond
-                   [(not deadline) (loop (fx+ i 1) (fx+ now lock-patience-s))]
-                   [(fx< now deadline) (loop (fx+ i 1) deadline)]
-                   [else #f]))])))))
+               (let ([h (other-pid r)])
+                 (if (and (fx> h 0) (process-ended? h))
+                     #f
+                     (let ([now (time-second (current-time 'time-monotonic))])
+                       (os-nap! 100)
+                       (cond
+                         [(not deadline) (loop i (fx+ now lock-patience-s))]
+                         [(fx< now deadline) (loop i deadline)]
+                         [else #f]))))])))))
 
   (define (unlock! r) (ftype-unlock! ring-block (lock) (ring-control r)))
 
@@ -208,6 +229,7 @@
 
   (define (ring-reset! r)
     (when (lock! r)
+      (ctl-set! r reader-pid 0)            ; the next reader writes its own
       (ctl-set! r closed 0)
       (ctl-set! r reader-waiting 0)
       (ctl-set! r writer-waiting 0)
