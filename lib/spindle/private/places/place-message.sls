@@ -14,7 +14,8 @@
 (library (spindle private places place-message)
   (export place-message-allowed? encode-message decode-message)
   (import (chezscheme) (spindle private places shared-vector)
-          (only (spindle private host objects) bytevector-set-immutable! string-set-immutable! vector-set-immutable!)
+          (only (spindle private host objects) bytevector-set-immutable! string-set-immutable! vector-set-immutable!
+                immutable-box-fill!)
           (only (spindle private os processes) stack-limit))
 
   (define-record-type wire-ref
@@ -273,13 +274,11 @@
           [(box? v)
            ;; Its replacement is remembered before its content is fixed,
            ;; so a cycle through it (it may hold itself) arrives as one
-           ;; box.  An immutable box is filled once its content is known,
-           ;; by an unchecked store: it differs from a mutable one only in
-           ;; the check set-box! makes.
+           ;; box.  An immutable box is filled once its content is known.
            (let ([b (if (immutable-box? v) v (box-immutable #f))] [c (unbox v)])
              (hashtable-set! memo v b)
              (let ([c2 (fix c)])
-               (unless (and (eq? b v) (eq? c2 c)) (#3%set-box! b c2)))
+               (unless (and (eq? b v) (eq? c2 c)) (immutable-box-fill! b c2)))
              b)]
           [(record? v)
            (hashtable-set! memo v v)
