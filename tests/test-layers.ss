@@ -93,6 +93,26 @@
 
 (test "no library imports from a higher layer" (check-equal 'upward-edges '() upward))
 
+;; (spindle) loads no MPI library: (spindle mpi) registers fork-join's groups
+;; over ranks as it loads (private/places/cg-backend.sls).
+(define (transitive-imports root)
+  (let loop ([todo (list root)] [seen '()])
+    (cond
+      [(null? todo) seen]
+      [(member (car todo) seen) (loop (cdr todo) seen)]
+      [else (loop (append (cdr (or (assoc (car todo) libraries) '(#f))) (cdr todo))
+                  (cons (car todo) seen))])))
+(define (mpi-library? name)
+  (exists (lambda (part) (let ([s (symbol->string part)])
+                           (let find ([i 0]) (and (<= (+ i 3) (string-length s))
+                                                  (or (string=? (substring s i (+ i 3)) "mpi") (find (+ i 1)))))))
+          name))
+(test "(spindle) imports no MPI library, directly or not"
+  (let ([all (filter ours? (transitive-imports '(spindle)))])
+    (check "(spindle)'s imports were found" (> (length all) 30))
+    (check "(spindle mpi) is an MPI library by this test" (mpi-library? '(spindle mpi)))
+    (check-equal 'mpi-libraries '() (filter mpi-library? all))))
+
 ;; The host layer imports only Chez.
 (test "host libraries import only (chezscheme) and each other"
   (check-equal 'host-imports '()

@@ -37,9 +37,10 @@
 ;;;
 ;;; Over MPI: `np` may be an rmpi communicator, whose ranks are then the
 ;;; members (each rank calls fork-join; the body runs in the rank itself,
-;;; and the operations go over MPI: private/places/cg-ranks.sls).  A rank that
-;;; fails ends the whole job (spindle mpi's rule), which stands for "group
-;;; aborted".
+;;; and the operations go over MPI: private/places/cg-ranks.sls, which
+;;; (spindle mpi) registers as it loads: private/places/cg-backend.sls; so
+;;; this library loads no MPI library).  A rank that fails ends the whole
+;;; job (spindle mpi's rule), which stands for "group aborted".
 ;;;
 ;;; In private/places/ beside: a member's CG record (cg-record), the typed
 ;;; blocks of CGalltoallv (cg-blocks), CGfor and CGfor/stride (cg-loops).
@@ -53,11 +54,10 @@
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
           (spindle private places cg-barrier)
-          (only (spindle mpi) rmpi-comm? rmpi-id rmpi-cnt rmpi-world)
           (spindle private places cg-record)
           (spindle private places cg-blocks)
           (spindle private places cg-loops)
-          (spindle private places cg-ranks)
+          (spindle private places cg-backend)
           (only (spindle private core trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
@@ -91,7 +91,7 @@
   (define (check-np np)
     (cond
       [(or (not np) (eqv? np 0)) 1]
-      [(rmpi-comm? np) np]
+      [(mpi-comm? np) np]
       [(and (integer? np) (exact? np) (> np 0)) np]
       [else (assertion-violation 'fork-join "expected an exact positive integer or #f" np)]))
 
@@ -106,7 +106,7 @@
   (define (run-fork-join np args proc spawn)
     (check-args args)
     (cond
-      [(rmpi-comm? np) (run-ranks np args proc)]
+      [(mpi-comm? np) (run-ranks np args proc)]
       [(= np 1) (vector (apply proc (make-cg 0 1 #f (vector #f) (vector #f) '() 0 #f #f #f) args))]
       [else
         (let ([g (start-group np spawn)])
@@ -127,20 +127,20 @@
   ;; the vector of the members' values.
   (define (run-ranks comm args proc)
     (let* ([r (make-ranks comm)]
-           [c (make-cg (rmpi-id comm) (rmpi-cnt comm) #f #f #f '() 0 #f #f r)]
+           [c (make-cg (mpi-comm-id comm) (mpi-comm-count comm) #f #f #f '() 0 #f #f r)]
            [v (apply proc c args)])
       (unless (place-message-allowed? v)
-        (assertion-violation 'fork-join "member result is not place-message-allowed?" (rmpi-id comm) v))
+        (assertion-violation 'fork-join "member result is not place-message-allowed?" (mpi-comm-id comm) v))
       (ranks-gather r v)))
 
   ;; n members: under mpirun (in a rank process), the world's ranks instead.
   (define (fork-join-members n)
-    (if (rank-process?) (rmpi-world) n))
+    (if (rank-process?) (mpi-world) n))
 
   ;; #f in an MPI rank other than rank 0 (where a program that runs
   ;; fork-join over ranks should stay quiet), #t elsewhere.
   (define (fork-join-leader?)
-    (or (not (rank-process?)) (fx= 0 (rmpi-id (rmpi-world)))))
+    (or (not (rank-process?)) (fx= 0 (mpi-comm-id (mpi-world)))))
 
   (define (start-group np spawn)
     (let ([places (make-vector np #f)])

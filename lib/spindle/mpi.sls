@@ -22,6 +22,8 @@
           (spindle private places mpi-collectives)
           (spindle private places mpi-reduce)
           (spindle private places mpi-bytes)
+          (spindle private places cg-ranks)
+          (only (spindle private places cg-backend) set-mpi-groups!)
           (only (spindle thread) thread thread-dead? current-thread-pool)
           (only (spindle custodian) make-custodian current-custodian)
           (only (spindle blocking) call-blocking)
@@ -45,6 +47,12 @@
     (set-collective-spawner!
       (lambda (thunk) (parameterize ([current-custodian progress-custodian]) (thread thunk (current-thread-pool))))
       call-blocking))
+  ;; fork-join's groups over ranks (private/places/cg-backend.sls): fork-join
+  ;; loads no MPI library, so this one hands it the operations.
+  (define groups-registered
+    (set-mpi-groups! rmpi-comm? (lambda () (world)) rmpi-id rmpi-cnt rmpi-available?
+                     make-ranks ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
+                     ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather))
   (define (rmpi-world) (world))
   ;; MPI_Finalize, then the parked receives learn it.
   (define (rmpi-finish comm) (finish comm) (wake-after-finish!)))

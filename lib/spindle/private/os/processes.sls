@@ -5,7 +5,7 @@
 (library (spindle private os processes)
   (export spawn-program spawn-process pidfd-open pidfd-signal wait-exit-code try-reap
           exited-status? exit-status-code status-signal send-signal executable-file?
-          own-pid parent-pid process-ended? die-with-parent! fork-process change-directory self-executable
+          own-pid mark-mpi-rank! mpi-rank-process? parent-pid process-ended? die-with-parent! fork-process change-directory self-executable
           stack-limit exit-process os-exit register-c-exit-entry! shell-command)
   (import (chezscheme) (spindle private os libc)
           (only (spindle private os memory) c-string c-strings)
@@ -145,6 +145,20 @@
                 (if (exited-status? s) (exit-status-code s) 1)))))))
 
   (define (own-pid) (c-getpid))
+
+  ;; A place of an MPI rank inherits the rank's environment, OMPI_*
+  ;; included, and would take itself for that rank.  So the rank marks the
+  ;; environment with its pid (mark-mpi-rank!, called as mpi-world and
+  ;; fork-join's cg-backend load, before a place's template can start),
+  ;; and only the process of that pid is the rank.
+  (define (mark-mpi-rank!)
+    (when (and (getenv "OMPI_COMM_WORLD_RANK") (not (getenv "SPINDLE_MPI_RANK_PID")))
+      (putenv "SPINDLE_MPI_RANK_PID" (number->string (own-pid)))))
+  (define (mpi-rank-process?)
+    (and (getenv "OMPI_COMM_WORLD_RANK")
+         (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
+           (and owner (string=? owner (number->string (own-pid)))))
+         #t))
 
   ;; #t if process pid (any process, not only a child) has ended: it is
   ;; gone, or a zombie nobody has reaped yet (state Z or X in

@@ -1,9 +1,10 @@
 #!chezscheme
 ;;; fork-join's communication-group operations over MPI ranks: the members
 ;;; of the group are the ranks of an rmpi communicator, and each operation
-;;; is one of (spindle mpi) (whose progress thread (spindle mpi) starts:
-;;; fork-join imports it).  (spindle fork-join) checks the arguments and
-;;; chooses between these and its operations over place channels.
+;;; is one of (spindle mpi) (whose progress thread (spindle mpi) starts).
+;;; (spindle mpi) registers them as it loads (cg-backend's set-mpi-groups!);
+;;; (spindle fork-join) checks the arguments and chooses between these and
+;;; its operations over place channels.
 ;;;
 ;;; A group has a communicator of its own, a duplicate of the one
 ;;; fork-join was given (a split of one color, in rank order), freed when
@@ -17,27 +18,18 @@
 ;;; collectives are rmpi's; typed data (bytevectors, fxvectors, flonums,
 ;;; shared vectors) goes through their typed paths, shared vectors in place.
 (library (spindle private places cg-ranks)
-  (export rank-process? make-ranks ranks?
+  (export make-ranks ranks?
           ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
           ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
-          (only (spindle private places mpi-world) rmpi-available? rmpi-id rmpi-cnt)
+          (only (spindle private places mpi-world) rmpi-id rmpi-cnt)
           (only (spindle private places mpi-engine) rmpi-send rmpi-recv comm-free!)
           (only (spindle private places mpi-collectives) rmpi-barrier rmpi-broadcast
                 rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split)
-          (only (spindle private places mpi-reduce) rmpi-allreduce)
-          (only (spindle private os processes) own-pid))
+          (only (spindle private places mpi-reduce) rmpi-allreduce))
 
   (define tag-p2p 0)
   (define tag-pipeline 1)
-
-  ;; #t in a process started by mpirun as a rank (not in a place of one:
-  ;; mpi-world marks the rank's environment with its pid when it loads).
-  (define (rank-process?)
-    (and (getenv "OMPI_COMM_WORLD_RANK")
-         (rmpi-available?)               ; mpi-world is loaded, so the mark is made
-         (let ([owner (getenv "SPINDLE_MPI_RANK_PID")])
-           (and owner (string=? owner (number->string (own-pid)))))))
 
   (define-record-type (ranks new-ranks ranks?) (fields comm) (sealed #t))
 

@@ -16,7 +16,7 @@
           engine-lock with-engine-lock world-finalized? with-mpi-call counted-mpi-call with-interrupts-off)
   (import (chezscheme)
           (spindle private os mpi)
-          (only (spindle private os processes) own-pid)
+          (only (spindle private os processes) own-pid mark-mpi-rank!)
           (only (spindle private core atomic) with-atomic with-os-mutex)
           (only (spindle private core exit-hooks) add-exit-hook! exit-process-code))
 
@@ -57,9 +57,7 @@
   ;; would join MPI as that rank.  So the rank marks the environment with its
   ;; pid when it loads this library (before it can start a place's
   ;; template), and rmpi-world refuses in any other process.
-  (define rank-marked
-    (when (and (getenv "OMPI_COMM_WORLD_RANK") (not (getenv "SPINDLE_MPI_RANK_PID")))
-      (putenv "SPINDLE_MPI_RANK_PID" (number->string (own-pid)))))
+  (define rank-marked (mark-mpi-rank!))
 
   (define (rmpi-world)
     (or world
