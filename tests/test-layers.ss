@@ -6,12 +6,16 @@
 ;;; it from the list when it is gone, and never add one).
 (import (chezscheme) (harness))
 
-(define layer-order '(host os core io places public tools umbrella compat))
+;; Bottom up.  core and diagnostics are one layer in two folders: the
+;; scheduler calls trace and watchdog, and thread-dump reads the scheduler.
+;; mpi sits on places (messages travel in the place-message encoding);
+;; groups (fork-join's parts, cg-ranks over MPI included) on both.
+(define layer-order '(host os (core diagnostics) io places mpi groups public tools umbrella compat))
 
 ;; (spindle private LAYER name): LAYER, one of the folders under
 ;; lib/spindle/private/; (spindle x): public, except (spindle build), a tool; (spindle): the umbrella;
 ;; (util ...) and (srfi ...): compat.  #f for a library in no layer.
-(define private-layers '(host os core io places tools))
+(define private-layers '(host os core diagnostics io places mpi groups tools))
 
 ;; Edges that still point up (doc/internals.md lists them).
 (define known-upward-edges
@@ -30,7 +34,11 @@
     [(and (pair? name) (memq (car name) '(util srfi))) 'compat]
     [else #f]))
 
-(define (rank layer) (- (length layer-order) (length (memq layer layer-order))))
+(define (rank layer)
+  (let loop ([order layer-order] [i 0])
+    (cond [(null? order) (error 'rank "no such layer" layer)]
+          [(or (eq? (car order) layer) (and (pair? (car order)) (memq layer (car order)))) i]
+          [else (loop (cdr order) (+ i 1))])))
 
 ;; The library name inside an import spec.
 (define (spec-library spec)
@@ -94,7 +102,7 @@
 (test "no library imports from a higher layer" (check-equal 'upward-edges '() upward))
 
 ;; (spindle) loads no MPI library: (spindle mpi) registers fork-join's groups
-;; over ranks as it loads (private/places/cg-backend.sls).
+;; over ranks as it loads (private/groups/cg-backend.sls).
 (define (transitive-imports root)
   (let loop ([todo (list root)] [seen '()])
     (cond

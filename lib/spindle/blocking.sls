@@ -14,7 +14,7 @@
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private core evt-core) (spindle private core queue)
           (only (spindle private core sync) sync)
           (only (spindle private os signals) fork-os-thread)
-          (only (spindle private core watchdog) watchdog-note-os-thread!))
+          (only (spindle private diagnostics watchdog) watchdog-note-os-thread!))
 
   (define max-helpers 64)
   (define idle-seconds 10)

@@ -30,7 +30,7 @@
           (only (spindle private core scheduler) current-gthread)
           (only (spindle private core atomic) with-spin-lock with-os-mutex)
           (only (spindle parameter) make-parameter)
-          (only (spindle private io custody) set-custody-hooks!))
+          (only (spindle private io custodian-hooks) set-custody-hooks!))
 
   ;; The custodian's spin lock (it disables interrupts while held).
   (define-syntax spin-lock-custodian

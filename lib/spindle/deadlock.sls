@@ -46,11 +46,11 @@
           (only (spindle private host collector) collector-helper-threads)
           (only (spindle private core cancel) scope-handler?)
           (only (spindle private core wait-targets) thread-wait-list)
-          (only (spindle private core thread-dump) dump-object-text)
+          (only (spindle private diagnostics thread-dump) dump-object-text)
           (only (spindle private io poller) poller-may-wake?)
           (only (spindle private os signals) signal-handlers sigquit)
           (only (spindle blocking) blocking-helpers-busy? blocking-helper-count)
-          (only (spindle private core watchdog) watchdog-os-threads)
+          (only (spindle private diagnostics watchdog) watchdog-os-threads)
           (only (spindle semaphore) semaphore?)
           (only (spindle custodian) all-managed-objects))
 

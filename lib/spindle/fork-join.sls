@@ -20,7 +20,7 @@
 ;;;          collective's messages with their call; CGsend traffic, which
 ;;;          follows no such order, never shares a channel with them.
 ;;;   barrier  a shared fxvector and wake channels: the dissemination
-;;;          barrier of private/places/cg-barrier.sls, log2 np rounds of
+;;;          barrier of private/groups/cg-barrier.sls, log2 np rounds of
 ;;;          point-to-point signals (nothing goes through member 0).
 ;;; Member 0 blocks only in sync over its hub channels and the places'
 ;;; place-dead-evts (in a barrier, its wake channel too), so a member that
@@ -37,8 +37,8 @@
 ;;;
 ;;; Over MPI: `np` may be an rmpi communicator, whose ranks are then the
 ;;; members (each rank calls fork-join; the body runs in the rank itself,
-;;; and the operations go over MPI: private/places/cg-ranks.sls, which
-;;; (spindle mpi) registers as it loads: private/places/cg-backend.sls; so
+;;; and the operations go over MPI: private/groups/cg-ranks.sls, which
+;;; (spindle mpi) registers as it loads: private/groups/cg-backend.sls; so
 ;;; this library loads no MPI library).  A rank that fails ends the whole
 ;;; job (spindle mpi's rule), which stands for "group aborted".
 ;;;
@@ -53,12 +53,12 @@
           (rename (CGBarrier CG-B) (CG-id CGid) (CG-np CGnp)))
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (spindle place)
-          (spindle private places cg-barrier)
-          (spindle private places cg-record)
-          (spindle private places cg-blocks)
-          (spindle private places cg-loops)
-          (spindle private places cg-backend)
-          (only (spindle private core trace) tracing? trace-now trace-span!)
+          (spindle private groups cg-barrier)
+          (spindle private groups cg-record)
+          (spindle private groups cg-blocks)
+          (spindle private groups cg-loops)
+          (spindle private groups cg-backend)
+          (only (spindle private diagnostics trace) tracing? trace-now trace-span!)
           (only (spindle event) sync wrap-evt))
 
   ;; ---------------------------------------------------------------- groups

@@ -22,7 +22,7 @@
           (spindle private core evt-core) (spindle private core sync)
           (spindle semaphore)
           (only (spindle parameter) make-parameter)
-          (only (spindle private core trace) tracing? trace-now trace-instant! trace-span!))
+          (only (spindle private diagnostics trace) tracing? trace-now trace-instant! trace-span!))
 
   (define-record-type (future-record make-future future?)
     (fields thunk

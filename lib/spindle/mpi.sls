@@ -1,29 +1,29 @@
 #!chezscheme
 ;;; MPI ranks, after Racket's rmpi: point-to-point messages, the receive
-;;; evt, in-place byte messages (mpi-bytes), barrier, broadcast, reductions, allgather, all-to-all and
+;;; evt, in-place byte messages (private/mpi/bytes), barrier, broadcast, reductions, allgather, all-to-all and
 ;;; communicator splits.  The manual: doc/reference.md, "(spindle mpi)".
 ;;;
 ;;; mpi-world (spindle private places) initialises MPI and ends the rank;
-;;; the engine (spindle private places mpi-engine) runs every operation as a
+;;; the engine (spindle private mpi engine) runs every operation as a
 ;;; non-blocking MPI request completed by a progress green thread, so a
 ;;; waiting thread parks and the rank's other threads run; the collectives
 ;;; (spindle private places mpi-collectives, mpi-reduce) move typed data (shared vectors
 ;;; in place, fixnums, flonums, bytevectors, fxvectors) without
 ;;; serialisation and any other place message in spindle's place-message
-;;; encoding (spindle private places mpi-data).
+;;; encoding (spindle private mpi data).
 (library (spindle mpi)
   (export rmpi-world rmpi-comm? rmpi-available? rmpi-id rmpi-cnt
           rmpi-send rmpi-recv rmpi-recv-evt rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt rmpi-barrier rmpi-broadcast
           rmpi-reduce rmpi-allreduce rmpi-allgather rmpi-alltoall rmpi-alltoallv
           rmpi-comm-split rmpi-partition rmpi-finish)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
-          (rename (spindle private places mpi-world) (rmpi-world world) (rmpi-finish finish))
-          (spindle private places mpi-engine)
-          (spindle private places mpi-collectives)
-          (spindle private places mpi-reduce)
-          (spindle private places mpi-bytes)
-          (spindle private places cg-ranks)
-          (only (spindle private places cg-backend) set-mpi-groups!)
+          (rename (spindle private mpi world) (rmpi-world world) (rmpi-finish finish))
+          (spindle private mpi engine)
+          (spindle private mpi collectives)
+          (spindle private mpi reduce)
+          (spindle private mpi bytes)
+          (spindle private groups cg-ranks)
+          (only (spindle private groups cg-backend) set-mpi-groups!)
           (only (spindle thread) thread thread-dead? current-thread-pool)
           (only (spindle custodian) make-custodian current-custodian)
           (only (spindle blocking) call-blocking)
@@ -47,7 +47,7 @@
     (set-collective-spawner!
       (lambda (thunk) (parameterize ([current-custodian progress-custodian]) (thread thunk (current-thread-pool))))
       call-blocking))
-  ;; fork-join's groups over ranks (private/places/cg-backend.sls): fork-join
+  ;; fork-join's groups over ranks (private/groups/cg-backend.sls): fork-join
   ;; loads no MPI library, so this one hands it the operations.
   (define groups-registered
     (set-mpi-groups! rmpi-comm? (lambda () (world)) rmpi-id rmpi-cnt rmpi-available?

@@ -39,7 +39,7 @@
           (only (spindle private core atomic) with-os-mutex)
           (only (spindle private core scheduler) current-gthread)
           (only (spindle private core gthread) gthread-cancel gthread-cancel-set!)
-          (only (spindle private core requests) request-cancel-check! check-cancel!)
+          (only (spindle private core thread-requests) request-cancel-check! check-cancel!)
           (only (spindle private core clock) monotonic-ms)
           (spindle private core cancel)
           (only (spindle private core evt-core) make-owned-latch owned-latch-owner-set!

@@ -54,7 +54,7 @@
   (import (chezscheme) (spindle private host ports)
           (only (spindle private core scheduler) current-gthread 
                 gthread-break-enabled? gthread-break-enabled?-set!)
-          (only (spindle private core requests) check-requests!)
+          (only (spindle private core thread-requests) check-requests!)
           (only (spindle private os threads) os-yield!)
           (only (spindle private core owner-lock) make-owner-lock owner-lock-owner owner-lock-acquire-as!
                 owner-lock-release-as! owner-lock-await-free!))

@@ -21,7 +21,7 @@
   (import (except (chezscheme) sleep thread?) (only (spindle private core atomic) with-os-mutex)
           (spindle private host memory-order)
           (only (spindle private host dynamic-state) make-exception-state)
-          (spindle private core queue) (spindle private core scheduler) (spindle private core requests)
+          (spindle private core queue) (spindle private core scheduler) (spindle private core thread-requests)
           (spindle private core clock) (spindle private core processors)
           (spindle private core evt-core) (spindle private core sync)
           (spindle private core keywords) (spindle async-channel)
@@ -30,7 +30,7 @@
           (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind
                 all-managed-objects all-managed-owners)
           (only (spindle private os signals) sigquit)
-          (only (spindle private core thread-dump) dump-text)
+          (only (spindle private diagnostics thread-dump) dump-text)
           (only (spindle private core wait-targets) thread-wait-list)
           (only (spindle deadlock) set-deadlock-dumper!)
           (only (spindle synchronized-port) with-port-lock)

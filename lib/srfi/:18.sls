@@ -29,7 +29,7 @@
           (prefix (only (chezscheme) make-mutex) chez:)
           (spindle thread) (spindle event)
           (spindle private core queue)
-          (only (spindle private core requests) request-kill!)
+          (only (spindle private core thread-requests) request-kill!)
           (only (spindle private core atomic) with-os-mutex)
           (only (spindle private core wait-targets) wait-target-alias!)
           (only (spindle private core sync) before-take!))

@@ -10,7 +10,7 @@
 ;;;   time stamps.  About 33 ns a reading.
 (library (spindle private core clock)
   (export monotonic-ms wall-ms shared-monotonic-us)
-  (import (chezscheme) (only (spindle private os clock) monotonic-microseconds))
+  (import (chezscheme) (only (spindle private os monotonic-clock) monotonic-microseconds))
 
   (define-syntax time->ms
     (syntax-rules ()

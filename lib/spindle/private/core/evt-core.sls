@@ -21,7 +21,7 @@
     latch make-latch latch? latch-fire! make-owned-latch owned-latch-owner-set! record-prints-as!
     evt-trace-reason! evt-trace-reason evt-wait-description)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
-          (only (spindle private core requests) set-interrupt-hook!)
+          (only (spindle private core thread-requests) set-interrupt-hook!)
           (only (spindle private core gthread) gthread-interrupt-pending?))
 
   ;; on-commit: #f, or a procedure of the committed branch that a partner
@@ -195,7 +195,7 @@
   ;; Makes s the syncer t syncs with, before its first attempt, and
   ;; commits it as interrupted if t has a kill, suspend or break to act on
   ;; (a cancellation waits for a checkpoint: see sync.sls).  A requester
-  ;; (requests.sls) stores its request, then reads t's syncer; t stores
+  ;; (thread-requests.sls) stores its request, then reads t's syncer; t stores
   ;; its syncer, then reads its requests.  x86 lets a load pass an earlier
   ;; store, so without the CAS between on each side both could miss: t
   ;; would register and a partner commit it, though the request (a

@@ -49,7 +49,7 @@
             ;; its innermost cancel scope, or #f (see (spindle private core cancel))
             (mutable cancel)
             ;; a weak pair holding the last cancel scope whose cancellation
-            ;; it raised, or #f (see check-requests-of! in requests.sls)
+            ;; it raised, or #f (see check-requests-of! in thread-requests.sls)
             (mutable cancel-raised))
     (protocol
       (lambda (new)

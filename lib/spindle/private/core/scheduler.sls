@@ -51,10 +51,10 @@
           (only (spindle private host dynamic-state) current-winders)
           (only (spindle private os signals) fork-os-thread)
           (spindle private core pools) (spindle private core gthread)
-          (spindle private core trace) (spindle private core clock) (spindle private core timers)
+          (spindle private diagnostics trace) (spindle private core clock) (spindle private core timers)
           (spindle private core gc-policy) (spindle private core exit-hooks)
           (spindle private core wakeup)
-          (only (spindle private core watchdog) watchdog-note-spawn!))
+          (only (spindle private diagnostics watchdog) watchdog-note-spawn!))
 
   ;; Starts a time slice for the thread w runs.
   (define-syntax start-slice!
@@ -471,7 +471,7 @@
         [else (fx>= (fx- now (worker-slice-start w)) slice-ms)])))
 
   ;; ---------------------------------------------------------------- for requests
-  ;; (spindle private core requests) acts on kill, break and suspend
+  ;; (spindle private core thread-requests) acts on kill, break and suspend
   ;; requests; a preempted or yielding thread resumes through this hook.
   (define resume-check (lambda (t) (void)))
   (define (set-resume-check! proc) (set! resume-check proc))

@@ -14,12 +14,12 @@
     register-evt-record-type! register-evt-kind!
     sync-prim thread-wait-descriptions before-take!)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
-          (only (spindle private core requests) check-requests! check-cancel!)
+          (only (spindle private core thread-requests) check-requests! check-cancel!)
           (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?
                 gthread-parked-at-set!)
           (only (spindle private core cancel) cancel-deadline)
           (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
-          (spindle private core evt-core) (only (spindle private core trace) tracing? trace-park-reason!))
+          (spindle private core evt-core) (only (spindle private diagnostics trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
   (define-record-type choice (fields evts) (nongenerative spindle-choice-evt-v1) (sealed #t))
@@ -258,7 +258,7 @@
 
   ;; Inside a cancel scope, a sync's return that took something counts as
   ;; a park for the preemption rule of cancellation (see check-requests-of!
-  ;; in (spindle private core requests)): it stamps parked-at, which
+  ;; in (spindle private core thread-requests)): it stamps parked-at, which
   ;; dump-threads reads only while the thread is parked.  A poll that took
   ;; nothing does not: a polling loop must stay cancellable.  Outside
   ;; every scope: one field check.

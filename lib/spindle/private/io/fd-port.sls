@@ -40,7 +40,7 @@
           (only (spindle private core owner-lock) owner-lock-acquire! owner-lock-release!
                 owner-lock-try-acquire!)
           (only (spindle private core sync) always-evt wrap-evt guard-evt replace-evt register-evt-kind!)
-          (spindle private io custody))
+          (spindle private io custodian-hooks))
 
   ;; ---------------------------------------------------------------- port locks
   ;; Owner locks (see (spindle private core owner-lock)): a lock whose

@@ -12,7 +12,7 @@
           (only (spindle private os polling) poll-in poll-now)
           (only (spindle private os sockets) make-nonblocking-socket sys-bind sys-listen sys-accept sys-connect socket-error socket-peer-address address-family address->string address-port af-inet6 af-unix) (spindle private io fd-port)
           (spindle private io poller)
-          (spindle private io custody)
+          (spindle private io custodian-hooks)
           (only (spindle private core sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds))
 
   ;; kind: 'tcp or 'unix; path: the socket file of a unix listener (or #f).

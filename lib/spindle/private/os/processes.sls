@@ -148,7 +148,7 @@
 
   ;; A place of an MPI rank inherits the rank's environment, OMPI_*
   ;; included, and would take itself for that rank.  So the rank marks the
-  ;; environment with its pid (mark-mpi-rank!, called as mpi-world and
+  ;; environment with its pid (mark-mpi-rank!, called as private/mpi/world and
   ;; fork-join's cg-backend load, before a place's template can start),
   ;; and only the process of that pid is the rank.
   (define (mark-mpi-rank!)

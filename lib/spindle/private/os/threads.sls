@@ -9,7 +9,7 @@
 ;;; collect rendezvous).
 (library (spindle private os threads)
   (export make-os-semaphore os-semaphore-post! os-semaphore-wait! os-yield! os-nap!)
-  (import (chezscheme) (spindle private os libc) (spindle private os clock)
+  (import (chezscheme) (spindle private os libc) (spindle private os monotonic-clock)
           (only (spindle private os descriptors) close-fd)
           (only (spindle private os polling) make-eventfd eventfd-signal! eventfd-drain! ppoll-readable)
           (only (spindle private os processes) own-pid))

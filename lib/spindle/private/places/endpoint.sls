@@ -8,7 +8,7 @@
 ;;; send.sls and the two transports), what is being received
 ;;; (receive-state and its parser, used by receive.sls and
 ;;; ring-transport.sls), and the epoll read interest (watch, used by
-;;; getter.sls).
+;;; endpoint-get.sls).
 ;;;
 ;;; The process's I/O poller (spindle private io poller) watches the
 ;;; sockets, level-triggered: its handler runs in whichever worker polls,
@@ -95,7 +95,7 @@
 
   (define (assembly-free! a) (buffer-free (assembly-buffer a) (assembly-size a)))
 
-  ;; The epoll read interest (see getter.sls): mask: the epoll mask now
+  ;; The epoll read interest (see endpoint-get.sls): mask: the epoll mask now
   ;; registered; quiet?: read interest off (getters read the socket
   ;; themselves); parked: getters parked on the inbox (may overcount);
   ;; evt-used?: the endpoint was used as an evt.
@@ -256,7 +256,7 @@
         (loop (flmin 0.05 (fl* 2. pause))))))
 
   ;; The monotonic clock in nanoseconds, for the spin and wait deadlines of
-  ;; getter.sls and send.sls.
+  ;; endpoint-get.sls and send.sls.
   (define (now-ns)
     (let ([t (current-time 'time-monotonic)])
       (fx+ (fx* (time-second t) 1000000000) (time-nanosecond t)))))

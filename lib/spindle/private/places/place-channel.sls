@@ -7,7 +7,7 @@
 ;;; socket-transport.sls).  Receiving starts when an endpoint is first read
 ;;; from (got from, or synced on): from then on the poller reads its frames
 ;;; into its inbox (receive.sls, inbox.sls), and getters decode them
-;;; (getter.sls).  A busy channel made in this process moves its messages
+;;; (endpoint-get.sls).  A busy channel made in this process moves its messages
 ;;; without descriptors to a shared-memory ring (ring-transport.sls,
 ;;; shm-ring.sls).
 ;;;
@@ -23,7 +23,7 @@
           (spindle private places shm-ring) (spindle private places frame)
           (spindle private places inbox) (spindle private places endpoint)
           (spindle private places send) (spindle private places ring-transport)
-          (spindle private places receive) (spindle private places getter))
+          (spindle private places receive) (spindle private places endpoint-get))
 
   ;; unread, unread-fds: what the sender had read from this channel but not
   ;; delivered (see endpoint-take-unread!); parsed before the socket.

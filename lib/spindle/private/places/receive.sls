@@ -4,7 +4,7 @@
 ;;;
 ;;; The poller reads an endpoint that is being read (receive-state
 ;;; reading?) when its socket or ring has data; a getter that finds the
-;;; inbox empty reads it too (see getter.sls).  An endpoint that is never
+;;; inbox empty reads it too (see endpoint-get.sls).  An endpoint that is never
 ;;; read locally (say, one end of a fresh place-channel, sent away) leaves
 ;;; its bytes to the place that reads it.
 (library (spindle private places receive)

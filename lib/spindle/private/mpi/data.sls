@@ -9,7 +9,7 @@
 ;;; fxvector, shared vector) travels in the collectives
 ;;; as its elements in foreign memory (MPI_BYTE, MPI_INT64_T, MPI_DOUBLE),
 ;;; a shared vector from its own memory.  Used by (spindle mpi).
-(library (spindle private places mpi-data)
+(library (spindle private mpi data)
   (export pack unpack encode-body form-kind kind-form foreign->body body->value foreign-copy
           typed-op flonum-vector? typed-buffer typed-result datatype
           element-kind element-count element-size kind-datatype

@@ -65,7 +65,7 @@
 ;;; evt's wrapper taking the bytes (a few instructions) loses that large
 ;;; message, as a killed thread loses any evt's result; its bytes stay in
 ;;; MPI, and the stream's message 65536 later then never completes.
-(library (spindle private places mpi-bytes)
+(library (spindle private mpi bytes)
   (export rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
@@ -79,8 +79,8 @@
           (only (spindle private core sync) sync wrap-evt current-inexact-monotonic-milliseconds)
           (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length
                 shared-vector-address)
-          (spindle private places mpi-world)
-          (only (spindle private places mpi-engine) handle->pending add-request! remove-request! cancel-pending!
+          (spindle private mpi world)
+          (only (spindle private mpi engine) handle->pending add-request! remove-request! cancel-pending!
                 test! poke! add-prober! remove-prober!))
 
   ;; MPI tags: direct-tag in [32768, 65535); the data tags of user tag t
@@ -410,7 +410,7 @@
     (sealed #t))
   ;; data-evt: the bytes of large message seq from src, for the blocking
   ;; receive of hold h (or #f).  The token of a registration is its prober
-  ;; (mpi-engine).
+  ;; (the engine).
   (define-record-type data-evt
     (parent prim-evt)
     (fields comm src tag seq buf start n hold)

@@ -33,13 +33,13 @@
 ;;;   cg-barrier-enter! and cg-barrier-finish!).
 ;;; - Signalling is a locked increment, so what a member wrote to shared
 ;;;   memory before the barrier is seen by every member after it.
-(library (spindle private places cg-barrier)
+(library (spindle private groups cg-barrier)
   (export cg-barrier-rounds cg-barrier-words make-cg-barrier
           cg-barrier-enter! cg-barrier-wait! cg-barrier-count cg-barrier-finish!)
   (import (chezscheme)
           (only (spindle private places shared-vector) shared-vector-address shared-vector-length)
           (only (spindle private os threads) os-yield!)
-          (only (spindle private os clock) monotonic-microseconds))
+          (only (spindle private os monotonic-clock) monotonic-microseconds))
 
   (define-ftype words (array 16777216 iptr))
 

@@ -29,7 +29,7 @@
 ;;; single-threaded to fork.
 ;;; Settings: SPINDLE_WATCHDOG=off turns the stall report off;
 ;;; SPINDLE_LONG_SLICE_MS=N turns the long-slice report on.
-(library (spindle private core watchdog)
+(library (spindle private diagnostics watchdog)
   (export watchdog-note-spawn! watchdog-note-os-thread! watchdog-os-threads
           collect-stall-report-seconds long-slice-report-ms watchdog-report-handler)
   (import (chezscheme) (spindle private core pools) (spindle private core gthread)

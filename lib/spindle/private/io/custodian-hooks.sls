@@ -10,7 +10,7 @@
 ;;; A kind is what (spindle custodian) calls a custodian kind: a pair
 ;;; (shutdown . closed?) of procedures of the object, shared by every
 ;;; object of the kind.
-(library (spindle private io custody)
+(library (spindle private io custodian-hooks)
   (export make-custody-kind custody-register! current-custody set-custody-hooks!)
   (import (chezscheme))
 

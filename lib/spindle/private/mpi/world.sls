@@ -8,7 +8,7 @@
 ;;; A rank never forks: places in a rank start from their template process,
 ;;; which posix_spawn executes afresh (no MPI state), and are forked from it.
 ;;; A place is not a rank: rmpi-world refuses in one.
-(library (spindle private places mpi-world)
+(library (spindle private mpi world)
   (export handle->comm rmpi-comm? rmpi-comm-handle rmpi-comm-twin rmpi-comm-id rmpi-comm-cnt rmpi-comm-busy rmpi-comm-busy-set!
           rmpi-comm-freed? rmpi-comm-freed?-set!
           rmpi-world rmpi-available? rmpi-finish rmpi-id rmpi-cnt
@@ -22,11 +22,11 @@
 
   ;; ------------------------------------------------------------ communicators
   ;; twin: a duplicate of handle (MPI_Comm_dup), which carries only the
-  ;; bytes of large rmpi-send messages (mpi-engine), so that no receive
+  ;; bytes of large rmpi-send messages (the engine), so that no receive
   ;; on handle ever matches them.  busy: #f, or a latch fired once the
   ;; collective that a helper thread finishes for a broken or killed
-  ;; caller has made all its MPI calls (mpi-collectives).  freed?: its
-  ;; MPI communicators are freed (mpi-engine's comm-free!).
+  ;; caller has made all its MPI calls (private/mpi/collectives).  freed?: its
+  ;; MPI communicators are freed (the engine's comm-free!).
   (define-record-type (rmpi-comm make-rmpi-comm rmpi-comm?)
     (fields handle twin id cnt (mutable busy) (mutable freed?))
     (nongenerative spindle-rmpi-comm-v4) (sealed #t))

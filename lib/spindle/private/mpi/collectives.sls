@@ -2,7 +2,7 @@
 ;;; The collectives of (spindle mpi), after Racket's rmpi: barrier,
 ;;; broadcast, allgather, alltoall, alltoallv, and the communicator
 ;;; operations comm-split and partition; reduce and allreduce are
-;;; mpi-reduce's.
+;;; reduce's.
 ;;;
 ;;; Each is an agreement (see `agree`: the ranks' kinds, sizes and roots,
 ;;; so that a disagreement raises at every rank before MPI could cut a
@@ -12,21 +12,21 @@
 ;;;  - shared vectors: MPI reads and writes their memory in place;
 ;;;  - typed data (fixnums, flonums, bytevectors, fxvectors): copied once into foreign memory as MPI_BYTE, MPI_INT64_T
 ;;;    or MPI_DOUBLE, no serialisation;
-;;;  - any other place message: packed (mpi-data), its size exchanged
+;;;  - any other place message: packed (private/mpi/data), its size exchanged
 ;;;    first (in the agreement, or MPI_Ialltoall), then the bytes
 ;;;    (MPI_Ibcast, MPI_Iallgatherv, MPI_Ialltoallv).
-;;; The reductions are mpi-reduce's, on this library's helper threads
+;;; The reductions are reduce's, on this library's helper threads
 ;;; (whole) and broadcast.
-(library (spindle private places mpi-collectives)
+(library (spindle private mpi collectives)
   (export rmpi-barrier rmpi-broadcast
           rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split rmpi-partition
           set-collective-spawner! whole agree check-same word broadcast flonum->bits bits->flonum)
   (import (chezscheme)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
-          (spindle private places mpi-data)
-          (spindle private places mpi-world)
-          (spindle private places mpi-engine)
+          (spindle private mpi data)
+          (spindle private mpi world)
+          (spindle private mpi engine)
           (only (spindle private core evt-core) make-latch latch-fire!)
           (only (spindle private core sync) sync)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length

@@ -15,7 +15,7 @@
 ;;; A getter on a ring spins for a time instead (a look at a ring costs
 ;;; little; a writer may be copying a large message in): the next
 ;;; message of a busy channel then needs no wake-up.
-(library (spindle private places getter)
+(library (spindle private places endpoint-get)
   (export endpoint-get endpoint-evt)
   (import (chezscheme)
           (only (spindle private os threads) os-yield!)

@@ -2,7 +2,7 @@
 ;;; The MPI engine of (spindle mpi): the progress thread that completes
 ;;; non-blocking requests, and point-to-point messages with the receive
 ;;; evt (the world, communicators and checks: mpi-world).  The
-;;; collectives (spindle private places mpi-collectives) start requests
+;;; collectives (spindle private mpi collectives) start requests
 ;;; through run-request!.
 ;;;
 ;;; Every operation is a non-blocking MPI request (MPI_Isend, MPI_Ibarrier,
@@ -31,7 +31,7 @@
 ;;; looks at before MPI, so no message is lost and the order per
 ;;; (source, tag) is MPI's.
 
-(library (spindle private places mpi-engine)
+(library (spindle private mpi engine)
   (export run-request! send-message recv-internal
           rmpi-send rmpi-recv rmpi-recv-evt set-progress-spawner! wake-after-finish! comm-free!
           handle->pending add-request! remove-request! cancel-pending! test! poke! add-prober! remove-prober!)
@@ -44,8 +44,8 @@
           (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
           (only (spindle private core evt-core) prim-evt make-latch latch-fire! commit-one! commit-partner!
                 record-prints-as! evt-trace-reason!)
-          (spindle private places mpi-data)
-          (spindle private places mpi-world)
+          (spindle private mpi data)
+          (spindle private mpi world)
           (only (spindle private core scheduler) yield!)
           (only (spindle private core processors) processor-count)
           (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
@@ -151,7 +151,7 @@
 
   ;; Under engine-lock, raising nothing: the next MPI message for (comm
   ;; src tag), received but not decoded, as (src form . body) (form as
-  ;; mpi-data's, or 'large: body is the received bytevector itself); #f if none has
+  ;; data's, or 'large: body is the received bytevector itself); #f if none has
   ;; arrived; or MPI's error code.
   ;; sc: scratch memory (flag, message handle, status at 0, 8, 24; a
   ;; request at 48) and rbuf, a buffer of large-message bytes: the
@@ -391,7 +391,7 @@
         (check-rc who result))))
 
   ;; ------------------------------------------------------------ messages
-  ;; A message is one kind byte then its body (mpi-data), in foreign memory:
+  ;; A message is one kind byte then its body (private/mpi/data), in foreign memory:
   ;; the reused send-buffer when small, else a malloc'ed copy.  A send
   ;; never waits for the receiver, as Racket's rmpi-send does not (so two
   ;; ranks that send each other large messages before receiving do not
@@ -411,9 +411,9 @@
   ;; in the order of its headers.  So every message on a communicator
   ;; itself has at most large-message bytes, and a receive may post a
   ;; buffer of that size (post-raw!): Open MPI writes a truncated
-  ;; rendezvous message past the end of its buffer (mpi-bytes).
+  ;; rendezvous message past the end of its buffer (private/mpi/bytes).
   (define large-message 65536)
-  ;; A header's kind byte for each form of message (mpi-data), and back.
+  ;; A header's kind byte for each form of message (private/mpi/data), and back.
   (define (header-kind form) (case form [(raw) 2] [(fx) 5] [else 3]))
   (define (header-form kind) (case kind [(2) 'raw] [(3) 'encoded] [(5) 'fx] [else #f]))
 

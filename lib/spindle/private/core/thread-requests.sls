@@ -5,7 +5,7 @@
 ;;; and interrupts it where it waits; the thread acts on its requests
 ;;; itself (check-requests!), when it resumes from a preemption or yield
 ;;; and wherever the sync layer looks.
-(library (spindle private core requests)
+(library (spindle private core thread-requests)
   (export request-kill! request-break! request-suspend! request-resume!
           request-cancel-check! check-requests! check-breaks! check-cancel! set-interrupt-hook!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)

@@ -2,9 +2,9 @@
 ;;; fork-join's loop forms, CGfor and CGfor/stride: a range of iterations
 ;;; split among the members of a communication group, in blocks or
 ;;; cyclically.
-(library (spindle private places cg-loops)
+(library (spindle private groups cg-loops)
   (export CGfor CGfor/stride)
-  (import (chezscheme) (spindle private places cg-record))
+  (import (chezscheme) (spindle private groups cg-record))
 
   ;; Iterations start, start+step, ... before end: how many.
   (define (iteration-count who start end step)

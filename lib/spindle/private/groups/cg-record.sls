@@ -2,8 +2,8 @@
 ;;; The communication group (CG) of a fork-join member: its id and np, and
 ;;; what its operations go through, over places (channels, the barrier,
 ;;; member 0's view of the group: (spindle fork-join)) or over MPI ranks
-;;; (private/places/cg-ranks.sls).
-(library (spindle private places cg-record)
+;;; (private/groups/cg-ranks.sls).
+(library (spindle private groups cg-record)
   (export make-cg CG? cg-id cg-np cg-hub cg-p2p cg-coll cg-queue cg-queue-set!
           cg-barriers cg-barriers-set! cg-bar cg-group cg-ranks check-cg)
   (import (chezscheme))

@@ -2,7 +2,7 @@
 ;;; libc's clock: CLOCK_MONOTONIC, the same in every process (Chez's
 ;;; time-monotonic counts from the process's start, and places are
 ;;; processes).
-(library (spindle private os clock)
+(library (spindle private os monotonic-clock)
   (export clock-monotonic clock-gettime! monotonic-microseconds)
   (import (chezscheme) (spindle private os libc))
 

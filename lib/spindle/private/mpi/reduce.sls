@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; The reductions of (spindle mpi), after Racket's rmpi: rmpi-reduce and
-;;; rmpi-allreduce.  Each runs whole in a helper thread (mpi-collectives)
-;;; and starts with the ranks' agreement (mpi-collectives' `agree`), whose
+;;; rmpi-allreduce.  Each runs whole in a helper thread (private/mpi/collectives)
+;;; and starts with the ranks' agreement (collectives' `agree`), whose
 ;;; words carry the root, the operation and the operand's category and
 ;;; length, so that every rank takes the same path, or raises:
 ;;;  - fixnums and flonums with + * min max (or sum prod min max): the
@@ -15,15 +15,15 @@
 ;;;    ranks, a sum past the fixnums): gathered to the root over
 ;;;    point-to-point messages on the internal tag, folded in rank order
 ;;;    there (vectors element by element) and, for allreduce, broadcast.
-(library (spindle private places mpi-reduce)
+(library (spindle private mpi reduce)
   (export rmpi-reduce rmpi-allreduce)
   (import (chezscheme)
           (spindle private os mpi)
           (only (spindle private os memory) malloc free)
-          (spindle private places mpi-data)
-          (spindle private places mpi-world)
-          (only (spindle private places mpi-engine) run-request! send-message recv-internal)
-          (only (spindle private places mpi-collectives) whole agree check-same word broadcast bits->flonum flonum->bits)
+          (spindle private mpi data)
+          (spindle private mpi world)
+          (only (spindle private mpi engine) run-request! send-message recv-internal)
+          (only (spindle private mpi collectives) whole agree check-same word broadcast bits->flonum flonum->bits)
           (only (spindle private places shared-vector) shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector?))
 

@@ -33,7 +33,7 @@
 ;;;   cg-barrier  X  a fork-join member from its arrival at a barrier to its
 ;;;                  release (member id, np)
 ;;;   gc      X  a collection, from its request to its end (bytes before/after)
-(library (spindle private core trace)
+(library (spindle private diagnostics trace)
   (export tracing? trace-now set-trace-namer!
           trace-run-start! trace-run-end! trace-park-reason! trace-park!
           trace-wake! trace-spawn! trace-finish!

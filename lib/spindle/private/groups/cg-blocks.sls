@@ -3,7 +3,7 @@
 ;;; bytevector, fxvector or shared vector (bytes, int64, double), the checks
 ;;; of counts, displacements and blocks, and a block's bytes copied out of
 ;;; and into a vector (over places a block travels as a bytevector).
-(library (spindle private places cg-blocks)
+(library (spindle private groups cg-blocks)
   (export block-kind element-count index-vector check-blocks block->bytes bytes->block!)
   (import (chezscheme)
           (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length

@@ -5,7 +5,7 @@
 ;;; Everything is read racily, without locks: a thread that changes state
 ;;; during the dump gets a line saying so, never a crash.  The caller
 ;;; ((spindle thread)) finds the threads and writes the text.
-(library (spindle private core thread-dump)
+(library (spindle private diagnostics thread-dump)
   (export dump-text dump-object-text)
   (import (chezscheme) (spindle private core atomic) (spindle private core scheduler)
           (only (spindle private core wait-targets) thread-wait-list))

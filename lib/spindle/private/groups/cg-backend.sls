@@ -8,7 +8,7 @@
 ;;; give fork-join, so the slot stays empty unless it runs as an MPI rank:
 ;;; there fork-join-members (rank-process?) loads (spindle mpi) by name,
 ;;; which fills it.
-(library (spindle private places cg-backend)
+(library (spindle private groups cg-backend)
   (export set-mpi-groups! rank-process?
           mpi-comm? mpi-world mpi-comm-id mpi-comm-count
           make-ranks ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
@@ -23,7 +23,7 @@
   (define ops #f)
   (define (set-mpi-groups! . procs) (set! ops (apply make-mpi-groups procs)))
 
-  ;; Marks the rank's environment as mpi-world does (see mark-mpi-rank!):
+  ;; Marks the rank's environment as private/mpi/world does (see mark-mpi-rank!):
   ;; a program that runs fork-join in a rank may load MPI only later.
   (define rank-marked (mark-mpi-rank!))
 

@@ -17,16 +17,16 @@
 ;;; pipeline value is never taken for a point-to-point message.  The
 ;;; collectives are rmpi's; typed data (bytevectors, fxvectors, flonums,
 ;;; shared vectors) goes through their typed paths, shared vectors in place.
-(library (spindle private places cg-ranks)
+(library (spindle private groups cg-ranks)
   (export make-ranks ranks?
           ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
           ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
-          (only (spindle private places mpi-world) rmpi-id rmpi-cnt)
-          (only (spindle private places mpi-engine) rmpi-send rmpi-recv comm-free!)
-          (only (spindle private places mpi-collectives) rmpi-barrier rmpi-broadcast
+          (only (spindle private mpi world) rmpi-id rmpi-cnt)
+          (only (spindle private mpi engine) rmpi-send rmpi-recv comm-free!)
+          (only (spindle private mpi collectives) rmpi-barrier rmpi-broadcast
                 rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split)
-          (only (spindle private places mpi-reduce) rmpi-allreduce))
+          (only (spindle private mpi reduce) rmpi-allreduce))
 
   (define tag-p2p 0)
   (define tag-pipeline 1)
