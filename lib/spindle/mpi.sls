@@ -1,16 +1,18 @@
 #!chezscheme
 ;;; MPI ranks, after Racket's rmpi: point-to-point messages, the receive
-;;; evt, in-place byte messages (private/mpi/bytes), barrier, broadcast, reductions, allgather, all-to-all and
-;;; communicator splits.  The manual: doc/reference.md, "(spindle mpi)".
+;;; evt, in-place byte messages, barrier, broadcast, reductions, allgather,
+;;; all-to-all and communicator splits.  The manual: doc/reference.md,
+;;; "(spindle mpi)".
 ;;;
-;;; mpi-world (spindle private places) initialises MPI and ends the rank;
-;;; the engine (spindle private mpi engine) runs every operation as a
-;;; non-blocking MPI request completed by a progress green thread, so a
-;;; waiting thread parks and the rank's other threads run; the collectives
-;;; (spindle private places mpi-collectives, mpi-reduce) move typed data (shared vectors
-;;; in place, fixnums, flonums, bytevectors, fxvectors) without
-;;; serialisation and any other place message in spindle's place-message
-;;; encoding (spindle private mpi data).
+;;; Under private/mpi/: world initialises MPI and ends the rank; progress,
+;;; the engine, runs every operation as a non-blocking MPI request
+;;; completed by a progress green thread, so a waiting thread parks and the
+;;; rank's other threads run; point-to-point sends and receives messages,
+;;; bytes in-place byte messages; collectives and reduce move typed data
+;;; (shared vectors in place, fixnums, flonums, bytevectors, fxvectors)
+;;; without serialisation and any other place message in spindle's
+;;; place-message encoding (data).  This library also hands fork-join its
+;;; groups over ranks (private/groups/cg-backend).
 (library (spindle mpi)
   (export rmpi-world rmpi-comm? rmpi-available? rmpi-id rmpi-cnt
           rmpi-send rmpi-recv rmpi-recv-evt rmpi-send-bytes rmpi-recv-bytes! rmpi-recv-bytes!-evt rmpi-barrier rmpi-broadcast
@@ -18,7 +20,8 @@
           rmpi-comm-split rmpi-partition rmpi-finish)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (rename (spindle private mpi world) (rmpi-world world) (rmpi-finish finish))
-          (spindle private mpi engine)
+          (only (spindle private mpi progress) set-progress-spawner! wake-after-finish!)
+          (spindle private mpi point-to-point)
           (spindle private mpi collectives)
           (spindle private mpi reduce)
           (spindle private mpi bytes)

@@ -23,7 +23,7 @@
           ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
           (only (spindle private mpi world) rmpi-id rmpi-cnt)
-          (only (spindle private mpi engine) rmpi-send rmpi-recv comm-free!)
+          (only (spindle private mpi point-to-point) rmpi-send rmpi-recv comm-free!)
           (only (spindle private mpi collectives) rmpi-barrier rmpi-broadcast
                 rmpi-allgather rmpi-alltoall rmpi-alltoallv rmpi-comm-split)
           (only (spindle private mpi reduce) rmpi-allreduce))

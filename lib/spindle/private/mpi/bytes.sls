@@ -80,7 +80,7 @@
           (only (spindle private places shared-vector) shared-vector? shared-vector-kind shared-vector-length
                 shared-vector-address)
           (spindle private mpi world)
-          (only (spindle private mpi engine) handle->pending add-request! remove-request! cancel-pending!
+          (only (spindle private mpi progress) handle->pending add-request! remove-request! cancel-pending!
                 test! poke! add-prober! remove-prober!))
 
   ;; MPI tags: direct-tag in [32768, 65535); the data tags of user tag t

@@ -26,7 +26,7 @@
           (only (spindle private os memory) malloc free memcpy-to-bytevector! memcpy-from-bytevector!)
           (spindle private mpi data)
           (spindle private mpi world)
-          (spindle private mpi engine)
+          (only (spindle private mpi progress) run-request!)
           (only (spindle private core evt-core) make-latch latch-fire!)
           (only (spindle private core sync) sync)
           (only (spindle private places shared-vector) shared-vector? shared-vector-address shared-vector-length

@@ -22,7 +22,8 @@
           (only (spindle private os memory) malloc free)
           (spindle private mpi data)
           (spindle private mpi world)
-          (only (spindle private mpi engine) run-request! send-message recv-internal)
+          (only (spindle private mpi progress) run-request!)
+          (only (spindle private mpi point-to-point) send-message recv-internal)
           (only (spindle private mpi collectives) whole agree check-same word broadcast bits->flonum flonum->bits)
           (only (spindle private places shared-vector) shared-vector-address shared-vector-length
                 shared-flvector? shared-fxvector?))
