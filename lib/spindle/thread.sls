@@ -42,8 +42,9 @@
   ;; install spindle's parking console ports.
   (define console-installed (lambda () (stdout-port)))
 
-  ;; The thread layer's per-thread record (gthread-data).
-  (define-record-type tdata
+  ;; The thread layer's per-thread record (gthread-data): a thread's life as
+  ;; this layer sees it: outcome, results, death, mailbox, suspension, hooks.
+  (define-record-type thread-life
     (fields (mutable outcome)        ; running, ok, failed or killed
             (mutable results)        ; list of values, or the raised object
             keep? quiet?             ; keep results; print nothing on failure
@@ -54,12 +55,12 @@
             (mutable mailbox) (mutable suspend-latch) (mutable resume-latch)
             (mutable specific)       ; SRFI-18 thread-specific
             (mutable exit-hooks))    ; thunks run as the thread ends (mutex abandonment)
-    (nongenerative spindle-tdata-v1) (sealed #t))
+    (nongenerative spindle-thread-life-v1) (sealed #t))
 
   (define (latch-itself l) l)
 
-  (define (new-tdata keep? quiet? t thunk)
-    (make-tdata 'running '() keep? quiet? (box #f) t thunk #f #f #f #f '()))
+  (define (new-thread-life keep? quiet? t thunk)
+    (make-thread-life 'running '() keep? quiet? (box #f) t thunk #f #f #f #f '()))
 
   ;; The death latch is made only when someone waits (a million parked
   ;; threads nobody waits for keep no latch).  death moves by CAS from #f to
@@ -67,54 +68,54 @@
   ;; (the thread ended first: a waiter then makes a fired latch).  CAS on
   ;; both sides: neither can miss the other.
   (define (dead-latch d)
-    (let ([b (tdata-death d)])
+    (let ([b (thread-life-death d)])
       (let loop ()
         (let ([v (unbox b)])
           (cond
             [(latch? v) v]
             [else
-             (let ([l (make-owned-latch latch-itself (tdata-thread d))])
+             (let ([l (make-owned-latch latch-itself (thread-life-thread d))])
                (when (eq? v 'dead) (latch-fire! l))
                (if (box-cas! b v l) l (loop)))])))))
 
   (define (fire-death! d)
-    (let ([b (tdata-death d)])
+    (let ([b (thread-life-death d)])
       (let loop ()
         (let ([v (unbox b)])
           (cond
             [(latch? v) (latch-fire! v)]
             [(not (box-cas! b v 'dead)) (loop)])))))
 
-  ;; Guards the lazily made parts of every tdata and their suspend state
+  ;; Guards the lazily made parts of every thread-life and their suspend state
   ;; (held as every Chez mutex in spindle is: see with-os-mutex).
   (define data-lock (make-mutex))
   (define-syntax with-data-lock
     (syntax-rules ()
       [(_ body1 body ...) (with-os-mutex data-lock body1 body ...)]))
 
-  (define (tdata-mailbox* d)
-    (or (tdata-mailbox d)
+  (define (thread-life-mailbox* d)
+    (or (thread-life-mailbox d)
         (with-data-lock
-          (or (tdata-mailbox d)
-              (let ([mb (make-buffer-channel)]) (tdata-mailbox-set! d mb) mb)))))
+          (or (thread-life-mailbox d)
+              (let ([mb (make-buffer-channel)]) (thread-life-mailbox-set! d mb) mb)))))
 
   ;; A suspend evt is ready while the thread is suspended, a resume evt while
   ;; it runs; each is replaced by a fresh one when the state changes.
   (define (state-latch d get set ready?)
     (with-data-lock
       (or (get d)
-          (let ([l (let ([t (tdata-thread d)]) (make-latch (lambda (l) t)))])
-            (when (ready? (tdata-thread d)) (latch-fire! l))
+          (let ([l (let ([t (thread-life-thread d)]) (make-latch (lambda (l) t)))])
+            (when (ready? (thread-life-thread d)) (latch-fire! l))
             (set d l)
             l))))
 
   ;; Threads spindle did not create (the program's main thread, adopted OS
   ;; threads) get their record on first use.
-  (define (tdata-of t)
+  (define (thread-life-of t)
     (or (gthread-data t)
         (with-data-lock
           (or (gthread-data t)
-              (let ([d (new-tdata #f #f t #f)])
+              (let ([d (new-thread-life #f #f t #f)])
                 (gthread-finisher-set! t
                   (if (eq? (gthread-name t) 'main)
                       (lambda (outcome) (exit 0))
@@ -127,7 +128,7 @@
                 d)))))
 
   (define (thread? v) (gthread? v))
-  (define (current-thread) (let ([t (current-gthread)]) (tdata-of t) t))
+  (define (current-thread) (let ([t (current-gthread)]) (thread-life-of t) t))
 
   (define (check-thread who v)
     (unless (gthread? v) (assertion-violation who "expected a thread" v)))
@@ -178,9 +179,9 @@
     (if (message-condition? e) (condition-message e) "?"))
 
   (define (finish-data! t d outcome results)
-    (tdata-results-set! d results)
-    (tdata-outcome-set! d outcome)
-    (for-each (lambda (h) (guard (e [#t (void)]) (h))) (tdata-exit-hooks d))
+    (thread-life-results-set! d results)
+    (thread-life-outcome-set! d outcome)
+    (for-each (lambda (h) (guard (e [#t (void)]) (h))) (thread-life-exit-hooks d))
     ;; dead before the latch fires: a waiter that wakes must see it dead
     (gthread-dead?-set! t #t)
     (fire-death! d))
@@ -209,8 +210,8 @@
         (lambda ()
           (call/cc
             (lambda (k)
-              (let ([thunk (tdata-body d)])
-                (tdata-body-set! d k)
+              (let ([thunk (thread-life-body d)])
+                (thread-life-body-set! d k)
                 ;; the handler is in place before interrupts are enabled:
                 ;; a break that came before the start (or a preemption
                 ;; that delivers one) must end this thread, not reach the
@@ -220,10 +221,10 @@
                 (check-requests!)
                 (thunk)))))
         (lambda vals
-          (tdata-body-set! d #f)
+          (thread-life-body-set! d #f)
           (if (and (pair? vals) (eq? (car vals) failed-tag))
               (finish-thread! t d 'failed (cadr vals))
-              (finish-thread! t d 'ok (if (tdata-keep? d) vals (list (void)))))))))
+              (finish-thread! t d 'ok (if (thread-life-keep? d) vals (list (void)))))))))
 
   ;; Only the escape of a failing thread returns it (never user code).
   (define failed-tag (list 'failed))
@@ -233,8 +234,8 @@
   (define thread-exception-state
     (make-exception-state
       (lambda (c)
-        (let* ([t (current-gthread)] [d (gthread-data t)] [k (tdata-body d)])
-          (unless (tdata-quiet? d) (report-failure t c))
+        (let* ([t (current-gthread)] [d (gthread-data t)] [k (thread-life-body d)])
+          (unless (thread-life-quiet? d) (report-failure t c))
           (if (procedure? k)
               (k failed-tag c)
               (finish-thread! t d 'failed c))))))   ; raised while ending
@@ -255,13 +256,13 @@
                 [(eq? pool 'own) (make-own-pool)]
                 [(parallel-thread-pool? pool) pool]
                 [else (assertion-violation who "expected #f, 'own or a parallel thread pool" pool)])]
-           [d (new-tdata keep? quiet? #f thunk)]
+           [d (new-thread-life keep? quiet? #f thunk)]
            [creator (current-gthread)]
            [t (spawn! p (or name (next-name))
                       (snapshot-parameterization
                         (or (gthread-params creator) empty-parameterization))
                       run-thread-body #f)])
-      (tdata-thread-set! d t)
+      (thread-life-thread-set! d t)
       (gthread-data-set! t d)
       (gthread-finisher-set! t finish-current-thread!)
       ;; the thread belongs to the creator's current custodian; a shut-down
@@ -297,13 +298,13 @@
   (define-keyword-procedure thread thread-procedure (thunk #f) (pool #f) (keep #f))
 
   (define (thread-name t) (gthread-name t))
-  (define (thread-outcome t) (tdata-outcome (tdata-of t)))
-  (define (thread-results t) (tdata-results (tdata-of t)))
-  (define (thread-data-specific t) (tdata-specific (tdata-of t)))
-  (define (thread-data-specific-set! t v) (tdata-specific-set! (tdata-of t) v))
+  (define (thread-outcome t) (thread-life-outcome (thread-life-of t)))
+  (define (thread-results t) (thread-life-results (thread-life-of t)))
+  (define (thread-data-specific t) (thread-life-specific (thread-life-of t)))
+  (define (thread-data-specific-set! t v) (thread-life-specific-set! (thread-life-of t) v))
   (define (thread-add-exit-hook! t thunk)
-    (let ([d (tdata-of t)])
-      (with-data-lock (tdata-exit-hooks-set! d (cons thunk (tdata-exit-hooks d))))))
+    (let ([d (thread-life-of t)])
+      (with-data-lock (thread-life-exit-hooks-set! d (cons thunk (thread-life-exit-hooks d))))))
 
   ;; ---------------------------------------------------------------- control
   (define thread-wait
@@ -312,15 +313,15 @@
       [(t fail-k)
        (check-thread 'thread-wait t)
        (unless (procedure? fail-k) (assertion-violation 'thread-wait "expected a procedure" fail-k))
-       (let ([d (tdata-of t)])
+       (let ([d (thread-life-of t)])
          (unless (gthread-dead? t) (sync (dead-latch d)))
-         (if (eq? (tdata-outcome d) 'ok)
-             (if (tdata-keep? d) (apply values (tdata-results d)) (void))
+         (if (eq? (thread-life-outcome d) 'ok)
+             (if (thread-life-keep? d) (apply values (thread-life-results d)) (void))
              (fail-k)))]))
 
   (define (kill-thread t)
     (check-thread 'kill-thread t)
-    (let ([d (tdata-of t)])
+    (let ([d (thread-life-of t)])
       (cond
         [(gthread-dead? t) (void)]
         [(eq? t (current-gthread)) ((gthread-finisher t) 'killed)]
@@ -341,11 +342,11 @@
 
   (define (thread-suspend t)
     (check-thread 'thread-suspend t)
-    (let ([d (tdata-of t)])
+    (let ([d (thread-life-of t)])
       (unless (or (gthread-dead? t) (gthread-suspended? t))
         (with-data-lock
-          (tdata-resume-latch-set! d #f)
-          (let ([l (tdata-suspend-latch d)]) (when l (latch-fire! l)))
+          (thread-life-resume-latch-set! d #f)
+          (let ([l (thread-life-suspend-latch d)]) (when l (latch-fire! l)))
           (request-suspend! t))
         (when (eq? t (current-gthread)) (check-requests!)))))
 
@@ -356,11 +357,11 @@
        (check-thread 'thread-resume t)
        (when (and benefactor (not (gthread? benefactor)))
          (assertion-violation 'thread-resume "expected a thread or #f" benefactor))
-       (let ([d (tdata-of t)])
+       (let ([d (thread-life-of t)])
          (when (and (not (gthread-dead? t)) (gthread-suspended? t))
            (with-data-lock
-             (tdata-suspend-latch-set! d #f)
-             (let ([l (tdata-resume-latch d)]) (when l (latch-fire! l)))
+             (thread-life-suspend-latch-set! d #f)
+             (let ([l (thread-life-resume-latch d)]) (when l (latch-fire! l)))
              (request-resume! t)))
          (void))]))
 
@@ -374,19 +375,19 @@
 
   (define (thread-dead-evt t)
     (check-thread 'thread-dead-evt t)
-    (dead-latch (tdata-of t)))
+    (dead-latch (thread-life-of t)))
 
   (define (thread-suspend-evt t)
     (check-thread 'thread-suspend-evt t)
     (if (gthread-dead? t)
         never-evt
-        (state-latch (tdata-of t) tdata-suspend-latch tdata-suspend-latch-set! gthread-suspended?)))
+        (state-latch (thread-life-of t) thread-life-suspend-latch thread-life-suspend-latch-set! gthread-suspended?)))
 
   (define (thread-resume-evt t)
     (check-thread 'thread-resume-evt t)
     (if (gthread-dead? t)
         never-evt
-        (state-latch (tdata-of t) tdata-resume-latch tdata-resume-latch-set!
+        (state-latch (thread-life-of t) thread-life-resume-latch thread-life-resume-latch-set!
                      (lambda (t) (not (gthread-suspended? t))))))
 
   (define sleep
@@ -421,9 +422,9 @@
              [(eq? fail raise-not-running) (raise-not-running t)]
              [fail (fail)]
              [else #f])
-           (async-channel-put (tdata-mailbox* (tdata-of t)) v))]))
+           (async-channel-put (thread-life-mailbox* (thread-life-of t)) v))]))
 
-  (define (my-mailbox) (tdata-mailbox* (tdata-of (current-gthread))))
+  (define (my-mailbox) (thread-life-mailbox* (thread-life-of (current-gthread))))
   (define (thread-receive) (async-channel-get (my-mailbox)))
   (define (thread-try-receive) (async-channel-try-get (my-mailbox)))
 
@@ -527,5 +528,5 @@
   ;; every program that uses threads invoke (spindle deadlock): its watch).
   (define deadlock-dumper-installed (begin (set-deadlock-dumper! dump-threads) #t))
 
-  (register-evt-kind! gthread? (lambda (t) (wrap-evt (dead-latch (tdata-of t)) (lambda (l) t))))
-  (set-owner-death-evt! (lambda (t) (dead-latch (tdata-of t)))))
+  (register-evt-kind! gthread? (lambda (t) (wrap-evt (dead-latch (thread-life-of t)) (lambda (l) t))))
+  (set-owner-death-evt! (lambda (t) (dead-latch (thread-life-of t)))))
