@@ -121,6 +121,54 @@
     (check "(spindle mpi) is an MPI library by this test" (mpi-library? '(spindle mpi)))
     (check-equal 'mpi-libraries '() (filter mpi-library? all))))
 
+;; The compatibility libraries (util/, srfi/) sit on the public libraries,
+;; like a user's program; the private imports below are allowed (each says
+;; why; doc/internals.md, "Layers"), and no other.
+(define allowed-compat-private-imports
+  '(;; SRFI-18 mutexes and condition variables are built on the core's
+    ;; wait queues, wait targets and spin locks, and thread-terminate!
+    ;; is the core's kill request
+    ((srfi :18) . (spindle private core queue))
+    ((srfi :18) . (spindle private core thread-requests))
+    ((srfi :18) . (spindle private core atomic))
+    ((srfi :18) . (spindle private core wait-targets))
+    ((srfi :18) . (spindle private core sync))
+    ;; with-os-mutex: a Chez mutex held with interrupts disabled (the
+    ;; atomic rule), around state shared with OS threads
+    ((util concurrent executor) . (spindle private core atomic))
+    ((util concurrent future) . (spindle private core atomic))
+    ((util concurrent thread-pool) . (spindle private core atomic))))
+
+(test "compatibility libraries import public libraries, and only the allowed private ones"
+  (check-equal 'compat-private-imports '()
+    (apply append
+      (map (lambda (l)
+             (if (eq? (layer-of (car l)) 'compat)
+                 (map (lambda (to) (format "~s -> ~s" (car l) to))
+                      (filter (lambda (to) (and (ours? to)
+                                                (not (memq (layer-of to) '(public umbrella compat)))
+                                                (not (member (cons (car l) to) allowed-compat-private-imports))))
+                              (cdr l)))
+                 '()))
+           libraries))))
+
+(test "every allowed compat import still exists"
+  (check-equal 'gone '()
+    (filter (lambda (e) (not (member (cdr e) (cdr (or (assoc (car e) libraries) '(#f))))))
+            allowed-compat-private-imports)))
+
+;; Public libraries import public, umbrella-free: no public library imports
+;; the umbrella or a tool.
+(test "public libraries import no tool and not the umbrella"
+  (check-equal 'public-up '()
+    (apply append
+      (map (lambda (l)
+             (if (eq? (layer-of (car l)) 'public)
+                 (map (lambda (to) (format "~s -> ~s" (car l) to))
+                      (filter (lambda (to) (memq (layer-of to) '(tools umbrella compat))) (cdr l)))
+                 '()))
+           libraries))))
+
 ;; The host layer imports only Chez.
 (test "host libraries import only (chezscheme) and each other"
   (check-equal 'host-imports '()
