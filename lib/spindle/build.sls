@@ -1,4 +1,5 @@
 #!chezscheme
+;;; Over 450 lines: the controller and its worker places speak one protocol; the scan and the stamps are private/tools/'s.
 ;;; The parallel build (`bin/spindle build`): compiles a tree of R6RS
 ;;; libraries and programs with worker places, in the dependency order read
 ;;; from their import forms.  The manual: doc/reference.md, "(spindle build)".

@@ -1,4 +1,5 @@
 #!chezscheme
+;;; Over 450 lines: member 0's supervisor drives places, a public library's, so it moves to private/groups/ once places have an internal tier.
 ;;; Fork-join and communication groups (CGs): the SPMD layer of the Places
 ;;; paper (Tew et al., DLS 2011; racketNAS).  The manual: doc/reference.md, "Fork-join".
 ;;;

@@ -1,4 +1,5 @@
 #!chezscheme
+;;; Over 450 lines: switching, parking and run queues share one set of invariants; pools, timers, wakeup and requests are apart.
 ;;; The M:N scheduler: pools of OS workers running green threads.
 ;;;
 ;;; A green thread is a record plus, while it is switched out, a one-shot

@@ -1,4 +1,5 @@
 #!chezscheme
+;;; Over 450 lines: sync's branch walk, its parking and the combinators are one protocol over evt-core's commit.
 ;;; sync and the event combinators.
 ;;;
 ;;; sync flattens its events into branches: a primitive event plus the

@@ -1,4 +1,5 @@
 #!chezscheme
+;;; Over 450 lines: one protocol (headers, sequence tags, early and held messages) shared by its send and receive halves.
 ;;; Point-to-point messages of raw bytes, in place: rmpi-send-bytes sends
 ;;; a range of a bytevector or shared vector without copying it, and
 ;;; rmpi-recv-bytes! receives straight into the caller's buffer (MPI_Irecv

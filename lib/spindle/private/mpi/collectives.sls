@@ -1,4 +1,5 @@
 #!chezscheme
+;;; Over 450 lines: every collective rests on the ranks' agreement and the helper-thread rule here; reductions are reduce's.
 ;;; The collectives of (spindle mpi), after Racket's rmpi: barrier,
 ;;; broadcast, allgather, alltoall, alltoallv, and the communicator
 ;;; operations comm-split and partition; reduce and allreduce are
