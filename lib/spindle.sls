@@ -78,14 +78,12 @@
     concurrent-hashtable-clear! concurrent-hashtable-copy
     ;; (spindle synchronized-port)
     make-synchronized-port synchronized-port? with-port-lock call-with-port-lock)
-  (import (except (spindle thread) make-thread* start-thread! thread-name thread-outcome
-                  thread-results thread-data-specific thread-data-specific-set!
-                  thread-add-exit-hook! thread-procedure register-dump-kind!)
+  (import (except (spindle thread) thread-name)
           (only (spindle parameter) make-parameter parameterize make-thread-parameter)
           (except (spindle event) box-cas! vector-cas!)
           (except (spindle future) processor-count future-pool)
           (spindle scope)
-          (except (spindle place) processor-count start-lifted-place place-child-main)
+          (except (spindle place) processor-count)
           (except (spindle fork-join) lift-places)
           (spindle tcp) (spindle unix-socket) (spindle port)
           (except (spindle blocking) blocking-helper-count blocking-helpers-busy?)

@@ -17,7 +17,7 @@
           fsemaphore-try-wait? fsemaphore-count
           for/async map/async processor-count)
   (import (except (chezscheme) make-parameter thread?) (only (spindle private core atomic) with-os-mutex)
-          (only (spindle thread) thread-procedure make-parallel-thread-pool
+          (only (spindle private impl thread) thread-procedure make-parallel-thread-pool
                 parallel-thread-pool? processor-count current-thread thread? thread-dead? thread-dead-evt)
           (spindle private core evt-core) (spindle private core sync)
           (spindle semaphore)

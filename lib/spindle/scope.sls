@@ -46,7 +46,7 @@
                 latch-fire!)
           (only (spindle private core sync) register-evt-record-type!)
           (only (spindle private core wait-targets) wait-target-alias!)
-          (only (spindle thread) make-thread* start-thread! thread-add-exit-hook! parallel-thread-pool?)
+          (only (spindle private impl thread) make-thread* start-thread! thread-add-exit-hook! parallel-thread-pool?)
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
           (only (spindle custodian) make-custodian current-custodian custodian-shutdown-all)
           (only (spindle parameter) parameterize)

@@ -27,7 +27,7 @@
   (import (except (chezscheme) make-mutex mutex? mutex-name thread? sleep
                   make-parameter parameterize)
           (prefix (only (chezscheme) make-mutex) chez:)
-          (spindle thread) (spindle event)
+          (spindle private impl thread) (spindle event)
           (spindle private core queue)
           (only (spindle private core thread-requests) request-kill!)
           (only (spindle private core atomic) with-os-mutex)

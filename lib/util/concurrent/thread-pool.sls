@@ -34,7 +34,7 @@
           (only (spindle private core atomic) with-os-mutex)
           (only (spindle) make-semaphore semaphore-post semaphore-wait current-thread
                 srfi-18-thread-pool)
-          (only (spindle thread) make-thread*)
+          (only (spindle private impl thread) make-thread*)
           (only (srfi :18) thread-join! thread-terminate!))
 
   ;; ---------------------------------------------------------------- records

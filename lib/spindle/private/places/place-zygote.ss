@@ -1,5 +1,5 @@
 #!chezscheme
-;;; The template process of places (see lib/spindle/place.sls).
+;;; The template process of places (see lib/spindle/private/impl/place.sls).
 ;;;
 ;;; Single-threaded, so fork is safe.  Descriptor 3 is the control socket
 ;;; to the creating process (blocking).  Requests, as fasl frames:
@@ -10,7 +10,7 @@
 ;;; soon as it has one, and may live on while its queued messages drain:
 ;;; `exited` goes out at the first of that byte and the process's end.
 (import (chezscheme) (only (spindle private os descriptors) close-fd make-pipe read-octet) (only (spindle private os memory) free malloc memcpy-from-bytevector! memcpy-to-bytevector!) (only (spindle private os polling) poll-readable) (only (spindle private os processes) die-with-parent! fork-process own-pid parent-pid pidfd-open pidfd-signal wait-exit-code) (only (spindle private os signals) block-place-signals!) (only (spindle private os sockets) recv-chunk send-frame-chunk) (spindle private places frame)
-        (only (spindle place) place-child-main))
+        (only (spindle private impl place) place-child-main))
 
 (define ctl 3)
 (define zygote-pid (own-pid))
