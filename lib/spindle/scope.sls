@@ -50,7 +50,7 @@
           (only (spindle semaphore) make-semaphore semaphore-post semaphore-wait)
           (only (spindle custodian) make-custodian current-custodian custodian-shutdown-all)
           (only (spindle parameter) parameterize)
-          (only (spindle future) make-owned-future touch future-pool))
+          (only (spindle private impl future) make-owned-future touch future-pool))
 
   (define-condition-type &scope-failure &error make-scope-failure scope-failure-condition?
     (conditions scope-failure-conditions))

@@ -26,9 +26,9 @@
           (spindle private core queue) (spindle private core scheduler) (spindle private core thread-requests)
           (spindle private core clock) (spindle private core processors)
           (spindle private core evt-core) (spindle private core sync)
-          (spindle private core keywords) (spindle async-channel)
+          (spindle private core keywords) (spindle private impl async-channel)
           (only (spindle private core owner-lock) set-owner-death-evt!)
-          (only (spindle parameter) snapshot-parameterization empty-parameterization)
+          (only (spindle private impl parameter) snapshot-parameterization empty-parameterization)
           (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind
                 all-managed-objects all-managed-owners)
           (only (spindle private os signals) sigquit)
