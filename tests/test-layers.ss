@@ -12,9 +12,8 @@
 ;; groups (fork-join's parts, cg-ranks over MPI included) on both.
 ;; impl holds the implementations behind public facades (a public library
 ;; exports only what users call; spindle's own libraries import the rest
-;; from impl): the public layer's peer until what impl imports from public
-;; libraries moves there too.
-(define layer-order '(host os (core diagnostics) io places mpi groups (public impl) tools umbrella compat))
+;; from impl), under groups: fork-join's supervisor drives places.
+(define layer-order '(host os (core diagnostics) io places mpi impl groups public tools umbrella compat))
 
 ;; (spindle private LAYER name): LAYER, one of the folders under
 ;; lib/spindle/private/; (spindle x): public, except (spindle build), a tool; (spindle): the umbrella;

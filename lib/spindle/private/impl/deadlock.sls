@@ -49,10 +49,10 @@
           (only (spindle private diagnostics thread-dump) dump-object-text)
           (only (spindle private io poller) poller-may-wake?)
           (only (spindle private os signals) signal-handlers sigquit)
-          (only (spindle blocking) blocking-helpers-busy? blocking-helper-count)
+          (only (spindle private impl blocking) blocking-helpers-busy? blocking-helper-count)
           (only (spindle private diagnostics watchdog) watchdog-os-threads)
-          (only (spindle semaphore) semaphore?)
-          (only (spindle custodian) all-managed-objects))
+          (only (spindle private impl semaphore) semaphore?)
+          (only (spindle private impl custodian) all-managed-objects))
 
   ;; ---------------------------------------------------------------- the watch
   ;; The signal handlers at start: one installed later may wake a thread.
@@ -164,7 +164,7 @@
       (guard (c [#t (void)]) (flush-output-port port)))
     (exit deadlock-status))
 
-  ;; How the report prints every thread: (spindle thread)'s dump-threads.
+  ;; How the report prints every thread: (spindle private impl thread)'s dump-threads.
   (define dumper (lambda (port) (void)))
   (define (set-deadlock-dumper! proc) (set! dumper proc))
 

@@ -22,7 +22,7 @@
           (only (spindle private impl thread) thread-procedure make-parallel-thread-pool
                 parallel-thread-pool? processor-count current-thread thread? thread-dead? thread-dead-evt)
           (spindle private core evt-core) (spindle private core sync)
-          (spindle semaphore)
+          (spindle private impl semaphore)
           (only (spindle private impl parameter) make-parameter)
           (only (spindle private diagnostics trace) tracing? trace-now trace-instant! trace-span!))
 

@@ -41,7 +41,7 @@
           (only (spindle private core sync) sync register-evt-record-type! wrap-evt)
           (only (spindle private io poller) level-watch-idle-when!)
           (only (spindle private impl thread) processor-count current-thread sleep register-dump-kind!)
-          (only (spindle custodian) custodian-register! make-custodian-kind))
+          (only (spindle private impl custodian) custodian-register! make-custodian-kind))
 
   ;; ---------------------------------------------------------------- places
   ;; A place is its creator's end of the initial channel, plus its state.

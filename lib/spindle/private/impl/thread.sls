@@ -29,15 +29,15 @@
           (spindle private core keywords) (spindle private impl async-channel)
           (only (spindle private core owner-lock) set-owner-death-evt!)
           (only (spindle private impl parameter) snapshot-parameterization empty-parameterization)
-          (only (spindle custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind
+          (only (spindle private impl custodian) current-custodian custodian-register! custodian-try-register! make-custodian-kind
                 all-managed-objects all-managed-owners)
           (only (spindle private os signals) sigquit)
           (only (spindle private diagnostics thread-dump) dump-text)
           (only (spindle private core wait-targets) thread-wait-list)
           (only (spindle private impl deadlock) set-deadlock-dumper!)
-          (only (spindle synchronized-port) with-port-lock)
+          (only (spindle private impl synchronized-port) with-port-lock)
           ;; invoked with this library (see console-installed below)
-          (only (spindle console) stdout-port))
+          (only (spindle private impl console) stdout-port))
 
   ;; Chez invokes an imported library only if a variable of it is
   ;; referenced: this reference makes every program that uses threads
@@ -527,7 +527,7 @@
   (define sigquit-installed (begin (register-signal-handler sigquit on-sigquit) #t))
 
   ;; The deadlock report ends with the dump (and this reference makes
-  ;; every program that uses threads invoke (spindle deadlock): its watch).
+  ;; every program that uses threads invoke (spindle private impl deadlock): its watch).
   (define deadlock-dumper-installed (begin (set-deadlock-dumper! dump-threads) #t))
 
   (register-evt-kind! gthread? (lambda (t) (wrap-evt (dead-latch (thread-life-of t)) (lambda (l) t))))
