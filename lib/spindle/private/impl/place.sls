@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Over 450 lines: the place API with its template and child sides; it goes below the public layer with issue 32's internal tier.
+;;; Over 450 lines: the place API, the template process and the child's side share the place record and its start protocol.
 ;;; Places: isolated parallel instances (OS processes) that talk through
 ;;; place channels.  The manual: doc/reference.md, "Places".
 ;;;

@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Over 450 lines: the thread API and the names srfi/ and util/ use; it goes below the public layer with issue 32's internal tier.
+;;; Over 450 lines: threads, pools, mailboxes, kill, break, suspend and the dump's view all share the thread-life record.
 ;;; Threads: coroutine threads (main pool) and parallel threads (parallel
 ;;; thread pools), with mailboxes, kill, break and suspend.
 (library (spindle private impl thread)
