@@ -115,6 +115,7 @@
   ;; ---- operations
   (define (semaphore-post sem)
     (check 'semaphore-post sem)
+    (sim-point!)
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
@@ -161,6 +162,7 @@
   ;; stamps nothing (see (spindle private core sync)): it stays a CAS.
   (define (semaphore-wait sem)
     (check 'semaphore-wait sem)
+    (sim-point!)
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])

@@ -32,6 +32,7 @@
           (only (spindle private os signals) sigquit)
           (only (spindle private core thread-dump) dump-text)
           (only (spindle private core wait-targets) thread-wait-list)
+          (only (spindle private core sim-hooks) sim-here? sim-next-name!)
           (only (spindle deadlock) set-deadlock-dumper!)
           (only (spindle synchronized-port) with-port-lock)
           ;; invoked with this library (see console-installed below)
@@ -241,6 +242,8 @@
 
   (define name-counter (box 0))
   (define (next-name)
+    (if (sim-here?) (sim-next-name!) (next-process-name)))
+  (define (next-process-name)
     (let loop ()
       (let ([n (unbox name-counter)])
         (if (box-cas! name-counter n (+ n 1)) (+ n 1) (loop)))))
