@@ -100,10 +100,12 @@
         (for-each
           (lambda (t)
             (fprintf p "  thread ~a: ~a" (thread-name t) (thread-state t))
-            (for-each (lambda (w) (put-string p (if (eq? w (car (thread-waits t))) " waits on " "; or "))
-                              (display (car w) p)
-                              (for-each (lambda (x) (put-char p #\space) (write x p)) (cdr w)))
-                      (thread-waits t))
+            (let loop ([ws (thread-waits t)] [sep " waits on "])
+              (unless (null? ws)
+                (put-string p sep)
+                (display (caar ws) p)
+                (for-each (lambda (x) (put-char p #\space) (write x p)) (cdar ws))
+                (loop (cdr ws) "; or ")))
             (newline p))
           threads))))
 
@@ -130,7 +132,11 @@
           (lambda () (set! current-run #f))))
       (cond
         [(sim-failure s)
-         => (lambda (f) (raise (failure seed kind (sim-failure-steps s) (car f) (cdr f) #f)))]
+         => (lambda (f)
+              (raise (failure seed kind (sim-failure-steps s) (car f)
+                              ;; a thread's failure: (thread . (raised))
+                              (if (eq? (car f) 'exception) (cons (cadr f) (caddr f)) (cdr f))
+                              #f)))]
         [(and result (eq? (car result) 'raised))
          (raise (failure seed kind raised-steps 'exception (cons #f (cadr result)) #f))]
         [result (apply values (cdr result))]
@@ -156,16 +162,12 @@
                  [else
                   (let ([t (car detail)] [x (cdr detail)])
                     (if t
-                        (fprintf p "thread ~a raised: ~a" (thread-name t) (raised-text (if (pair? x) (car x) x)))
+                        (fprintf p "thread ~a raised: ~a" (thread-name t) (raised-text x))
                         (fprintf p "the thunk raised: ~a" (raised-text x))))])
                (fprintf p "~%replay: SPINDLE_SEED=~a, or #:seed ~a~a" seed seed
                         (if (eq? kind (sim-kind-of-seed seed)) "" (format " #:scheduler '~a" kind)))))])
       (condition
-        (make-simulation-failure seed kind steps what
-          (if (and (eq? what 'exception) (car detail) (pair? (cdr detail)))
-              (cons (car detail) (cadr detail))
-              detail)
-          run)
+        (make-simulation-failure seed kind steps what detail run)
         (make-who-condition 'simulate)
         (make-message-condition text))))
 
@@ -173,9 +175,7 @@
   (define (with-run c run)
     (let ([d (simulation-failure-detail c)] [what (simulation-failure-kind c)])
       (failure (simulation-failure-seed c) (simulation-failure-scheduler c) (simulation-failure-steps c)
-               what
-               (if (eq? what 'exception) (cons (car d) (list (cdr d))) d)
-               run)))
+               what d run)))
 
   ;; ---------------------------------------------------------------- simulate-many
   ;; Runs seeds seed, seed+1, ... (odd ones under PCT, even ones random,
