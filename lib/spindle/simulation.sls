@@ -48,7 +48,7 @@
   ;; A seed from SPINDLE_SEED, else #f.
   (define (environment-seed)
     (let ([v (getenv "SPINDLE_SEED")])
-      (and v (let ([n (string->number v)])
+      (and v (not (string=? v "")) (let ([n (string->number v)])
                (if (and n (exact? n) (integer? n) (>= n 0))
                    n
                    (assertion-violation 'simulate "SPINDLE_SEED is not an exact non-negative integer" v))))))
@@ -158,7 +158,7 @@
                (case what
                  [(deadlock)
                   (fprintf p "deadlock: every thread is blocked and no timer is pending~%~a" detail)]
-                 [(max-steps) (fprintf p "no end after ~a scheduling steps (a livelock? see #:max-steps)" steps)]
+                 [(max-steps) (fprintf p "no end after ~a scheduling steps (a livelock? see #:max-steps)~%~a" steps detail)]
                  [else
                   (let ([t (car detail)] [x (cdr detail)])
                     (if t

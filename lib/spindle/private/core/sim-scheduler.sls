@@ -164,7 +164,7 @@
            (cond
              [(fx> (sim-count s) 0)
               (if (>= (sim-steps s) (sim-max-steps s))
-                  (begin (fail! s 'max-steps #f) (loop))
+                  (begin (fail! s 'max-steps ((sim-describe s) (sim-members s))) (loop))
                   (let ([t (choose! s)])
                     (sim-steps-set! s (+ (sim-steps s) 1))
                     (after-step! s t)
