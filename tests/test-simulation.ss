@@ -220,30 +220,30 @@
         (unless (equal? (list-sort < got) (iota 6)) (error 'channels "lost or duplicated" got))))
     #:runs runs #:seed 1))
 
-(test "semaphores: mutual exclusion, and no unit kept by a broken holder"
+(test "semaphores: mutual exclusion, and a killed waiter takes nothing"
   (simulate-many
     (lambda ()
-      (let* ([s (make-semaphore 1)] [inside 0] [p (make-parallel-thread-pool 3)]
-             [ts (map (lambda (i)
-                        (thread (lambda ()
-                                  (do ([k 0 (+ k 1)]) ((= k 4))
-                                    (call-with-semaphore s
-                                      (lambda ()
-                                        (set! inside (+ inside 1))
-                                        (unless (= inside 1) (error 'semaphore "two holders"))
-                                        (yield)
-                                        (set! inside (- inside 1))))))
-                                #:pool (and (odd? i) p)))
-                      (iota 4))]
-             [started (make-channel)]
-             [victim (thread (lambda () (guard (e [(break-condition? e) 'broken])
-                                          (channel-put started #t)
-                                          (call-with-semaphore s (lambda () (sleep 1))))))])
-        (channel-get started)
-        (break-thread victim)
-        (for-each thread-wait ts)
-        (parallel-thread-pool-close p)
-        (unless (semaphore-try-wait? s) (error 'semaphore "unit lost"))))
+      (let* ([s (make-semaphore 1)] [inside 0] [p (make-parallel-thread-pool 3)])
+        (semaphore-wait s)
+        ;; the victim waits behind main: killed, it must not keep the unit
+        (let ([victim (thread (lambda () (call-with-semaphore s (lambda () (sleep 1)))))])
+          (yield)
+          (kill-thread victim)
+          (semaphore-post s))
+        (let ([ts (map (lambda (i)
+                         (thread (lambda ()
+                                   (do ([k 0 (+ k 1)]) ((= k 4))
+                                     (call-with-semaphore s
+                                       (lambda ()
+                                         (set! inside (+ inside 1))
+                                         (unless (= inside 1) (error 'semaphore "two holders"))
+                                         (yield)
+                                         (set! inside (- inside 1))))))
+                                 #:pool (and (odd? i) p)))
+                       (iota 4))])
+          (for-each thread-wait ts)
+          (parallel-thread-pool-close p)
+          (unless (semaphore-try-wait? s) (error 'semaphore "unit lost")))))
     #:runs runs #:seed 100))
 
 (test "thread mailboxes, kill, break and suspend under simulation"
@@ -251,7 +251,9 @@
     (lambda ()
       (let* ([got '()]
              [t (thread (lambda () (let loop () (set! got (cons (thread-receive) got)) (loop))))]
-             [sleeper (thread (lambda () (guard (e [(break-condition? e) 'broken]) (sleep 100))))])
+             [started (make-semaphore 0)]
+             [sleeper (thread (lambda () (guard (e [(break-condition? e) 'broken]) (semaphore-post started) (sleep 100))))])
+        (semaphore-wait started)
         (for-each (lambda (i) (thread-send t i)) (iota 5))
         (let loop () (unless (= (length got) 5) (sleep 0.01) (loop)))
         (kill-thread t)

@@ -15,7 +15,7 @@
 (library (spindle private core clock)
   (export monotonic-ms wall-ms shared-monotonic-us coarse-ms)
   (import (chezscheme) (only (spindle private os clock) monotonic-microseconds)
-          (only (spindle private core sim-hooks) sim-here? sim-now sim-epoch-ms))
+          (only (spindle private core sim-hooks) sim-here? sim-now sim-coarse-ms sim-epoch-ms))
 
   (define-syntax time->ms
     (syntax-rules ()
@@ -27,7 +27,7 @@
 
   (define (wall-ms) (if (sim-here?) (fl+ sim-epoch-ms (sim-now)) (time->ms (current-time 'time-utc))))
 
-  (define (coarse-ms) (if (sim-here?) (flonum->fixnum (sim-now)) (real-time)))
+  (define (coarse-ms) (if (sim-here?) (sim-coarse-ms) (real-time)))
 
   ;; Microseconds of the monotonic clock, the same in every process
   ;; (places are processes): the trace's timestamps.

@@ -12,7 +12,7 @@
   (export sim-here? sim-active? sim-install! sim-remove! current-sim-hooks make-sim-hooks
           sim-hooks-enqueue sim-hooks-spawned sim-hooks-next sim-hooks-add-timer
           sim-hooks-io-check sim-hooks-allow-io?
-          sim-now sim-now-set! sim-epoch-ms sim-next-name! check-deterministic)
+          sim-now sim-now-set! sim-work-set! sim-coarse-ms sim-epoch-ms sim-next-name! check-deterministic)
   (import (chezscheme))
 
   ;; enqueue: (t) -> #t if t is the simulation's (it is then runnable
@@ -29,6 +29,7 @@
   (define active #f)              ; its sim-hooks
   (define now 0.)                 ; the virtual monotonic clock, ms
   (define names 0)                ; threads named in this simulation
+  (define work 0.)                ; ms of work the steps so far stand for
 
   (define-syntax sim-here?
     (syntax-rules ()
@@ -42,6 +43,7 @@
   (define (sim-install! hooks start-ms)
     (set! now start-ms)
     (set! names 0)
+    (set! work 0.)
     (set! active hooks)
     (set-box! active-tid (get-thread-id)))
 
@@ -54,6 +56,13 @@
   (define (sim-next-name!) (set! names (fx+ names 1)) names)
 
   (define (sim-now) now)
+
+  ;; The coarse clock of a simulation (see coarse-ms in (spindle private
+  ;; core clock)): virtual time plus the work of the steps taken, so that
+  ;; a thread that runs many steps without waiting ages as it computes,
+  ;; while monotonic-ms moves only at timers.
+  (define (sim-work-set! ms) (set! work ms))
+  (define (sim-coarse-ms) (flonum->fixnum (fl+ now work)))
   (define (sim-now-set! ms) (set! now ms))
 
   ;; current-inexact-milliseconds in a simulation: virtual time from a

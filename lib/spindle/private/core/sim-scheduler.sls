@@ -144,6 +144,10 @@
         (sim-member-priority-set! (hashtable-ref (sim-member-table s) t #f) (- (sim-lowered s))))))
 
   ;; ---------------------------------------------------------------- the step
+  ;; The work a step stands for on the coarse clock: 100 steps without a
+  ;; wait make the 10 ms after which a preemption delivers a cancellation.
+  (define step-work-ms 0.1)
+
   (define (fail! s kind detail)
     (unless (sim-failure s)
       (sim-failure-set! s (cons kind detail))
@@ -167,6 +171,7 @@
                   (begin (fail! s 'max-steps ((sim-describe s) (sim-members s))) (loop))
                   (let ([t (choose! s)])
                     (sim-steps-set! s (+ (sim-steps s) 1))
+                    (sim-work-set! (fl* step-work-ms (fixnum->flonum (sim-steps s))))
                     (after-step! s t)
                     (sim-last-set! s t)
                     t))]

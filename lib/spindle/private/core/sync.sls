@@ -322,7 +322,10 @@
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
             (begin (check-requests!) (sync-prim p void?))
-            (if void? (void) (apply values (syncer-result s)))))))
+            (begin
+              ;; a point after the commit too: what follows a wait races
+              (sim-point!)
+              (if void? (void) (apply values (syncer-result s))))))))
 
   ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
   ;; random shares one state among all OS threads.
