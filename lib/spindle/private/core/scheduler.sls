@@ -68,7 +68,7 @@
   ;; start, yield): the simulation's scheduler picks the next thread,
   ;; which may be the current one.  Outside a simulation: one test.
   (define-syntax sim-point!
-    (syntax-rules () [(_) (when (sim-here?) (yield!))]))
+    (syntax-rules () [(_) (when (sim-here?) (set-box! sim-yield-reason 'point) (yield!))]))
 
   ;; The trace names a thread and its pool through these.
   (define trace-namer-set (and tracing? (begin (set-trace-namer! gthread-name gthread-pool) #t)))
@@ -450,6 +450,7 @@
       (cond
         [(sim-here?)
          ;; the simulation chooses: t may run on at once
+         (unless (unbox sim-yield-reason) (set-box! sim-yield-reason 'yield))
          (call/cc (lambda (k) (save-context! t k) (enqueue! t) (schedule-next w)))]
         [else (yield-on-pool! w t p)])
       (enable-interrupts)

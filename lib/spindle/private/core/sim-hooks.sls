@@ -12,7 +12,7 @@
   (export sim-here? sim-active? sim-install! sim-remove! current-sim-hooks make-sim-hooks
           sim-hooks-enqueue sim-hooks-spawned sim-hooks-next sim-hooks-add-timer
           sim-hooks-io-check sim-hooks-allow-io?
-          sim-now sim-now-set! sim-work-set! sim-coarse-ms sim-epoch-ms sim-next-name! check-deterministic)
+          sim-yield-reason sim-now sim-now-set! sim-work-set! sim-coarse-ms sim-epoch-ms sim-next-name! check-deterministic)
   (import (chezscheme))
 
   ;; enqueue: (t) -> #t if t is the simulation's (it is then runnable
@@ -29,6 +29,10 @@
   (define active #f)              ; its sim-hooks
   (define now 0.)                 ; the virtual monotonic clock, ms
   (define names 0)                ; threads named in this simulation
+  ;; Why the running thread gave its worker back, when it yielded: 'point
+  ;; (a scheduling point), 'yield (yield, sleep 0, a preemption), or #f
+  ;; (a park, an end).  The scheduler sets it; the simulation takes it.
+  (define sim-yield-reason (box #f))
   (define work 0.)                ; ms of work the steps so far stand for
 
   (define-syntax sim-here?

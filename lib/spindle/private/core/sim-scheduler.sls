@@ -155,7 +155,14 @@
 
   ;; The worker's next thread (interrupts disabled, no thread current).
   (define (next-thread s w)
-    (let ([last (sim-last s)])
+    (let ([last (sim-last s)] [reason (unbox sim-yield-reason)])
+      (set-box! sim-yield-reason #f)
+      ;; PCT: a thread that yields (or is preempted: it computes) waits
+      ;; for another; it drops below every thread, or a busy wait on a
+      ;; lower thread would never end
+      (when (and last (eq? reason 'yield) (eq? (sim-kind s) 'pct) (not (gthread-dead? last)))
+        (sim-lowered-set! s (+ (sim-lowered s) 1))
+        (sim-member-priority-set! (hashtable-ref (sim-member-table s) last #f) (- (sim-lowered s))))
       (when (and last (gthread-dead? last) (not (eq? last (sim-root s))))
         (sim-last-set! s #f)
         (let ([c ((sim-thread-failure s) last)])
