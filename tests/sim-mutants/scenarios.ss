@@ -70,15 +70,24 @@
         (unless (= got sent) (error 'value "a value a sync returned was dropped" sent got))))))
 
 ;; 4a18807: a wait that can complete at once is no checkpoint, so a loop
-;; of such waits in a cancelled scope is never cancelled (the run never
-;; ends: a livelock under simulation, a timeout in the stress loop).
+;; of such waits in a cancelled scope is not cancelled (until it parks).
 (define (loop-uncancelled)
-  (let ([s (make-semaphore 1000000)] [p (pool)])
-    (let-values ([(t sc) (scoped-thread p (lambda () (let loop () (sync s) (yield) (loop))))])
+  (let ([s (make-semaphore 1000000)] [p (pool)] [cancelled? (box #f)] [after (box 0)])
+    (let-values ([(t sc) (scoped-thread p (lambda ()
+                                            (let loop ()
+                                              (sync s)
+                                              (when (unbox cancelled?)
+                                                (set-box! after (+ (unbox after) 1))
+                                                (when (> (unbox after) 10000)
+                                                  (error 'loop "10000 waits after the cancellation")))
+                                              (yield)
+                                              (loop))))])
       (spin 5)
       (scope-cancel! sc)
+      (set-box! cancelled? #t)
       (thread-wait t)
-      (parallel-thread-pool-close p))))
+      (parallel-thread-pool-close p)
+      (when (> (unbox after) 10000) (error 'loop "10000 waits after the cancellation")))))
 
 ;; bfeed0a: a break that unwinds a parking synchronized port's output
 ;; after the wrapped port wrote its bytes but before its buffer was
@@ -118,6 +127,7 @@
           (do ([i 0 (+ i 1)]) ((= i 3))
             (scope-thread sc (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! ended (+ ended 1)))))))
           (sleep 5))))
+    (sleep 2)
     (unless (= ended 3) (error 'scope "children not unwound" ended))))
 
 (define scenarios
