@@ -203,7 +203,7 @@
   (check-equal "call-blocking" 6 (simulate (lambda () (call-blocking * 2 3)) #:seed 1)))
 
 ;; ---------------------------------------------------------------- spindle under many seeds
-(define runs 60)
+(define runs 300)
 
 (test "channels, choice and NACKs under simulation: each value once"
   (simulate-many
@@ -317,7 +317,7 @@
           (for-each thread-wait ts)
           (unless (= n 9) (error 'mutex "lost update" n))
           (unless (equal? (list-sort < got) '(0 1 2)) (error 'shared-queue "items" got)))))
-    #:runs 30 #:seed 600))
+    #:runs 150 #:seed 600))
 
 (test "outside a simulation, threads and timers are untouched"
   (simulate (lambda () (sleep 100)) #:seed 1)

@@ -135,11 +135,14 @@
     (value-dropped . ,value-dropped) (loop-uncancelled . ,loop-uncancelled)
     (write-twice . ,write-twice) (kill-in-exit-hooks . ,kill-in-exit-hooks)))
 
-;; A stress run: the scenario with real threads, bounded in time.
+;; A stress run: the scenario with real threads, bounded in time: #f if
+;; it raised or did not end within 5 s.
 (define (stress-once thunk)
   (guard (e [#t #f])
     (let ([t (thread (lambda () (thunk) #t) #:keep 'results)])
-      (sync/timeout 5 (wrap-evt t (lambda (_) (thread-wait t)))))))
+      ;; a raise in the scenario fails its thread: thread-wait's failure
+      ;; continuation answers #f
+      (sync/timeout 5 (wrap-evt t (lambda (_) (thread-wait t (lambda () #f))))))))
 
 (let* ([args (cdr (command-line))]
        [name (string->symbol (car args))]
