@@ -442,41 +442,42 @@
   ;; the thread has disabled interrupts itself (see may-park?).
   (define (yield!)
     (if (fx= (disable-interrupts) 1)
-        (yield-now!)
+        (if (sim-here?) (sim-yield-now!) (yield-now!))
         (enable-interrupts)))
 
   (define (yield-now!)
     (let* ([w (current-worker)] [t (worker-current w)] [p (worker-pool w)])
-      (cond
-        [(sim-here?)
-         ;; the simulation chooses: t may run on at once
-         (unless (unbox sim-yield-reason) (set-box! sim-yield-reason 'yield))
-         (call/cc (lambda (k) (save-context! t k) (enqueue! t) (schedule-next w)))]
-        [else (yield-on-pool! w t p)])
+      (fire-due-timers! p)
+      (if (queue-empty? (pool-run-queue p))
+          (begin (count-switch! w) (start-slice! w))
+          ;; one lock round for both: t goes to the back, the front runs
+          ;; (the queue's length is unchanged, so no idle worker is woken)
+          (call/cc
+            (lambda (k)
+              (save-context! t k)
+              (let ([lock (pool-lock p)] [rq (pool-run-queue p)])
+                (spin-lock! lock)
+                (queue-push! rq t)
+                (let ([next (queue-pop! rq #f)])
+                  (spin-unlock! lock)
+                  ;; leave-thread! without what run-thread! redoes at once
+                  ;; (the timer and the worker's current thread)
+                  (when tracing? (trace-run-end!))
+                  (count-switch! w)
+                  (run-thread! w next))))))
       (enable-interrupts)
       ;; t is still the current thread: a thread resumes as itself.  The
       ;; test keeps the call out of the common path (no request pending).
       (when (gthread-requests-pending? t) (resume-check t))))
 
-  (define (yield-on-pool! w t p)
-    (fire-due-timers! p)
-    (if (queue-empty? (pool-run-queue p))
-        (begin (count-switch! w) (start-slice! w))
-        ;; one lock round for both: t goes to the back, the front runs
-        ;; (the queue's length is unchanged, so no idle worker is woken)
-        (call/cc
-          (lambda (k)
-            (save-context! t k)
-            (let ([lock (pool-lock p)] [rq (pool-run-queue p)])
-              (spin-lock! lock)
-              (queue-push! rq t)
-              (let ([next (queue-pop! rq #f)])
-                (spin-unlock! lock)
-                ;; leave-thread! without what run-thread! redoes at once
-                ;; (the timer and the worker's current thread)
-                (when tracing? (trace-run-end!))
-                (count-switch! w)
-                (run-thread! w next)))))))
+  ;; In a simulation the simulation chooses the next thread: t goes back
+  ;; to its runnable set and may be chosen at once.
+  (define (sim-yield-now!)
+    (let* ([w (current-worker)] [t (worker-current w)])
+      (unless (unbox sim-yield-reason) (set-box! sim-yield-reason 'yield))
+      (call/cc (lambda (k) (save-context! t k) (enqueue! t) (schedule-next w)))
+      (enable-interrupts)
+      (when (gthread-requests-pending? t) (resume-check t))))
 
   (define (on-timer)
     (let ([w (worker-param)])
