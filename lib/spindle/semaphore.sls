@@ -162,7 +162,6 @@
   ;; stamps nothing (see (spindle private core sync)): it stays a CAS.
   (define (semaphore-wait sem)
     (check 'semaphore-wait sem)
-    (sim-point!)
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
