@@ -319,6 +319,14 @@
           (unless (equal? (list-sort < got) '(0 1 2)) (error 'shared-queue "items" got)))))
     #:runs 150 #:seed 600))
 
+(test "simulate from a parallel thread, and again after a failed run"
+  (check-equal "on an own pool" 42
+               (thread-wait (thread (lambda () (simulate (lambda () (sleep 10) 42) #:seed 3)) #:pool 'own #:keep 'results)))
+  (check "a deadlock" (failure-of (lambda () (simulate (lambda () (thread (lambda () (sleep 1)))
+                                                          (semaphore-wait (make-semaphore 0)))
+                                                        #:seed 3))))
+  (check-equal "the next run" 'fine (simulate (lambda () (sleep 1) 'fine) #:seed 3)))
+
 (test "outside a simulation, threads and timers are untouched"
   (simulate (lambda () (sleep 100)) #:seed 1)
   (let ([t0 (current-inexact-monotonic-milliseconds)])
