@@ -17,6 +17,7 @@
           rmpi-reduce rmpi-allreduce rmpi-allgather rmpi-alltoall rmpi-alltoallv
           rmpi-comm-split rmpi-partition rmpi-finish)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (only (spindle private core sim-hooks) check-deterministic)
           (rename (spindle private places mpi-world) (rmpi-world world) (rmpi-finish finish))
           (spindle private places mpi-engine)
           (spindle private places mpi-collectives)
@@ -45,6 +46,6 @@
     (set-collective-spawner!
       (lambda (thunk) (parameterize ([current-custodian progress-custodian]) (thread thunk (current-thread-pool))))
       call-blocking))
-  (define (rmpi-world) (world))
+  (define (rmpi-world) (check-deterministic 'rmpi-world) (world))
   ;; MPI_Finalize, then the parked receives learn it.
   (define (rmpi-finish comm) (finish comm) (wake-after-finish!)))

@@ -115,6 +115,7 @@
   ;; ---- operations
   (define (semaphore-post sem)
     (check 'semaphore-post sem)
+    (sim-point!)
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
@@ -165,7 +166,7 @@
       (let loop ()
         (let ([n (unbox b)])
           (if (fx> n 0)
-              (unless (box-cas! b n (fx- n 1)) (loop))
+              (if (box-cas! b n (fx- n 1)) (sim-point!) (loop))
               (sync-prim sem #t))))))   ; a tail call: one frame fewer when parked
 
   (define (semaphore-wait/enable-break sem)

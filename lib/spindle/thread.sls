@@ -32,6 +32,8 @@
           (only (spindle private os signals) sigquit)
           (only (spindle private core thread-dump) dump-text)
           (only (spindle private core wait-targets) thread-wait-list)
+          (only (spindle private core sim-hooks) sim-here? sim-next-name!)
+          (only (spindle private core gthread) gthread-kill-requested?-set!)
           (only (spindle deadlock) set-deadlock-dumper!)
           (only (spindle synchronized-port) with-port-lock)
           ;; invoked with this library (see console-installed below)
@@ -187,10 +189,16 @@
 
   ;; Ends the current thread t; never returns.
   (define (finish-thread! t d outcome results)
+    ;; a kill that comes while t ends (a preemption in an exit hook) must
+    ;; not end it again: the hooks would run twice, or stop half done
+    (gthread-finisher-set! t finishing)
     (when (eq? outcome 'killed)
       (let ([c (gthread-cleanup t)]) (when c (gthread-cleanup-set! t #f) (c))))
     (finish-data! t d outcome results)
     (exit-current-thread!))
+
+  ;; The finisher of a thread that is ending: a kill request is dropped.
+  (define (finishing outcome) (gthread-kill-requested?-set! (current-gthread) #f))
 
   ;; The finisher of every thread made here (one shared procedure, not a
   ;; closure per thread); finishers run in the ending thread.
@@ -241,6 +249,8 @@
 
   (define name-counter (box 0))
   (define (next-name)
+    (if (sim-here?) (sim-next-name!) (next-process-name)))
+  (define (next-process-name)
     (let loop ()
       (let ([n (unbox name-counter)])
         (if (box-cas! name-counter n (+ n 1)) (+ n 1) (loop)))))

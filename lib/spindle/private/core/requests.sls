@@ -9,6 +9,7 @@
   (export request-kill! request-break! request-suspend! request-resume!
           request-cancel-check! check-requests! check-breaks! check-cancel! set-interrupt-hook!)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
+          (only (spindle private core clock) coarse-ms)
           (only (spindle private core cancel) cancel-condition))
 
   ;; The sync layer registers how to interrupt a thread parked in a sync.
@@ -122,7 +123,7 @@
                    [else "user break"])))))]
         [(and (gthread-cancel t)
               (not (eq? preempted? 'breaks))
-              (or (not preempted?) (fx>= (fx- (real-time) (gthread-parked-at t)) cancel-run-ms))
+              (or (not preempted?) (fx>= (fx- (coarse-ms) (gthread-parked-at t)) cancel-run-ms))
               (gthread-cancel-pending t))
          => (lambda (cs)
               (if (and preempted? (raised-before? t cs))
