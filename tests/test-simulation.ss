@@ -246,6 +246,24 @@
           (unless (semaphore-try-wait? s) (error 'semaphore "unit lost")))))
     #:runs runs #:seed 100))
 
+(test "a break never comes between call-with-semaphore's take and its winder"
+  ;; the victim says where it is, then takes the unit; a break sent as it
+  ;; does must either stop it before the take or reach it inside proc,
+  ;; where the unit is given back
+  (check-equal "every run passes" 300
+    (simulate-many
+      (lambda ()
+        (let* ([s (make-semaphore 1)] [ch (make-channel)]
+               [victim (thread (lambda ()
+                                 (guard (e [(break-condition? e) 'broken])
+                                   (channel-put ch 'here)
+                                   (call-with-semaphore s (lambda () (sleep 1))))))])
+          (channel-get ch)
+          (break-thread victim)
+          (thread-wait victim)
+          (unless (semaphore-try-wait? s) (error 'call-with-semaphore "unit lost to a break"))))
+      #:runs 300 #:seed 1)))
+
 (test "thread mailboxes, kill, break and suspend under simulation"
   (simulate-many
     (lambda ()

@@ -460,27 +460,6 @@
     (syntax-rules ()
       [(_ on? body1 body ...) (call-with-break-enabled (and on? #t) (lambda () body1 body ...))]))
 
-  ;; A pending break is raised wherever breaks become enabled: on entering
-  ;; an enabling extent (also by a jump into it) and on leaving a disabling
-  ;; one (also by an escape out of it; a cancellation waits there for a
-  ;; checkpoint, see check-breaks!).  It is raised only after the flag
-  ;; holds the value of the extent it is raised in: a break raised from the
-  ;; before thunk first puts the outer value back (that thunk's winder is
-  ;; not installed yet, so no after thunk would), and one raised from the
-  ;; after thunk finds the outer value already restored.
-  (define (call-with-break-enabled new thunk)
-    (let ([t (current-thread)] [old #f])
-      (dynamic-wind
-        (lambda ()
-          (set! old (gthread-break-enabled? t))
-          (gthread-break-enabled?-set! t new)
-          (when new
-            (guard (c [#t (gthread-break-enabled?-set! t old) (raise c)]) (check-requests!))))
-        thunk
-        (lambda ()
-          (gthread-break-enabled?-set! t old)
-          (when (and old (not new)) (check-breaks!))))))
-
   ;; SRFI-18 make-thread's pool: #f, 'own or a parallel thread pool.
   (define srfi-18-thread-pool (make-parameter 'own))
 
