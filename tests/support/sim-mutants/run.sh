@@ -4,9 +4,9 @@
 # and records how many seeds simulate-many needed to find each and how
 # many runs a plain stress loop of real threads needed.  Run from a clean
 # tree (it restores lib/ with git checkout after each mutant):
-#   tests/sim-mutants/run.sh [SEEDS [STRESS-RUNS [STRESS-SECONDS]]]
+#   tests/support/sim-mutants/run.sh [SEEDS [STRESS-RUNS [STRESS-SECONDS]]]
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 seeds=${1:-1000}; runs=${2:-1000}; secs=${3:-120}
 git diff --quiet -- lib || { echo "run.sh: lib/ has uncommitted changes" >&2; exit 1; }
 
@@ -25,7 +25,7 @@ check() {  # NAME SCENARIO
   local libdirs; libdirs=$(bin/spindle libdirs)
   for mode in sim stress; do
     if [ $mode = sim ]; then a="$seeds"; else a="$runs $secs"; fi
-    timeout $((secs + 600)) "${SCHEME:-scheme}" --libdirs "$libdirs" --program tests/sim-mutants/scenarios.ss "$2" $mode $a 2>/dev/null \
+    timeout $((secs + 600)) "${SCHEME:-scheme}" --libdirs "$libdirs" --program tests/support/sim-mutants/scenarios.ss "$2" $mode $a 2>/dev/null \
       | grep -a "^$2 $mode" | sed "s/^/$1: /"
   done
   git checkout -q -- lib
