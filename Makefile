@@ -75,7 +75,7 @@ bench-deps:
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PACKAGES) >/dev/null; }
 
 check: deps
-	$(SCHEME) --libdirs lib --program tests/check-libraries.ss
+	$(SCHEME) --libdirs lib --program tests/support/check-libraries.ss
 
 install: deps
 	SCHEME="$(SCHEME)" tools/install.sh install "$(DESTDIR)$(PREFIX)"

@@ -1,7 +1,7 @@
 #!chezscheme
 ;;; fork-join's communication-group operations (CGsend, CGrecv,
 ;;; CGbroadcast, CGallreduce, CGalltoall, CGpipeline, CGBarrier) over
-;;; places and over MPI ranks: tests/cg-program.ss is one program, run
+;;; places and over MPI ranks: tests/support/cg-program.ss is one program, run
 ;;; with `spindle run` (members are places) and with `spindle mpirun`
 ;;; (members are ranks), checking every operation against a sequential
 ;;; computation.  The MPI runs are skipped with a message when Open MPI is
@@ -33,7 +33,7 @@
 (test "places: every operation at 1, 2, 3 and 4 members (the program run by spindle run)"
   (for-each
     (lambda (np)
-      (let-values ([(rc text) (run-bounded 60 (format "bin/spindle run tests/cg-program.ss ~a ~a" np big))])
+      (let-values ([(rc text) (run-bounded 60 (format "bin/spindle run tests/support/cg-program.ss ~a ~a" np big))])
         (check-equal (format "~a members: exit code" np) 0 rc)
         (check (format "~a members: every check passed" np) (string-contains? text (format "cg ops ok ~a" np)))
         (unless (eqv? rc 0) (display text))))
@@ -58,7 +58,7 @@
       (test "MPI ranks: the same program, unchanged, at 1, 2, 3 and 4 ranks; rank 0 alone prints"
         (for-each
           (lambda (np)
-            (let-values ([(rc text) (run-bounded 90 (format "bin/spindle mpirun -np ~a tests/cg-program.ss ~a ~a" np np big))])
+            (let-values ([(rc text) (run-bounded 90 (format "bin/spindle mpirun -np ~a tests/support/cg-program.ss ~a ~a" np np big))])
               (check-equal (format "~a ranks: exit code" np) 0 rc)
               (check (format "~a ranks: every check passed" np) (string-contains? text (format "cg ops ok ~a" np)))
               (check-equal (format "~a ranks: printed by rank 0 only" np) 1 (occurrences text "cg ops ok"))
@@ -68,16 +68,16 @@
         (for-each
           (lambda (np)
             (let ([want (format "cg groups ~s" (if (= np 2) '#((cg own) fresh) '#((cg own) fresh other)))])
-              (let-values ([(rc text) (run-bounded 60 (format "bin/spindle run tests/cg-groups.ss ~a" np))])
+              (let-values ([(rc text) (run-bounded 60 (format "bin/spindle run tests/support/cg-groups.ss ~a" np))])
                 (check (format "~a places: ~a" np want) (and (eqv? rc 0) (string-contains? text want)))
                 (unless (eqv? rc 0) (display text)))
-              (let-values ([(rc text) (run-bounded 60 (format "bin/spindle mpirun -np ~a tests/cg-groups.ss ~a" np np))])
+              (let-values ([(rc text) (run-bounded 60 (format "bin/spindle mpirun -np ~a tests/support/cg-groups.ss ~a" np np))])
                 (check (format "~a ranks: ~a" np want) (and (eqv? rc 0) (string-contains? text want)))
                 (unless (and (eqv? rc 0) (string-contains? text want)) (display text)))))
           '(2 3)))
 
       (test "MPI ranks over TCP only (btl tcp,self), 3 ranks"
-        (let-values ([(rc text) (run-bounded 90 (format "env OMPI_MCA_btl=tcp,self bin/spindle mpirun -np 3 tests/cg-program.ss 3 ~a" big))])
+        (let-values ([(rc text) (run-bounded 90 (format "env OMPI_MCA_btl=tcp,self bin/spindle mpirun -np 3 tests/support/cg-program.ss 3 ~a" big))])
           (check-equal "exit code" 0 rc)
           (check "every check passed" (string-contains? text "cg ops ok 3"))
           (unless (eqv? rc 0) (display text))))))

@@ -42,12 +42,12 @@
                          #:pool 'own))
     (check-equal "a parallel thread has them too" (list (stdin-port) (stdout-port) (stderr-port)) (unbox seen))))
 
-;; tests/console-stdin-child.ss reads its stdin, a pipe left empty, while
+;; tests/support/console-stdin-child.ss reads its stdin, a pipe left empty, while
 ;; a coroutine ticker, an 'own ticker and an allocating spinner run; it
 ;; reports their progress over 2 s while the reader still waits.
 (define (check-stdin-reader kind)
   (let-values ([(p o i e) (subprocess #f #f #f (string-append (current-directory) "/bin/spindle")
-                                      "run" (string-append (current-directory) "/tests/console-stdin-child.ss") kind)])
+                                      "run" (string-append (current-directory) "/tests/support/console-stdin-child.ss") kind)])
     ;; the report must come while stdin is still empty
     (let ([report (sync/timeout 20 (read-line-evt o))])
       (put-bytevector i (string->utf8 "hello\n"))

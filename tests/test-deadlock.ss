@@ -9,7 +9,7 @@
 (test-limit 40)
 
 ;; ---------------------------------------------------------------- child programs
-(define child (string-append (current-directory) "/tests/deadlock-child.ss"))
+(define child (string-append (current-directory) "/tests/support/deadlock-child.ss"))
 (define spindle (string-append (current-directory) "/bin/spindle"))
 
 ;; Runs the child in mode (env: "NAME=value" strings), reads its first

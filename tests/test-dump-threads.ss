@@ -241,7 +241,7 @@
   (check-raises "thread-waits" (assertion-from? 'thread-waits) (lambda () (thread-waits 5))))
 
 ;; ---------------------------------------------------------------- SIGQUIT
-(define child (string-append (current-directory) "/tests/dump-child.ss"))
+(define child (string-append (current-directory) "/tests/support/dump-child.ss"))
 (define spindle (string-append (current-directory) "/bin/spindle"))
 
 ;; Runs the child in mode, sends it SIGQUIT once ready, waits for the dump

@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; Fork-join and communication groups.  The groups are in
-;;; tests/fork-join-lib.sls (fork-join needs a library ending with
+;;; tests/support/fork-join-lib.sls (fork-join needs a library ending with
 ;;; lift-places); this file checks what they return and that no place
 ;;; process outlives its group.
 (import (except (chezscheme) thread? sleep make-parameter parameterize)

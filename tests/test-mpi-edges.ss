@@ -2,7 +2,7 @@
 ;;; (spindle mpi) at its edges (issue 31): collectives given disagreeing
 ;;; kinds, lengths, roots or operations at one rank; an in-place send cut
 ;;; by a deadline; an exit from a parallel thread of a rank; fxvectors
-;;; through rmpi-send.  Jobs of 2 and 3 ranks (tests/mpi/mpi-child.ss runs
+;;; through rmpi-send.  Jobs of 2 and 3 ranks (tests/support/mpi/mpi-child.ss runs
 ;;; each scenario); skipped with a message without Open MPI.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
         (only (spindle private os processes) shell-command) (mpi-jobs))

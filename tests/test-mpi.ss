@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; (spindle mpi) and `spindle mpirun`: jobs of 1 to 4 ranks on this machine
-;;; (tests/mpi/mpi-child.ss runs each scenario).  make test installs Open
+;;; (tests/support/mpi/mpi-child.ss runs each scenario).  make test installs Open
 ;;; MPI (the Makefile's mpi target); without it these tests are skipped
 ;;; with a message.
 ;;; time limit: 480 s
@@ -15,7 +15,7 @@
       (unless (eqv? 0 (shell-command "command -v mpirun >/dev/null 2>&1"))
         (test "spindle mpirun says clearly that mpirun is missing"
           (check-equal "exit code" 127
-            (shell-command (format "bin/spindle mpirun -np 2 tests/mpi/mpi-child.ss x >~a/out 2>&1" work)))
+            (shell-command (format "bin/spindle mpirun -np 2 tests/support/mpi/mpi-child.ss x >~a/out 2>&1" work)))
           (check "the message names mpirun" (contains? (read-file (format "~a/out" work)) "mpirun not found")))))
     (begin
       (test "1, 2, 3 and 4 ranks over shared memory (btl self,vader) and over TCP (btl tcp,self): every collective against a sequential computation"
@@ -61,11 +61,11 @@
       (test "several hosts on one machine: 3 network namespaces joined by a bridge, 2, 2 and 1 ranks, launched through ip netns exec (or one host if the sandbox refuses)"
         (let* ([name (format "spt~a" (own-pid))]
                [log (format "~a/netns.out" work)]
-               [up? (eqv? 0 (shell-command (format "tests/mpi/netns.sh up ~a 3 >~a 2>&1" name log)))])
+               [up? (eqv? 0 (shell-command (format "tests/support/mpi/netns.sh up ~a 3 >~a 2>&1" name log)))])
           (define (run scenario . args)
             (let ([out (format "~a/hosts.out" work)])
               (let ([rc (shell-command
-                          (format "SPINDLE_NETNS_NP=5 SPINDLE_NETNS_HOSTS=10.77.0.1:2,10.77.0.2:2,10.77.0.3:1 timeout -k 5 60 tests/mpi/netns.sh run ~a 3 tests/mpi/mpi-child.ss ~a ~a >~a 2>&1"
+                          (format "SPINDLE_NETNS_NP=5 SPINDLE_NETNS_HOSTS=10.77.0.1:2,10.77.0.2:2,10.77.0.3:1 timeout -k 5 60 tests/support/mpi/netns.sh run ~a 3 tests/support/mpi/mpi-child.ss ~a ~a >~a 2>&1"
                                   name scenario (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
                 (values rc (read-file out)))))
           (if up?
@@ -74,7 +74,7 @@
                 (let-values ([(rc text) (run "hosts" 3 5)])
                   (check-run "hosts: exit code" rc text 5 "hosts")
                   (check-ok 5 text "collectives"))
-                (shell-command (format "tests/mpi/netns.sh down ~a" name))
+                (shell-command (format "tests/support/mpi/netns.sh down ~a" name))
                 (check-equal "the namespaces are removed" 0
                   (shell-command (format "test -z \"$(ip netns list | grep '^~a-')\"" name))))
               (begin
@@ -168,7 +168,7 @@
       (test "rmpi-world outside mpirun says how to start the program"
         (let ([out (format "~a/plain.out" work)])
           (check "the program fails"
-            (not (eqv? 0 (shell-command (format "timeout 60 bin/spindle run tests/mpi/mpi-child.ss collectives 1 >~a 2>&1" out)))))
+            (not (eqv? 0 (shell-command (format "timeout 60 bin/spindle run tests/support/mpi/mpi-child.ss collectives 1 >~a 2>&1" out)))))
           (check "the message names rmpi-world and spindle mpirun"
             (let ([text (read-file out)]) (and (contains? text "rmpi-world") (contains? text "spindle mpirun"))))))
 
@@ -196,7 +196,7 @@
       (test "a killed rank ends the job within 10 s, naming the rank; no process is left"
         (let ([out (format "~a/killed.out" work)] [rc-file (format "~a/killed.rc" work)])
           (shell-command
-            (format "{ timeout -k 5 60 bin/spindle mpirun -np 3 tests/mpi/mpi-child.ss idle ~a >~a 2>&1; echo $? >~a; } &"
+            (format "{ timeout -k 5 60 bin/spindle mpirun -np 3 tests/support/mpi/mpi-child.ss idle ~a >~a 2>&1; echo $? >~a; } &"
                     work out rc-file))
           ;; rank 2's pid, once every rank is ready
           (let ([pid (let loop ([k 0])

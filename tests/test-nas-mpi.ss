@@ -7,7 +7,7 @@
 ;;; places suite's lines.  No timing is asserted.  The MPI runs are
 ;;; skipped with a message when Open MPI is not installed.  IS and CG also
 ;;; run across three hosts: network namespaces of this machine
-;;; (tests/mpi/netns.sh, launched through ip netns exec).
+;;; (tests/support/mpi/netns.sh, launched through ip netns exec).
 (import (chezscheme) (harness) (only (text-files) read-file) (nas common) (nas is-mpi) (nas cg-mpi) (nas mg-mpi) (nas ft-mpi)
         (only (spindle private os processes) shell-command own-pid))
 
@@ -110,17 +110,17 @@
               (unless (eqv? rc 0) (display text)))))
         '(1 2 4)
         '((ep is cg mg ft) (ep is cg mg ft) (is cg mg ft)))
-      (test "three hosts on one machine (network namespaces on a bridge, tests/mpi/netns.sh): IS and CG class S at 4 ranks placed 2, 1 and 1 (or one host if the sandbox refuses)"
+      (test "three hosts on one machine (network namespaces on a bridge, tests/support/mpi/netns.sh): IS and CG class S at 4 ranks placed 2, 1 and 1 (or one host if the sandbox refuses)"
         (let* ([name (format "spn~a" (own-pid))]
                [log (format "~a/netns.out" work)]
-               [up? (eqv? 0 (shell-command (format "tests/mpi/netns.sh up ~a 3 >~a 2>&1" name log)))])
+               [up? (eqv? 0 (shell-command (format "tests/support/mpi/netns.sh up ~a 3 >~a 2>&1" name log)))])
           (let-values ([(rc text)
                         (if up?
-                            (run-bounded 150 (format "env SPINDLE_NETNS_NP=4 SPINDLE_NETNS_HOSTS=10.77.0.1:2,10.77.0.2:1,10.77.0.3:1 tests/mpi/netns.sh run ~a 3 bench/nas-rank.ss is,cg S" name))
+                            (run-bounded 150 (format "env SPINDLE_NETNS_NP=4 SPINDLE_NETNS_HOSTS=10.77.0.1:2,10.77.0.2:1,10.77.0.3:1 tests/support/mpi/netns.sh run ~a 3 bench/nas-rank.ss is,cg S" name))
                             (begin
                               (printf "  network namespaces refused (~a): IS and CG on one host instead\n" (read-file log))
                               (run-bounded 150 "bin/spindle mpirun -np 4 bench/nas-rank.ss is,cg S")))])
-            (when up? (shell-command (format "tests/mpi/netns.sh down ~a" name)))
+            (when up? (shell-command (format "tests/support/mpi/netns.sh down ~a" name)))
             (check-equal "exit code" 0 rc)
             (check-equal "is verified" #t (verdict text 'is))
             (check-equal "cg verified" #t (verdict text 'cg))

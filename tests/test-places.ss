@@ -2,7 +2,7 @@
 ;;; Places: creation, messages, channel passing,
 ;;; shared vectors, ends (crash, exit, kill, break), dynamic-place, errors,
 ;;; non-blocking puts, a many-place stress test and process clean-up.
-;;; Place bodies live in tests/places/kinds.sls (place forms need a library).
+;;; Place bodies live in tests/support/places/kinds.sls (place forms need a library).
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (wait-until)
         (only (spindle private os processes) shell-command)
         (spindle private places buffer-pool)
@@ -1394,10 +1394,10 @@
       (let ([p (track (dynamic-place path 'start))])
         (check-equal (list 'reply path) '(file-worker 5) (place-channel-put/get p 5))
         (check-equal "code" 0 (place-wait p))))
-    (list "tests/places/file-worker.ss" (string-append (current-directory) "/tests/places/file-worker.ss"))))
+    (list "tests/support/places/file-worker.ss" (string-append (current-directory) "/tests/support/places/file-worker.ss"))))
 
 (test "dynamic-place with a file path holding top-level definitions"
-  (let ([p (track (dynamic-place "tests/places/toplevel-worker.ss" 'start))])
+  (let ([p (track (dynamic-place "tests/support/places/toplevel-worker.ss" 'start))])
     (check-equal "reply" '(toplevel-worker 6) (place-channel-put/get p 6))
     (check-equal "code" 0 (place-wait p))))
 
@@ -1406,12 +1406,12 @@
   (check-equal "not exported" 1 (wait/timeout (track (dynamic-place '(places worker) 'hidden)) 10))
   (check-equal "not a procedure" 1 (wait/timeout (track (dynamic-place '(places worker) 'not-a-procedure)) 10))
   (check-equal "start raises" 1 (wait/timeout (track (dynamic-place '(places worker) 'start-crash)) 10))
-  (check-equal "no such definition in a file" 1 (wait/timeout (track (dynamic-place "tests/places/toplevel-worker.ss" 'nope)) 10)))
+  (check-equal "no such definition in a file" 1 (wait/timeout (track (dynamic-place "tests/support/places/toplevel-worker.ss" 'nope)) 10)))
 
 (test "dynamic-place argument errors"
   (check-raises "unreadable file" (lambda (c) (and (who-condition? c) (eq? (condition-who c) 'dynamic-place)
                                                    (or (error? c) (assertion-violation? c))))
-                (lambda () (dynamic-place "tests/places/no-such-file.ss" 'start)))
+                (lambda () (dynamic-place "tests/support/places/no-such-file.ss" 'start)))
   (check-raises "module not a name" (assertion-from? 'dynamic-place) (lambda () (dynamic-place 42 'start)))
   (check-raises "start-name not a symbol" (assertion-from? 'dynamic-place) (lambda () (dynamic-place '(places worker) "start")))
   (check-raises "#:at" (assertion-from? 'dynamic-place) (lambda () (dynamic-place '(places worker) 'start #:at "host")))
@@ -1443,7 +1443,7 @@
     (check (list 'assertion-from-place c) ((assertion-from? 'place) c))))
 
 (test "a misplaced lift-places in one library does not disturb a correct library"
-  (let* ([r (shell (format "~a --libdirs ~a --program tests/places/misplaced-main.ss" scheme-exe libdirs-arg) "misplaced")]
+  (let* ([r (shell (format "~a --libdirs ~a --program tests/support/places/misplaced-main.ss" scheme-exe libdirs-arg) "misplaced")]
          [lines (cdr r)])
     (check-equal "after" "after: (after hello)" (line-starting "after:" lines))
     (check-equal "after code" "after-code: 0" (line-starting "after-code:" lines))
@@ -1563,7 +1563,7 @@
 (define (pids-of line) (map string->number (cdr (words line))))
 
 (test "places die when the program that made them exits"
-  (let* ([r (shell (format "~a --libdirs ~a --program tests/places/orphan-main.ss exit" scheme-exe libdirs-arg) "orphan-exit")]
+  (let* ([r (shell (format "~a --libdirs ~a --program tests/support/places/orphan-main.ss exit" scheme-exe libdirs-arg) "orphan-exit")]
          [line (line-starting "pids " (cdr r))])
     (check (list 'output r) line)
     (when line
@@ -1573,7 +1573,7 @@
 
 (test "places die when the program that made them is killed with SIGKILL"
   (let ([out (temp-file "orphan-hold")])
-    (shell-command (format "~a --libdirs ~a --program tests/places/orphan-main.ss hold > ~a 2>&1 & echo $! > ~a.pid"
+    (shell-command (format "~a --libdirs ~a --program tests/support/places/orphan-main.ss hold > ~a 2>&1 & echo $! > ~a.pid"
                     scheme-exe libdirs-arg out out))
     (let ([line (wait-until (lambda () (line-starting "pids " (file-lines out))) 20 0.02)]
           [prog (let ([ls (file-lines (string-append out ".pid"))]) (and (pair? ls) (string->number (car ls))))])

@@ -1,5 +1,5 @@
 #!chezscheme
-;;; The REPL under a pseudo-terminal (tests/repl-pty.py drives it): two
+;;; The REPL under a pseudo-terminal (tests/support/repl-pty.py drives it): two
 ;;; tickers, a coroutine thread and an 'own thread, keep ticking while the
 ;;; prompt waits; Ctrl-C breaks a busy evaluation and the REPL then
 ;;; evaluates (+ 1 2); Ctrl-D exits with status 0.  Both `bin/spindle repl`
@@ -17,7 +17,7 @@
 
 (define (result-lines cmd tag)
   (let ([out (format "/tmp/spindle-test-repl-~a-~a" (own-pid) tag)])
-    (shell-command (format "timeout 90 python3 tests/repl-pty.py ~a > ~a 2>&1" cmd out))
+    (shell-command (format "timeout 90 python3 tests/support/repl-pty.py ~a > ~a 2>&1" cmd out))
     (let ([lines (call-with-input-file out
                    (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))])
       (delete-file out)

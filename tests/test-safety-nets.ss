@@ -17,7 +17,7 @@
 (define (now-ms) (current-inexact-monotonic-milliseconds))
 
 ;; ---------------------------------------------------------------- collection stalls
-(define child (string-append (current-directory) "/tests/safety-child.ss"))
+(define child (string-append (current-directory) "/tests/support/safety-child.ss"))
 (define spindle (string-append (current-directory) "/bin/spindle"))
 
 ;; The line of the child that defines the procedure the report must name.

@@ -171,7 +171,7 @@
               (let wait ([k 0]) (or (<= (tasks) tasks-before) (and (< k 200) (begin (sleep 0.01) (wait (+ k 1))))))))))))
 
 ;; ---------------------------------------------------------------- exit and Ctrl-C
-(define child (string-append (current-directory) "/tests/sched-child.ss"))
+(define child (string-append (current-directory) "/tests/support/sched-child.ss"))
 (define spindle (string-append (current-directory) "/bin/spindle"))
 
 ;; Runs the child in mode; signal?: send SIGINT once it says "ready".

@@ -404,7 +404,7 @@
 ;; (a line in 4 pieces) and without (one put-string per line).
 (define (check-console-writer args)
   (let ([out (format "/tmp/spindle-test-sharing-~a.out" (random 1000000000))])
-    (check-equal "child exit" 0 (shell-command (format "bin/spindle run tests/sharing-console-writer.ss~a > ~a 2>&1" args out)))
+    (check-equal "child exit" 0 (shell-command (format "bin/spindle run tests/support/sharing-console-writer.ss~a > ~a 2>&1" args out)))
     (let ([lines (call-with-input-file out (lambda (p) (let loop ([acc '()]) (let ([l (get-line p)]) (if (eof-object? l) (reverse acc) (loop (cons l acc)))))))])
       (delete-file out)
       (check-equal "line count" 40001 (length lines))

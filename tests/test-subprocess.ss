@@ -169,7 +169,7 @@
 
 (test "a child reads stdin from a slow pipe while its spinner keeps running"
   (let-values ([(p o i e) (subprocess #f #f #f (string-append (current-directory) "/bin/spindle")
-                                      "run" (string-append (current-directory) "/tests/stdin-child.ss"))])
+                                      "run" (string-append (current-directory) "/tests/support/stdin-child.ss"))])
     (sleep 1.0)                              ; the child starts and waits on its stdin
     (do ([k 0 (+ k 1)]) ((= k 3))
       (put-bytevector i (string->utf8 (format "line ~a\n" k)))
@@ -193,7 +193,7 @@
 
 (test "a child writing to a full stdout pipe parks; its spinner keeps running"
   (let-values ([(p o i e) (subprocess #f #f #f (string-append (current-directory) "/bin/spindle")
-                                      "run" (string-append (current-directory) "/tests/stdout-child.ss"))])
+                                      "run" (string-append (current-directory) "/tests/support/stdout-child.ss"))])
     (close-port i)
     (sleep 1.5)                              ; the child fills the pipe and waits
     (let* ([n (bytevector-length (get-bytevector-all o))] [report (read-all-string e)])   ; in this order

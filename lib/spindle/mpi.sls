@@ -19,6 +19,7 @@
           rmpi-reduce rmpi-allreduce rmpi-allgather rmpi-alltoall rmpi-alltoallv
           rmpi-comm-split rmpi-partition rmpi-finish)
   (import (except (chezscheme) thread? sleep make-parameter parameterize)
+          (only (spindle private core sim-hooks) check-deterministic)
           (rename (spindle private mpi world) (rmpi-world world) (rmpi-finish finish))
           (only (spindle private mpi progress) set-progress-spawner! wake-after-finish!)
           (spindle private mpi point-to-point)
@@ -53,9 +54,9 @@
   ;; fork-join's groups over ranks (private/groups/cg-backend.sls): fork-join
   ;; loads no MPI library, so this one hands it the operations.
   (define groups-registered
-    (set-mpi-groups! rmpi-comm? (lambda () (world)) rmpi-id rmpi-cnt rmpi-available?
+    (set-mpi-groups! rmpi-comm? (lambda () (rmpi-world)) rmpi-id rmpi-cnt rmpi-available?
                      make-ranks ranks-send! ranks-recv ranks-barrier ranks-broadcast ranks-allreduce
                      ranks-alltoall ranks-alltoallv ranks-pipeline ranks-gather))
-  (define (rmpi-world) (world))
+  (define (rmpi-world) (check-deterministic 'rmpi-world) (world))
   ;; MPI_Finalize, then the parked receives learn it.
   (define (rmpi-finish comm) (finish comm) (wake-after-finish!)))

@@ -22,7 +22,9 @@
           write-bytes-evt write-bytes-avail-evt eof-evt port-ready-evt make-pipe)
   (import (chezscheme) (spindle private io fd-port) (spindle private io poller)
           (only (spindle private os descriptors) sys-close make-nonblocking-pipe set-pipe-capacity!)
-          (only (spindle private core sync) always-evt never-evt wrap-evt guard-evt replace-evt))
+          (only (spindle private core sync) always-evt never-evt wrap-evt guard-evt replace-evt)
+          (only (spindle private core sim-hooks) sim-here?)
+          (only (spindle private io memory-pipe) make-memory-pipe))
 
   (define (check-input who p)
     (unless (and (input-port? p) (binary-port? p))
@@ -173,6 +175,12 @@
       [(limit in-name out-name)
        (unless (or (not limit) (and (fixnum? limit) (fx> limit 0)))
          (assertion-violation 'make-pipe "expected #f or a positive count" limit))
+       (if (sim-here?)
+           ;; in a simulation, a pipe in memory: its wake-ups follow the seed
+           (make-memory-pipe (or limit 65536) (port-name-string in-name) (port-name-string out-name))
+           (make-os-pipe limit in-name out-name))]))
+
+  (define (make-os-pipe limit in-name out-name)
        (let-values ([(r w) (make-nonblocking-pipe)])
          (when (fx< r 0) (raise-os-error 'make-pipe r "cannot make a pipe"))
          (when limit
@@ -183,7 +191,7 @@
          (let*-values ([(in _) (guard (c [#t (sys-close w) (raise c)])
                                  (make-fd-ports r (port-name-string in-name) 'pipe #t #f))]
                        [(_ out) (make-fd-ports w (port-name-string out-name) 'pipe #f #t)])
-           (values in out)))]))
+           (values in out))))
 
   (define (port-name-string x)
     (cond [(string? x) x] [(symbol? x) (symbol->string x)] [else (format "~a" x)]))

@@ -25,6 +25,7 @@
           find-executable-path system* system*/exit-code process* shell-command/exit-code
           run-command port-descriptor)
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex)
+          (only (spindle private core sim-hooks) check-deterministic)
           (spindle private io poller) (spindle private io fd-port)
           (spindle private core evt-core)
           (only (spindle private os descriptors) sys-close make-nonblocking-pipe set-descriptor-blocking!)
@@ -130,6 +131,7 @@
   ;; (subprocess stdout stdin stderr command arg ...) ->
   ;; (values subprocess stdout-in-or-#f stdin-out-or-#f stderr-in-or-#f)
   (define (subprocess stdout stdin stderr command . args)
+    (check-deterministic 'subprocess)
     (check-stream 'subprocess stdout "stdout" #f)
     (check-stream 'subprocess stdin "stdin" #f)
     (check-stream 'subprocess stderr "stderr" #t)

@@ -8,6 +8,7 @@
   (export tcp-listen tcp-accept tcp-accept-evt tcp-accept-ready? tcp-connect
           tcp-close tcp-abandon-port tcp-addresses tcp-listener? tcp-port?)
   (import (except (chezscheme) parameterize)
+          (only (spindle private core sim-hooks) check-deterministic)
           (only (spindle private os sockets) sys-set-socket-option! socket-local-address socket-peer-address make-inet-address make-inet6-address parse-address address-family address->string address-port af-inet af-inet6 lookup-host) (spindle private io fd-port)
           (spindle private io socket) (spindle blocking)
           (only (spindle private core keywords) define-keyword-procedure)
@@ -117,6 +118,7 @@
       [(host port local-host) (tcp-connect-procedure host port local-host #f #f)]
       [(host port local-host local-port) (tcp-connect-procedure host port local-host local-port #f)]
       [(host port local-host local-port timeout)
+       (check-deterministic 'tcp-connect)
        (check-host 'tcp-connect host)
        (check-port-number 'tcp-connect port #f)
        (when (or local-host local-port)

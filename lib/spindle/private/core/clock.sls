@@ -8,9 +8,14 @@
 ;;; - (shared-monotonic-us): CLOCK_MONOTONIC in microseconds (a fixnum),
 ;;;   the same clock in every process (places are processes): the trace's
 ;;;   time stamps.  About 33 ns a reading.
+;;; - (coarse-ms): Chez's real-time (ms, a fixnum): the scheduler's cheap
+;;;   stamps (park times, the cancellation-at-preemption rule).
+;;; In a simulation ((spindle private core sim-hooks)) the first two and
+;;; coarse-ms read the virtual clock on the simulating OS thread.
 (library (spindle private core clock)
-  (export monotonic-ms wall-ms shared-monotonic-us)
-  (import (chezscheme) (only (spindle private os monotonic-clock) monotonic-microseconds))
+  (export monotonic-ms wall-ms shared-monotonic-us coarse-ms)
+  (import (chezscheme) (only (spindle private os monotonic-clock) monotonic-microseconds)
+          (only (spindle private core sim-hooks) sim-here? sim-now sim-coarse-ms sim-epoch-ms))
 
   (define-syntax time->ms
     (syntax-rules ()
@@ -18,9 +23,11 @@
                (fl+ (fl* 1000. (fixnum->flonum (time-second x)))
                     (fl/ (fixnum->flonum (time-nanosecond x)) 1e6)))]))
 
-  (define (monotonic-ms) (time->ms (current-time 'time-monotonic)))
+  (define (monotonic-ms) (if (sim-here?) (sim-now) (time->ms (current-time 'time-monotonic))))
 
-  (define (wall-ms) (time->ms (current-time 'time-utc)))
+  (define (wall-ms) (if (sim-here?) (fl+ sim-epoch-ms (sim-now)) (time->ms (current-time 'time-utc))))
+
+  (define (coarse-ms) (if (sim-here?) (sim-coarse-ms) (real-time)))
 
   ;; Microseconds of the monotonic clock, the same in every process
   ;; (places are processes): the trace's timestamps.

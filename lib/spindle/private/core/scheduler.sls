@@ -44,6 +44,8 @@
     other-threads-busy?
     ;; the deadlock watch
     set-idle-check! main-adoption-exn-state
+    ;; (spindle simulation)
+    run-simulation! sim-point!
     ;; misc
     &break break-condition?
     &break-hang-up break-hang-up-condition?
@@ -55,12 +57,19 @@
           (spindle private diagnostics trace) (spindle private core clock) (spindle private core timers)
           (spindle private core gc-policy) (spindle private core exit-hooks)
           (spindle private core wakeup)
+          (spindle private core sim-hooks)
           (only (spindle private diagnostics watchdog) watchdog-note-spawn!))
 
   ;; Starts a time slice for the thread w runs.
   (define-syntax start-slice!
     (syntax-rules ()
       [(_ w) (begin (worker-slice-checks-set! w checks-per-slice) (set-timer check-ticks))]))
+
+  ;; A scheduling point of a simulation (sync, semaphores, a thread's
+  ;; start, yield): the simulation's scheduler picks the next thread,
+  ;; which may be the current one.  Outside a simulation: one test.
+  (define-syntax sim-point!
+    (syntax-rules () [(_) (when (sim-here?) (set-box! sim-yield-reason 'point) (yield!))]))
 
   ;; The trace names a thread and its pool through these.
   (define trace-namer-set (and tracing? (begin (set-trace-namer! gthread-name gthread-pool) #t)))
@@ -136,6 +145,10 @@
   ;; Makes t runnable on its pool, waking or starting a worker.
   (define (enqueue! t)
     (assert-atomic 'enqueue!)
+    (unless (and (sim-here?) ((sim-hooks-enqueue (current-sim-hooks)) t))
+      (enqueue-on-pool! t)))
+
+  (define (enqueue-on-pool! t)
     (let ([p (gthread-pool t)])
       (spin-lock! (pool-lock p))
       (queue-push! (pool-run-queue p) t)
@@ -217,6 +230,11 @@
   ;; Picks the next runnable thread of w's pool, sleeping while none.
   ;; Returns #f when the worker should exit.
   (define (next-runnable w)
+    (if (sim-here?)
+        ((sim-hooks-next (current-sim-hooks)) w)
+        (next-runnable-of-pool w)))
+
+  (define (next-runnable-of-pool w)
     (let* ([p (worker-pool w)] [lock (pool-lock p)] [rq (pool-run-queue p)])
       (let loop ([spins 0] [checks 0])
         (fire-due-timers! p)
@@ -284,7 +302,7 @@
   (define (count-switch! w)
     (let ([n (fx- (worker-switches-left w) 1)])
       (if (fx= n 0)
-          (begin (worker-switches-left-set! w poll-interval) (worker-clock-set! w (real-time)) (poll-io-now!))
+          (begin (worker-switches-left-set! w poll-interval) (worker-clock-set! w (coarse-ms)) (poll-io-now!))
           (worker-switches-left-set! w n))))
 
   ;; Never returns (except through the base, to exit the worker).
@@ -331,6 +349,7 @@
   (define (spawn! p name params start enqueue?)
     (watchdog-note-spawn! (pool-main? p))
     (let ([t (make-gthread name p params)])
+      (when (sim-here?) ((sim-hooks-spawned (current-sim-hooks)) t))
       (gthread-start-set! t start)
       (disable-interrupts)
       (spin-lock! (pool-lock p))
@@ -348,7 +367,8 @@
 
   ;; Makes a thread made with enqueue? #f runnable.
   (define (start-gthread! t)
-    (with-interrupts-disabled (enqueue! t)))
+    (with-interrupts-disabled (enqueue! t))
+    (sim-point!))
 
   ;; Ends the current thread (its finisher has already run); never returns.
   ;; A thread that ends inside its own with-interrupts-disabled (killing
@@ -423,7 +443,7 @@
   ;; the thread has disabled interrupts itself (see may-park?).
   (define (yield!)
     (if (fx= (disable-interrupts) 1)
-        (yield-now!)
+        (if (sim-here?) (sim-yield-now!) (yield-now!))
         (enable-interrupts)))
 
   (define (yield-now!)
@@ -451,10 +471,19 @@
       ;; test keeps the call out of the common path (no request pending).
       (when (gthread-requests-pending? t) (resume-check t))))
 
+  ;; In a simulation the simulation chooses the next thread: t goes back
+  ;; to its runnable set and may be chosen at once.
+  (define (sim-yield-now!)
+    (let* ([w (current-worker)] [t (worker-current w)])
+      (unless (unbox sim-yield-reason) (set-box! sim-yield-reason 'yield))
+      (call/cc (lambda (k) (save-context! t k) (enqueue! t) (schedule-next w)))
+      (enable-interrupts)
+      (when (gthread-requests-pending? t) (resume-check t))))
+
   (define (on-timer)
     (let ([w (worker-param)])
       (if (and w (fx= (worker-tid w) (get-thread-id)) (worker-current w))
-          (if (slice-over? w)
+          (if (if (sim-here?) (sim-slice-over? w) (slice-over? w))
               (begin
                 (when (poller-installed?) (with-interrupts-disabled (poll-io-now!)))
                 (yield!))
@@ -470,6 +499,30 @@
         [(fx= left (fx- checks-per-slice 1)) (worker-slice-start-set! w now) #f]
         [(fx<= left 0) #t]
         [else (fx>= (fx- now (worker-slice-start w)) slice-ms)])))
+
+  ;; In a simulation a thread is preempted only when it computes for
+  ;; about sim-slice-checks timer checks (some 10^6 Chez ticks) without a
+  ;; scheduling point: Chez's timer is not exact, so such a point is not a
+  ;; function of the seed; the simulation's own points are (sim-point!).
+  (define sim-slice-checks 100)
+  (define (sim-slice-over? w)
+    (let ([left (fx- (worker-slice-checks w) 1)])
+      (worker-slice-checks-set! w left)
+      (fx<= left (fx- checks-per-slice sim-slice-checks))))
+
+  ;; ---------------------------------------------------------------- simulation
+  ;; Runs a simulation on this OS thread: (prepare! worker thread), with
+  ;; interrupts disabled, installs the hooks (sim-install!) and makes the
+  ;; first threads; then this thread is switched out, and its worker runs
+  ;; what the simulation's next hook picks until that hook removes the
+  ;; hooks and returns this thread.  Called with interrupts enabled.
+  (define (run-simulation! prepare!)
+    (unless (fx= (disable-interrupts) 1)
+      (enable-interrupts)
+      (assertion-violation 'simulate "cannot start a simulation with interrupts disabled"))
+    (let* ([w (current-worker)] [t (worker-current w)])
+      (call/cc (lambda (k) (prepare! w t) (save-context! t k) (schedule-next w)))
+      (enable-interrupts)))
 
   ;; ---------------------------------------------------------------- for requests
   ;; (spindle private core thread-requests) acts on kill, break and suspend

@@ -13,13 +13,13 @@
     poll-guard-evt replace-evt always-evt never-evt alarm-evt system-idle-evt
     current-inexact-milliseconds current-inexact-monotonic-milliseconds
     register-evt-record-type! register-evt-kind!
-    sync-prim thread-wait-descriptions before-take!)
+    sync-prim thread-wait-descriptions before-take! seed-choice-random!)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
           (only (spindle private core thread-requests) check-requests! check-cancel!)
           (only (spindle private core gthread) gthread-requests-pending? gthread-cancel gthread-break-enabled?
                 gthread-parked-at-set!)
           (only (spindle private core cancel) cancel-deadline)
-          (spindle private core alarm) (only (spindle private core clock) monotonic-ms)
+          (spindle private core alarm) (only (spindle private core clock) monotonic-ms coarse-ms)
           (spindle private core evt-core) (only (spindle private diagnostics trace) tracing? trace-park-reason!))
 
   ;; ---------------------------------------------------------------- types
@@ -265,7 +265,7 @@
   ;; every scope: one field check.
   (define-syntax note-sync-return!
     (syntax-rules ()
-      [(_ t) (when (gthread-cancel t) (gthread-parked-at-set! t (real-time)))]))
+      [(_ t) (when (gthread-cancel t) (gthread-parked-at-set! t (coarse-ms)))]))
 
   ;; A blocking wait (a sync that is no poll; semaphore-wait when it finds
   ;; no count) is a checkpoint: inside a cancelled scope it raises before
@@ -314,6 +314,7 @@
   ;; void?: return (void), not p's result (semaphore-wait tail-calls this,
   ;; one frame fewer in a parked thread).
   (define (sync-prim p void?)
+    (sim-point!)
     (let ([t (current-gthread)])
       (wait-checkpoint! t)
       (disable-interrupts)
@@ -339,13 +340,20 @@
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
             (begin (check-requests!) (sync-prim p void?))
-            (if void? (void) (apply values (syncer-result s)))))))
+            (begin
+              ;; a point after the commit too: what follows a wait races
+              (sim-point!)
+              (if void? (void) (apply values (syncer-result s))))))))
 
   ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
   ;; random shares one state among all OS threads.
   (define rng-state
     (make-thread-parameter
       (lambda () (fxlogor 1 (fxand (most-positive-fixnum) (fx+ (get-thread-id) (time-nanosecond (current-time))))))))
+
+  ;; A simulation seeds its OS thread's generator: choices follow the seed.
+  (define (seed-choice-random! n)
+    (rng-state (fxlogor 1 (fxand n (most-positive-fixnum)))))
 
   ;; A xorshift step (x ^= x<<13, x ^= x>>7, x ^= x<<7) on non-negative
   ;; fixnums.  fxsll raises on
@@ -396,6 +404,7 @@
   ;; timeout: #f, or a monotonic deadline; poll? for timeout 0.
   ;; Returns the result values, or calls on-timeout in tail position.
   (define (sync-evts who evts poll? deadline on-timeout)
+    (sim-point!)
     (let* ([t (let ([t (current-gthread)]) (unless poll? (wait-checkpoint! t)) t)]
            [nacks (box '())]
            [branches (if (for-all prim-evt? evts)

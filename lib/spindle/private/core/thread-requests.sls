@@ -7,8 +7,10 @@
 ;;; and wherever the sync layer looks.
 (library (spindle private core thread-requests)
   (export request-kill! request-break! request-suspend! request-resume!
-          request-cancel-check! check-requests! check-breaks! check-cancel! set-interrupt-hook!)
+          request-cancel-check! check-requests! check-breaks! check-cancel! set-interrupt-hook!
+          call-with-break-enabled)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
+          (only (spindle private core clock) coarse-ms)
           (only (spindle private core cancel) cancel-condition))
 
   ;; The sync layer registers how to interrupt a thread parked in a sync.
@@ -122,7 +124,7 @@
                    [else "user break"])))))]
         [(and (gthread-cancel t)
               (not (eq? preempted? 'breaks))
-              (or (not preempted?) (fx>= (fx- (real-time) (gthread-parked-at t)) cancel-run-ms))
+              (or (not preempted?) (fx>= (fx- (coarse-ms) (gthread-parked-at t)) cancel-run-ms))
               (gthread-cancel-pending t))
          => (lambda (cs)
               (if (and preempted? (raised-before? t cs))
@@ -157,4 +159,25 @@
             (when (running-here? m) (check-requests-of! m #t)))
           (chez-keyboard-handler))))
   (define keyboard-handler-installed
-    (begin (keyboard-interrupt-handler on-keyboard-interrupt) #t)))
+    (begin (keyboard-interrupt-handler on-keyboard-interrupt) #t))
+
+  ;; A pending break is raised wherever breaks become enabled: on entering
+  ;; an enabling extent (also by a jump into it) and on leaving a disabling
+  ;; one (also by an escape out of it; a cancellation waits there for a
+  ;; checkpoint, see check-breaks!).  It is raised only after the flag
+  ;; holds the value of the extent it is raised in: a break raised from the
+  ;; before thunk first puts the outer value back (that thunk's winder is
+  ;; not installed yet, so no after thunk would), and one raised from the
+  ;; after thunk finds the outer value already restored.
+  (define (call-with-break-enabled new thunk)
+    (let ([t (current-gthread)] [old #f])
+      (dynamic-wind
+        (lambda ()
+          (set! old (gthread-break-enabled? t))
+          (gthread-break-enabled?-set! t new)
+          (when new
+            (guard (c [#t (gthread-break-enabled?-set! t old) (raise c)]) (check-requests!))))
+        thunk
+        (lambda ()
+          (gthread-break-enabled?-set! t old)
+          (when (and old (not new)) (check-breaks!)))))))

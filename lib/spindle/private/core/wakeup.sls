@@ -13,7 +13,8 @@
   (import (chezscheme) (spindle private core atomic) (spindle private core pools)
           (spindle private core timers) (only (spindle private core clock) monotonic-ms)
           (only (spindle private os threads) os-semaphore-post! os-semaphore-wait!)
-          (only (spindle private os signals) hold-main-signals! release-main-signals!))
+          (only (spindle private os signals) hold-main-signals! release-main-signals!)
+          (only (spindle private core sim-hooks) sim-here? current-sim-hooks sim-hooks-add-timer))
 
   ;; (spindle private io poller) installs its hooks when the first descriptor
   ;; is watched; until then workers sleep on their semaphores only.
@@ -102,8 +103,14 @@
     (let loop () (when (fx> (pool-idle p) (pool-posted p)) (wake-one! p) (loop)))
     (wake-one! p))
 
-  ;; A pool's timers (the heap: (spindle private core timers)).
+  ;; A pool's timers (the heap: (spindle private core timers)); in a
+  ;; simulation, the simulation's (on its virtual clock).
   (define (add-timer! p deadline action)
+    (if (sim-here?)
+        (with-atomic ((sim-hooks-add-timer (current-sim-hooks)) deadline action))
+        (add-pool-timer! p deadline action)))
+
+  (define (add-pool-timer! p deadline action)
     (with-atomic
       (with-spin-lock (pool-lock p)
         (let ([tm (timer-heap-add! (pool-timers p) deadline action)])

@@ -12,6 +12,7 @@
 (library (spindle private impl blocking)
   (export call-blocking blocking-helper-count blocking-helpers-busy?)
   (import (chezscheme) (only (spindle private core atomic) with-os-mutex) (spindle private core evt-core) (spindle private core queue)
+          (only (spindle private core sim-hooks) sim-here?)
           (only (spindle private core sync) sync)
           (only (spindle private os signals) fork-os-thread)
           (only (spindle private diagnostics watchdog) watchdog-note-os-thread!))
@@ -78,6 +79,13 @@
   ;; result is dropped.
   (define (call-blocking proc . args)
     (unless (procedure? proc) (assertion-violation 'call-blocking "expected a procedure" proc))
+    (if (sim-here?)
+        ;; a simulation runs on one OS thread, in the order of its seed:
+        ;; the call blocks that thread, and the run stays a function of it
+        (apply proc args)
+        (call-blocking-on-helper proc args)))
+
+  (define (call-blocking-on-helper proc args)
     (watchdog-note-os-thread!)
     (let* ([outcome #f]
            [done (make-owned-latch (lambda (l) outcome) (make-blocking-call proc))])

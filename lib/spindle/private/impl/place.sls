@@ -27,6 +27,7 @@
           ;; for the template process ((spindle place) leaves them out)
           start-lifted-place place-child-main)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (only (spindle private core atomic) with-os-mutex)
+          (only (spindle private core sim-hooks) check-deterministic)
           (only (spindle private host objects) reset-gensym-session!)
           (only (spindle private os descriptors) close-fd write-octet)
           (only (spindle private os processes) spawn-process wait-exit-code own-pid change-directory self-executable exit-process)
@@ -284,6 +285,7 @@
       [(module start at named) (make-dynamic-place module start at named)]))
 
   (define (make-dynamic-place module start at named)
+    (check-deterministic 'dynamic-place)
     (unless (or (library-name? module) (string? module))
       (assertion-violation 'dynamic-place "expected a library name or a file path" module))
     (when (and (string? module) (not (file-exists? module)))

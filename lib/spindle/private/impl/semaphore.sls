@@ -9,7 +9,9 @@
           call-with-semaphore call-with-semaphore/enable-break
           semaphore-count-now)
   (import (chezscheme) (spindle private core queue) (spindle private core scheduler) (spindle private core atomic)
-          (spindle private core evt-core) (spindle private core sync))
+          (spindle private core evt-core) (spindle private core sync)
+          (only (spindle private core thread-requests) call-with-break-enabled)
+          (only (spindle private core gthread) gthread-break-enabled?))
 
   (define-record-type semaphore
     (parent prim-evt)
@@ -115,6 +117,7 @@
   ;; ---- operations
   (define (semaphore-post sem)
     (check 'semaphore-post sem)
+    (sim-point!)
     (let ([b (semaphore-count sem)])
       (let loop ()
         (let ([n (unbox b)])
@@ -165,7 +168,7 @@
       (let loop ()
         (let ([n (unbox b)])
           (if (fx> n 0)
-              (unless (box-cas! b n (fx- n 1)) (loop))
+              (if (box-cas! b n (fx- n 1)) (sim-point!) (loop))
               (sync-prim sem #t))))))   ; a tail call: one frame fewer when parked
 
   (define (semaphore-wait/enable-break sem)
@@ -177,22 +180,29 @@
     (check 'semaphore-peek-evt sem)
     (make-peek sem))
 
+  ;; Neither a cancellation nor a break comes between taking the count and
+  ;; the winder that gives it back: the take and the winder's installation
+  ;; run with breaks disabled (a /enable-break wait enables them for its
+  ;; own wait only, where a break comes before the take or not at all), and
+  ;; with a sync's return stamp (see before-take!); proc runs with the
+  ;; caller's break state.
   (define (call-with-sema who wait sem proc try-fail args)
     (check who sem)
     (unless (procedure? proc) (assertion-violation who "expected a procedure" proc))
-    ;; no cancellation between taking the count and the winder that
-    ;; gives it back (see before-take!)
     (before-take! (not try-fail))
-    (if (and try-fail (not (semaphore-try-wait? sem)))
-        (try-fail)
-        (let ([entered #f])
-          (unless try-fail (wait sem))
-          (dynamic-wind
-            (lambda ()
-              (when entered (assertion-violation who "cannot re-enter by continuation" proc))
-              (set! entered #t))
-            (lambda () (apply proc args))
-            (lambda () (semaphore-post sem))))))
+    (let ([breaks? (gthread-break-enabled? (current-gthread))])
+      (call-with-break-enabled #f
+        (lambda ()
+          (if (and try-fail (not (semaphore-try-wait? sem)))
+              (call-with-break-enabled breaks? try-fail)
+              (let ([entered #f])
+                (unless try-fail (wait sem))
+                (dynamic-wind
+                  (lambda ()
+                    (when entered (assertion-violation who "cannot re-enter by continuation" proc))
+                    (set! entered #t))
+                  (lambda () (call-with-break-enabled breaks? (lambda () (apply proc args))))
+                  (lambda () (semaphore-post sem)))))))))
 
   (define call-with-semaphore
     (case-lambda

@@ -34,6 +34,8 @@
           (only (spindle private os signals) sigquit)
           (only (spindle private diagnostics thread-dump) dump-text)
           (only (spindle private core wait-targets) thread-wait-list)
+          (only (spindle private core sim-hooks) sim-here? sim-next-name!)
+          (only (spindle private core gthread) gthread-kill-requested?-set!)
           (only (spindle private impl deadlock) set-deadlock-dumper!)
           (only (spindle private impl synchronized-port) with-port-lock)
           ;; invoked with this library (see console-installed below)
@@ -190,10 +192,16 @@
 
   ;; Ends the current thread t; never returns.
   (define (finish-thread! t d outcome results)
+    ;; a kill that comes while t ends (a preemption in an exit hook) must
+    ;; not end it again: the hooks would run twice, or stop half done
+    (gthread-finisher-set! t finishing)
     (when (eq? outcome 'killed)
       (let ([c (gthread-cleanup t)]) (when c (gthread-cleanup-set! t #f) (c))))
     (finish-data! t d outcome results)
     (exit-current-thread!))
+
+  ;; The finisher of a thread that is ending: a kill request is dropped.
+  (define (finishing outcome) (gthread-kill-requested?-set! (current-gthread) #f))
 
   ;; The finisher of every thread made here (one shared procedure, not a
   ;; closure per thread); finishers run in the ending thread.
@@ -244,6 +252,8 @@
 
   (define name-counter (box 0))
   (define (next-name)
+    (if (sim-here?) (sim-next-name!) (next-process-name)))
+  (define (next-process-name)
     (let loop ()
       (let ([n (unbox name-counter)])
         (if (box-cas! name-counter n (+ n 1)) (+ n 1) (loop)))))
@@ -452,27 +462,6 @@
   (define-syntax parameterize-break
     (syntax-rules ()
       [(_ on? body1 body ...) (call-with-break-enabled (and on? #t) (lambda () body1 body ...))]))
-
-  ;; A pending break is raised wherever breaks become enabled: on entering
-  ;; an enabling extent (also by a jump into it) and on leaving a disabling
-  ;; one (also by an escape out of it; a cancellation waits there for a
-  ;; checkpoint, see check-breaks!).  It is raised only after the flag
-  ;; holds the value of the extent it is raised in: a break raised from the
-  ;; before thunk first puts the outer value back (that thunk's winder is
-  ;; not installed yet, so no after thunk would), and one raised from the
-  ;; after thunk finds the outer value already restored.
-  (define (call-with-break-enabled new thunk)
-    (let ([t (current-thread)] [old #f])
-      (dynamic-wind
-        (lambda ()
-          (set! old (gthread-break-enabled? t))
-          (gthread-break-enabled?-set! t new)
-          (when new
-            (guard (c [#t (gthread-break-enabled?-set! t old) (raise c)]) (check-requests!))))
-        thunk
-        (lambda ()
-          (gthread-break-enabled?-set! t old)
-          (when (and old (not new)) (check-breaks!))))))
 
   ;; SRFI-18 make-thread's pool: #f, 'own or a parallel thread pool.
   (define srfi-18-thread-pool (make-parameter 'own))

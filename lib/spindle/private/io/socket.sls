@@ -13,7 +13,8 @@
           (only (spindle private os sockets) make-nonblocking-socket sys-bind sys-listen sys-accept sys-connect socket-error socket-peer-address address-family address->string address-port af-inet6 af-unix) (spindle private io fd-port)
           (spindle private io poller)
           (spindle private io custodian-hooks)
-          (only (spindle private core sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds))
+          (only (spindle private core sync) sync wrap-evt guard-evt alarm-evt current-inexact-milliseconds)
+          (only (spindle private core sim-hooks) check-deterministic))
 
   ;; kind: 'tcp or 'unix; path: the socket file of a unix listener (or #f).
   (define-record-type listener
@@ -27,6 +28,7 @@
   ;; Binds and listens: a listener, or raises (who names the caller).
   ;; configure: (lambda (fd)) before bind (socket options).
   (define (socket-listen who kind addr backlog configure name path)
+    (check-deterministic who)
     (let ([fd (make-nonblocking-socket (address-family addr))])
       (when (fx< fd 0) (raise-os-error who fd "cannot make a socket"))
       (configure fd)
@@ -116,6 +118,7 @@
   ;; one completes later instead): it is tried again after a pause, 1 ms
   ;; doubling to 50 ms, for up to 10 s.
   (define (socket-connect who addrs name configure)
+    (check-deterministic who)
     (let loop ([addrs addrs] [last-error (fx- 0 errno-connrefused)] [pause 1.] [waited 0.])
       (if (null? addrs)
           (raise-os-error who last-error (string-append "cannot connect to " name))

@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
 # Several MPI hosts on one machine: network namespaces joined by a bridge.
-#   tests/mpi/netns.sh up NAME N    makes hosts NAME-1 .. NAME-N (10.77.0.1 ..
+#   tests/support/mpi/netns.sh up NAME N    makes hosts NAME-1 .. NAME-N (10.77.0.1 ..
 #                                   10.77.0.N on their eth0, and lo) and a
 #                                   switch NAME-sw holding the bridge; the
 #                                   machine's own namespace gets no interface
 #                                   and no address.  Exit 0, or 1 with the
 #                                   reason on stderr (a sandbox that refuses
 #                                   namespaces, no `ip`); nothing is left then.
-#   tests/mpi/netns.sh down NAME    removes them (and any left from a failed up)
-#   tests/mpi/netns.sh run NAME N PROG [ARG ...]   runs `spindle mpirun` in
+#   tests/support/mpi/netns.sh down NAME    removes them (and any left from a failed up)
+#   tests/support/mpi/netns.sh run NAME N PROG [ARG ...]   runs `spindle mpirun` in
 #                                   NAME-1 over N hosts as given by --hosts
 #                                   (PROG's args follow; -np and --hosts are
 #                                   taken from SPINDLE_NETNS_NP and
 #                                   SPINDLE_NETNS_HOSTS, e.g. 5 and
 #                                   10.77.0.1:2,10.77.0.2:2,10.77.0.3:1)
-# mpirun starts the other hosts' daemons through tests/mpi/netns-rsh
+# mpirun starts the other hosts' daemons through tests/support/mpi/netns-rsh
 # (Open MPI's plm_rsh_agent) instead of ssh: `ip netns exec NAME-K`.
 # Used by tests/test-mpi.ss; reusable for any multi-host run (NAS).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 cmd=${1:-}; name=${2:-}
 [ -n "$cmd" ] && [ -n "$name" ] || { echo "usage: $0 up NAME N | down NAME | run NAME N PROG [ARG ...]" >&2; exit 2; }
 

@@ -1,5 +1,5 @@
 #!chezscheme
-;;; lift-places that is not the last form (run by tests/places/misplaced-main.ss).
+;;; lift-places that is not the last form (run by tests/support/places/misplaced-main.ss).
 (library (places misplaced)
   (export misplaced-place)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))

@@ -1,6 +1,6 @@
 #!chezscheme
-;;; The same fork-join program over places (`spindle run tests/cg-program.ss NP
-;;; BIG`) and over MPI ranks (`spindle mpirun -np NP tests/cg-program.ss NP BIG`):
+;;; The same fork-join program over places (`spindle run tests/support/cg-program.ss NP
+;;; BIG`) and over MPI ranks (`spindle mpirun -np NP tests/support/cg-program.ss NP BIG`):
 ;;; prints "cg ops ok NP" when every member's checks passed.
 (import (chezscheme) (spindle fork-join) (cg-ops))
 

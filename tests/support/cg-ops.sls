@@ -1,5 +1,5 @@
 #!chezscheme
-;;; A message-passing fork-join program (tests/cg-program.ss) that runs
+;;; A message-passing fork-join program (tests/support/cg-program.ss) that runs
 ;;; unchanged over places and over MPI ranks: every CG operation, checked
 ;;; against what a sequential computation gives.  Each member returns a
 ;;; list of the checks that failed (empty when all passed).

@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; A correct place library expanded after (places misplaced)
-;;; (run by tests/places/misplaced-main.ss).
+;;; (run by tests/support/places/misplaced-main.ss).
 (library (places after-misplaced)
   (export after-place)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle))

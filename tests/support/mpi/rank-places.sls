@@ -1,5 +1,5 @@
 #!chezscheme
-;;; Places started inside an MPI rank (tests/mpi/mpi-child.ss, scenario places).
+;;; Places started inside an MPI rank (tests/support/mpi/mpi-child.ss, scenario places).
 (library (rank-places)
   (export echo-place mpi-place)
   (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle mpi))

@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; MPI jobs for tests/test-mpi.ss and tests/test-mpi-edges.ss: running
-;;; tests/mpi/mpi-child.ss scenarios under `spindle mpirun`, bounded in
+;;; tests/support/mpi/mpi-child.ss scenarios under `spindle mpirun`, bounded in
 ;;; time, and checking their "rank R: ok SCENARIO" lines.
 (library (mpi-jobs)
   (export work have-mpi? contains? mpirun mpirun/env check-ok check-run check-over-transports)
@@ -16,7 +16,7 @@
       (let loop ([i 0])
         (and (<= (+ i k) n) (or (string=? (substring s i (+ i k)) part) (loop (+ i 1)))))))
 
-  ;; Runs `spindle mpirun -np np tests/mpi/mpi-child.ss args` (bounded by
+  ;; Runs `spindle mpirun -np np tests/support/mpi/mpi-child.ss args` (bounded by
   ;; limit seconds); returns (values exit-code output seconds).
   (define (mpirun np limit . args) (apply mpirun/env "" np limit args))
 
@@ -24,7 +24,7 @@
   (define (mpirun/env env np limit . args)
     (let ([out (format "~a/out" work)] [t0 (current-inexact-monotonic-milliseconds)])
       (let ([rc (shell-command
-                  (format "~a timeout -k 5 ~a bin/spindle mpirun -np ~a tests/mpi/mpi-child.ss ~a >~a 2>&1"
+                  (format "~a timeout -k 5 ~a bin/spindle mpirun -np ~a tests/support/mpi/mpi-child.ss ~a >~a 2>&1"
                           env limit np (apply string-append (map (lambda (a) (format " ~a" a)) args)) out))])
         (values rc (read-file out) (/ (- (current-inexact-monotonic-milliseconds) t0) 1000.)))))
 

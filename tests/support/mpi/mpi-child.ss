@@ -1,6 +1,6 @@
 #!chezscheme
 ;;; One rank of a tests/test-mpi.ss job: `spindle mpirun -np N
-;;; tests/mpi/mpi-child.ss SCENARIO [ARG]`.  Each scenario prints lines
+;;; tests/support/mpi/mpi-child.ss SCENARIO [ARG]`.  Each scenario prints lines
 ;;; "rank R: ..." that the test reads; "rank R: ok SCENARIO" means it passed.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle mpi) (rank-places))
 
@@ -574,7 +574,7 @@
        (error 'mpi-child "deliberate failure")
        (rmpi-recv w (- n 1)))]
   [("hosts")
-   ;; `hosts H N`: N ranks on H hosts (tests/mpi/netns.sh): each says its
+   ;; `hosts H N`: N ranks on H hosts (tests/support/mpi/netns.sh): each says its
    ;; host name and whether its network namespace holds that host's
    ;; address; then the collectives
    (let* ([text (lambda (path) (call-with-input-file path get-string-all))]

@@ -1,7 +1,7 @@
 #!chezscheme
-;;; Two fork-joins in a row over places (`spindle run tests/cg-groups.ss NP`)
-;;; or MPI ranks (`spindle mpirun -np NP tests/cg-groups.ss NP`): prints
-;;; "cg groups RESULTS", the second group's results (tests/cg-ops.sls,
+;;; Two fork-joins in a row over places (`spindle run tests/support/cg-groups.ss NP`)
+;;; or MPI ranks (`spindle mpirun -np NP tests/support/cg-groups.ss NP`): prints
+;;; "cg groups RESULTS", the second group's results (tests/support/cg-ops.sls,
 ;;; cg-groups).
 (import (chezscheme) (spindle fork-join) (cg-ops))
 
