@@ -45,6 +45,9 @@
                     "#((12) (12 144) (12 144 145) (12 144 145 (5 29)) (12 144 145 (5 29) #f))"))
     ("subprocess" () ("uname -s exited 0 and said \"Linux\\n\"" "sorted: \"apple\\nfig\\npear\\n\""
                       "sort exited 0" "10 x sleep 0.2 took" "status 137 (128 + SIGKILL)"))
+    ;; the seed that fails and the fix's count are a function of the seeds
+    ("simulation" () ("simulation failed with seed" "the same failure at the same step: #t"
+                      "The fix over 1000 seeds: 1000 runs passed"))
     ;; the timings vary; that both kinds of threads ran does not
     ("sqrt-demo" () ("coroutine" "parallel"))))
 
