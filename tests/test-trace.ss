@@ -184,7 +184,7 @@
   (call-with-output-file (path "fj.ss")
     (lambda (p) (put-string p "(import (chezscheme) (fork-join-lib))\n(write (fj-barrier-many 2 20))\n")))
   (check-equal "traced" 0
-    (sh "SPINDLE_LIBDIRS=~a/tests bin/spindle trace -o ~a ~a > ~a 2>/dev/null" (current-directory) (path "fj.json") (path "fj.ss") (path "fj.out")))
+    (sh "SPINDLE_LIBDIRS=~a/tests/support bin/spindle trace -o ~a ~a > ~a 2>/dev/null" (current-directory) (path "fj.json") (path "fj.ss") (path "fj.out")))
   (check-equal "no mismatch, 20 barriers in each member" "#((0 20) (0 20))"
     (call-with-input-file (path "fj.out") get-string-all))
   (let* ([es (get (call-with-input-file (path "fj.json") read-json) "traceEvents")]
