@@ -218,8 +218,10 @@
     (syntax-rules ()
       [(_ param v) (let ([x v]) (unless (eq? (param) x) (param x)))]))
 
+  ;; Setting current-exception-state takes Chez 9.5.8's global thread
+  ;; mutex (a thread parameter there); most threads share one state.
   (define (restore-context! t)
-    (current-exception-state (gthread-exn-state t))
+    (restore-param! current-exception-state (gthread-exn-state t))
     (restore-param! current-input-port (gthread-in t))
     (restore-param! current-output-port (gthread-out t))
     (restore-param! current-error-port (gthread-err t)))

@@ -346,14 +346,24 @@
               (if void? (void) (apply values (syncer-result s))))))))
 
   ;; Choice randomness comes from a xorshift generator per OS thread: Chez's
-  ;; random shares one state among all OS threads.
-  (define rng-state
-    (make-thread-parameter
-      (lambda () (fxlogor 1 (fxand (most-positive-fixnum) (fx+ (get-thread-id) (time-nanosecond (current-time))))))))
+  ;; random shares one state among all OS threads.  Its state lives in a
+  ;; pair (OS thread id . state) that the thread parameter holds: setting a
+  ;; thread parameter takes Chez's global thread mutex, so it is set once
+  ;; per OS thread and the pair is updated in place.  fork-thread copies
+  ;; the parent's pair into the child: a pair another OS thread made is
+  ;; replaced, never shared.
+  (define rng-cell (make-thread-parameter #f))
+  (define (rng)
+    (let ([c (rng-cell)] [id (get-thread-id)])
+      (if (and c (eqv? (car c) id))
+          c
+          (let ([c (cons id (fxlogor 1 (fxand (most-positive-fixnum) (fx+ id (time-nanosecond (current-time))))))])
+            (rng-cell c)
+            c))))
 
   ;; A simulation seeds its OS thread's generator: choices follow the seed.
   (define (seed-choice-random! n)
-    (rng-state (fxlogor 1 (fxand n (most-positive-fixnum)))))
+    (set-cdr! (rng) (fxlogor 1 (fxand n (most-positive-fixnum)))))
 
   ;; A xorshift step (x ^= x<<13, x ^= x>>7, x ^= x<<7) on non-negative
   ;; fixnums.  fxsll raises on
@@ -363,13 +373,13 @@
   (define low-44-bits #xFFFFFFFFFFF)
   (define low-52-bits #xFFFFFFFFFFFFF)
   (define (random-below n)
-    (let* ([state (rng-state)]
-           [x (if (procedure? state) (state) state)]
+    (let* ([c (rng)]
+           [x (cdr c)]
            [x (fxlogxor x (fxand (fxsll (fxand x low-44-bits) 13) (most-positive-fixnum)))]
            [x (fxlogxor x (fxsrl x 7))]
            [x (fxlogxor x (fxand (fxsll (fxand x low-52-bits) 7) (most-positive-fixnum)))]
            [x (if (fx= x 0) 1 x)])
-      (rng-state x)
+      (set-cdr! c x)
       (fxmod x n)))
 
   ;; A uniformly random permutation of 0 .. n-1 (Fisher-Yates).
