@@ -1,0 +1,61 @@
+;; ops-table.ss -- the operations measured by ops.ss and lock-count.ss
+;; (loaded, not run).  Expects N (calls per work unit) to be defined.
+;; ops: alist name -> thunk doing N calls of the operation.
+;; fixnum -> decimal string by hand: no port, no parameter, one allocation.
+(define (fixnum->decimal n)
+  (if (fx= n 0)
+      "0"
+      (let* ([neg? (fx< n 0)]
+             [digits (let count ([m n] [k 0]) (if (fx= m 0) k (count (fxquotient m 10) (fx+ k 1))))]
+             [len (if neg? (fx+ digits 1) digits)]
+             [s (make-string len)])
+        (when neg? (string-set! s 0 #\-))
+        (let fill ([m n] [i (fx- len 1)])
+          (unless (fx= m 0)
+            (string-set! s i (integer->char (fx+ 48 (fxabs (fxremainder m 10)))))
+            (fill (fxquotient m 10) (fx- i 1))))
+        s)))
+
+(define-syntax defop
+  (syntax-rules ()
+    [(_ table (name i) setup ... body)
+     (set! table
+       (cons (cons 'name
+                   (lambda ()
+                     setup ...
+                     (let loop ([i 0] [acc 0])
+                       (if (fx= i N)
+                           acc
+                           (loop (fx+ i 1) (if body (fx+ acc 1) acc))))))
+             table))]))
+(define ops '())
+(define user-thread-param (make-thread-parameter 0))
+(define user-global-param (make-parameter 0))
+(define big (expt 10 30))
+;; conversions
+(defop ops (number->string i) (number->string (fx+ i 1000000)))
+(defop ops (number->string-radix i) (number->string (fx+ i 1000000) 10))
+(defop ops (number->string-flonum i) (number->string (fixnum->flonum i)))
+(defop ops (number->string-bignum i) (number->string big))
+(defop ops (format-d i) (format "~d" (fx+ i 1000000)))
+(defop ops (format-a i) (format "~a" (fx+ i 1000000)))
+(defop ops (fresh-port i) (let ([p (open-output-string)]) (display (fx+ i 1000000) p) (get-output-string p)))
+(defop ops (reused-port i) [define p (open-output-string)] (begin (display (fx+ i 1000000) p) (get-output-string p)))
+(defop ops (fixnum->decimal i) (fixnum->decimal (fx+ i 1000000)))
+(defop ops (string->number i) (string->number "1234567"))
+;; parameters
+(defop ops (parameterize-radix i) (parameterize ([print-radix 10]) i))
+(defop ops (set-thread-param i) (user-thread-param i))
+(defop ops (read-thread-param i) (user-thread-param))
+(defop ops (set-global-param i) (user-global-param i))
+;; allocation, hashing, symbols
+(defop ops (list-of-4 i) (list i 2 3 4))
+(defop ops (make-string-7 i) (make-string 7 #\a))
+(defop ops (equal-hash-fixnum i) (equal-hash (fx+ i 1000000)))
+(defop ops (equal-table-set i) [define h (make-hashtable equal-hash equal?)] (hashtable-set! h (fxand i 4095) i))
+(defop ops (eq-table-set i) [define h (make-eq-hashtable)] (eq-hashtable-set! h (fxand i 4095) i))
+(defop ops (string->symbol-old i) (string->symbol "lambda"))
+(defop ops (string->symbol-new i) [define pre (symbol->string (gensym))]
+  (string->symbol (string-append pre (fixnum->decimal i))))
+(set! ops (reverse ops))
+
