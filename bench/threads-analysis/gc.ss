@@ -60,10 +60,11 @@
 (banner "gc.ss")
 (let ([names (let strip ([as (command-line-arguments)])
                (cond [(null? as) '()]
-                     [(member (car as) '("--runs" "--trip" "--radix" "--in-place")) (strip (cddr as))]
+                     [(member (car as) '("--runs" "--trip" "--radix" "--in-place" "--quiet-wait")) (strip (cddr as))]
                      [else (cons (string->symbol (car as)) (strip (cdr as)))]))])
   (for-each (lambda (name)
               (let ([e (assq name workloads)])
                 (unless e (error 'gc.ss "unknown workload" name))
                 (scale name (cdr e))))
             (if (null? names) (map car workloads) names)))
+(summary)

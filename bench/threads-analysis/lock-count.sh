@@ -3,7 +3,7 @@
 # mutex (S_mutex_acquire), which mutex, and who calls it?  Attaches gdb (with
 # lock-count.py) to lock-count.ss, which runs the operation 10,000 times, and
 # prints the counts minus the `none` baseline, per call.  Needs gdb with Python.
-#   bench/threads-analysis/lock-count.sh [OP ...]            # Chez 9.5.8 (scheme)
+#   bench/threads-analysis/lock-count.sh ['OP' ...]          # Chez 9.5.8 (scheme); quote names with '>'
 #   SCHEME=/root/.cache/spindle/chez-10.0.0/bin/scheme bench/threads-analysis/lock-count.sh [OP ...]
 cd "$(dirname "$0")"
 SCHEME=${SCHEME:-scheme}

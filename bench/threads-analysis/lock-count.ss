@@ -5,6 +5,7 @@
 (define (here f) (let ([d (path-parent (car (command-line)))]) (if (string=? d "") f (string-append d "/" f))))
 (define N 10000)
 (load (here "ops-table.ss"))
+(set! use-reps? #f)
 (set! ops (cons (cons 'none (lambda () 0)) ops))
 (let ([saved N]) (set! N 10) (for-each (lambda (p) ((cdr p))) ops) (set! N saved))  ; warm up every path
 (sleep (make-time 'time-duration 0 2))

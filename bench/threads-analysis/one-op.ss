@@ -7,6 +7,7 @@
 ;;   perf record -g -o /tmp/p.data scheme --script bench/threads-analysis/one-op.ss 2 number->string
 (define (here f) (let ([d (path-parent (car (command-line)))]) (if (string=? d "") f (string-append d "/" f))))
 (load (here "harness.ss"))
+(set! quiet-wait 0)                    ; the outside tool runs it once: no waiting
 (define args (command-line-arguments))
 (define N (if (> (length args) 2) (string->number (caddr args)) 1000000))
 (load (here "ops-table.ss"))

@@ -18,7 +18,11 @@
 
 (define-syntax defop
   (syntax-rules ()
-    [(_ table (name i) setup ... body)
+    [(_ table (name i) setup ... body) (defop* table 1 (name i) setup ... body)]))
+;; defop* runs REPS x N calls (for operations much cheaper than the rest)
+(define-syntax defop*
+  (syntax-rules ()
+    [(_ table reps (name i) setup ... body)
      (set! table
        (cons (cons 'name
                    (lambda ()
@@ -27,11 +31,12 @@
                      ;; be dropped as dead code (Chez 10's cptypes would
                      ;; drop a discardable call whose value is only tested)
                      (let loop ([i 0] [last #f])
-                       (if (fx= i N)
+                       (if (fx= i (if use-reps? (fx* reps N) N))
                            last
                            (loop (fx+ i 1) body)))))
              table))]))
 (define ops '())
+(define use-reps? #t)                  ; lock-count.ss turns the REPS factors off
 (define user-thread-param (make-thread-parameter 0))
 (define user-global-param (make-parameter 0))
 (define big (expt 10 30))
@@ -42,21 +47,25 @@
 (defop ops (number->string-bignum i) (number->string big))
 (defop ops (format-d i) (format "~d" (fx+ i 1000000)))
 (defop ops (format-a i) (format "~a" (fx+ i 1000000)))
-(defop ops (fresh-port i) (let ([p (open-output-string)]) (display (fx+ i 1000000) p) (get-output-string p)))
-(defop ops (reused-port i) [define p (open-output-string)] (begin (display (fx+ i 1000000) p) (get-output-string p)))
-(defop ops (fixnum->decimal i) (fixnum->decimal (fx+ i 1000000)))
-(defop ops (string->number i) (string->number "1234567"))
+(defop ops (format-x i) (format "~x" (fx+ i 1000000)))
+(defop ops (format-2f i) (format "~,2f" (fixnum->flonum i)))
+(defop ops (number->string-precision i) (number->string (fixnum->flonum i) 10 53))
+(defop ops (with-output-to-string i) (with-output-to-string (lambda () (display (fx+ i 1000000)))))
+(defop* ops 2 (fresh-port i) (let ([p (open-output-string)]) (display (fx+ i 1000000) p) (get-output-string p)))
+(defop* ops 3 (reused-port i) [define p (open-output-string)] (begin (display (fx+ i 1000000) p) (get-output-string p)))
+(defop* ops 3 (fixnum->decimal i) (fixnum->decimal (fx+ i 1000000)))
+(defop* ops 5 (string->number i) [define s (string-copy "1234567")] (string->number s))
 ;; parameters
 (defop ops (parameterize-radix i) (parameterize ([print-radix 10]) i))
-(defop ops (set-thread-param i) (user-thread-param i))
-(defop ops (read-thread-param i) (user-thread-param))
-(defop ops (set-global-param i) (user-global-param i))
+(defop* ops 2 (set-thread-param i) (user-thread-param i))
+(defop* ops 20 (read-thread-param i) (user-thread-param))
+(defop* ops 20 (set-global-param i) (user-global-param i))
 ;; allocation, hashing, symbols
-(defop ops (list-of-4 i) (list i 2 3 4))
-(defop ops (make-string-7 i) (make-string 7 #\a))
-(defop ops (equal-hash-fixnum i) (equal-hash (fx+ i 1000000)))
-(defop ops (equal-table-set i) [define h (make-hashtable equal-hash equal?)] (hashtable-set! h (fxand i 4095) i))
-(defop ops (eq-table-set i) [define h (make-eq-hashtable)] (eq-hashtable-set! h (fxand i 4095) i))
+(defop* ops 20 (list-of-4 i) (list i 2 3 4))
+(defop* ops 10 (make-string-7 i) (make-string 7 #\a))
+(defop* ops 10 (equal-hash-fixnum i) (equal-hash (fx+ i 1000000)))
+(defop* ops 5 (equal-table-set i) [define h (make-hashtable equal-hash equal?)] (hashtable-set! h (fxand i 4095) i))
+(defop* ops 5 (eq-table-set i) [define h (make-eq-hashtable)] (eq-hashtable-set! h (fxand i 4095) i))
 (defop ops (string->symbol-old i) [define name (string-copy "lambda")] (string->symbol name))   ; a literal would be folded
 (defop ops (string->symbol-new i) [define pre (symbol->string (gensym))]
   (string->symbol (string-append pre (fixnum->decimal i))))
