@@ -11,7 +11,7 @@
 ;;   vec-keep    300,000 4-element vectors kept alive in a list, 3 rounds
 ;;               (live young data for the collector, no hashing)
 ;;   cons-drop   3,000,000 short-lived 4-element lists (garbage at once)
-;;   strfib*     (strfib* 25): every sum through number->string and string->number
+;;   strfib*     (strfib* 29): every sum through number->string and string->number
 ;;   portfib     the same converting with display to a per-thread string port
 ;;   handfib     the same converting with a hand-written fixnum->decimal
 ;; --in-place G sets Chez 10's in-place-minimum-generation (ignored on 9.5.8).
@@ -56,7 +56,7 @@
   (if (< n 2) n (string->number (fixnum->decimal (+ (handfib (- n 1)) (handfib (- n 2)))))))
 (define workloads
   `((hash-nums . ,hash-nums) (eq-nums . ,eq-nums) (vec-keep . ,vec-keep) (cons-drop . ,cons-drop)
-    (strfib* . ,(lambda () (strfib* 25))) (portfib . ,(lambda () (portfib 25))) (handfib . ,(lambda () (handfib 25)))))
+    (strfib* . ,(lambda () (strfib* 29))) (portfib . ,(lambda () (portfib 29))) (handfib . ,(lambda () (handfib 29)))))
 (banner "gc.ss")
 (let ([names (let strip ([as (command-line-arguments)])
                (cond [(null? as) '()]
