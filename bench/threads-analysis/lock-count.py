@@ -1,8 +1,10 @@
 # lock-count.py -- gdb script for lock-count.sh: counts S_mutex_acquire calls by
-# mutex (S_tc_mutex, S_alloc_mutex [Chez 10 only], other) and by caller (the C
-# runtime, when the return address lies in a named C function, or compiled
-# Scheme code, when it does not), then prints one line "tc=.. alloc=.. other=..
-# fromC=.. fromScheme=.. callers=..".
+# mutex (S_tc_mutex, S_alloc_mutex [Chez 10 only], other) and by caller (a
+# named C function, or "scheme-code" when the return address lies in no C
+# function), then prints one line "tc=.. alloc=.. other=.. callers=.. try=..".
+# Scheme's mutex-acquire on a user mutex (make-mutex) first calls
+# S_mutex_tryacquire and calls S_mutex_acquire only when that fails, so
+# S_mutex_tryacquire calls are counted too ("try=", any mutex).
 import gdb
 counts = {}
 callers = {}
@@ -28,8 +30,13 @@ class Count(gdb.Breakpoint):
         key = fn or "scheme-code"
         callers[key] = callers.get(key, 0) + 1
         return False
+class CountTry(gdb.Breakpoint):
+    def stop(self):
+        counts["try"] = counts.get("try", 0) + 1
+        return False
 Count("S_mutex_acquire")
+CountTry("S_mutex_tryacquire")
 gdb.execute("continue")
-print("RESULT tc=%d alloc=%d other=%d callers=%s" % (
-    counts.get("tc", 0), counts.get("alloc", 0), counts.get("other", 0),
+print("RESULT tc=%d alloc=%d other=%d try=%d callers=%s" % (
+    counts.get("tc", 0), counts.get("alloc", 0), counts.get("other", 0), counts.get("try", 0),
     ",".join("%s:%d" % kv for kv in sorted(callers.items(), key=lambda kv: -kv[1]))))

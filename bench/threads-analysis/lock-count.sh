@@ -21,7 +21,7 @@ for op in $ops; do
   r=$(count "$op")
   awk -v op="$op" -v r="$r" -v b="$base" 'BEGIN {
     split(r, a, " "); split(b, c, " ");
-    for (i = 1; i <= 3; i++) { split(a[i], x, "="); split(c[i], y, "="); v[i] = (x[2] - y[2]) / 10000 }
-    sub(/^callers=/, "", a[4]);
-    printf "%-24s tc_mutex %6.3f  alloc_mutex %6.3f  other %6.3f   (raw callers: %s)\n", op, v[1], v[2], v[3], a[4] }'
+    for (i = 1; i <= 4; i++) { split(a[i], x, "="); split(c[i], y, "="); v[i] = (x[2] - y[2]) / 10000 }
+    sub(/^callers=/, "", a[5]);
+    printf "%-24s tc_mutex %6.3f  alloc_mutex %6.3f  other %6.3f  tryacquire %6.3f   (raw callers: %s)\n", op, v[1], v[2], v[3], v[4], a[5] }'
 done

@@ -60,6 +60,12 @@
 (defop* ops 2 (set-thread-param i) (user-thread-param i))
 (defop* ops 20 (read-thread-param i) (user-thread-param))
 (defop* ops 20 (set-global-param i) (user-global-param i))
+(defop ops (guard i) (guard (c [#t 0]) i))
+(defop ops (with-exception-handler i) (with-exception-handler (lambda (c) 0) (lambda () i)))
+(defop ops (dynamic-wind i) (dynamic-wind void (lambda () i) void))
+(defop ops (call/cc i) (call/cc (lambda (k) i)))
+(defop ops (set-exception-state i) [define s (current-exception-state)] (current-exception-state s))
+(defop ops (set-current-output-port i) [define p (current-output-port)] (current-output-port p))
 ;; allocation, hashing, symbols
 (defop* ops 20 (list-of-4 i) (list i 2 3 4))
 (defop* ops 10 (make-string-7 i) (make-string 7 #\a))
