@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # lock-count.sh -- how many times does each operation acquire a Chez runtime
-# mutex (S_mutex_acquire; in 9.5.8 nearly always the global S_tc_mutex)?
-# Attaches gdb to lock-count.ss, counts breakpoint hits over 10,000 calls and
-# prints the count minus the `none` baseline, per call.  Needs gdb.
+# mutex (S_mutex_acquire), which mutex, and who calls it?  Attaches gdb (with
+# lock-count.py) to lock-count.ss, which runs the operation 10,000 times, and
+# prints the counts minus the `none` baseline, per call.  Needs gdb with Python.
+#   bench/threads-analysis/lock-count.sh ['OP' ...]          # Chez 9.5.8 (scheme); quote names with '>'
+#   SCHEME=/root/.cache/spindle/chez-10.0.0/bin/scheme bench/threads-analysis/lock-count.sh [OP ...]
 cd "$(dirname "$0")"
-ops=${*:-number->string number->string-radix number->string-flonum number->string-bignum format string->number string-port-write open-output-string hashtable-set! parameter}
+SCHEME=${SCHEME:-scheme}
+ops=${*:-number->string number->string-radix number->string-flonum number->string-bignum format-d format-a fresh-port reused-port fixnum->decimal string->number parameterize-radix set-thread-param read-thread-param set-global-param list-of-4 make-string-7 equal-hash-fixnum equal-table-set eq-table-set string->symbol-old string->symbol-new}
 count() {
-  scheme --script lock-count.ss "$1" & local pid=$!
+  "$SCHEME" --script lock-count.ss "$1" & local pid=$!
   sleep 0.7
-  gdb -p $pid -batch -ex 'break S_mutex_acquire' -ex 'ignore 1 100000000' -ex continue \
-      -ex 'info breakpoints' 2>/dev/null | sed -n 's/.*already hit \([0-9]*\) time.*/\1/p'
+  gdb -p $pid -batch -x lock-count.py 2>/dev/null | sed -n 's/^RESULT //p'
   wait $pid 2>/dev/null
 }
+echo "# $("$SCHEME" --version 2>&1), per call over 10,000 calls, minus the 'none' baseline"
 base=$(count none)
+echo "# baseline: $base"
 for op in $ops; do
-  n=$(count "$op")
-  awk -v op="$op" -v n="$n" -v b="$base" 'BEGIN { printf "%-24s %6d acquisitions / 10000 calls = %.3f per call\n", op, n - b, (n - b) / 10000 }'
+  r=$(count "$op")
+  awk -v op="$op" -v r="$r" -v b="$base" 'BEGIN {
+    split(r, a, " "); split(b, c, " ");
+    for (i = 1; i <= 4; i++) { split(a[i], x, "="); split(c[i], y, "="); v[i] = (x[2] - y[2]) / 10000 }
+    sub(/^callers=/, "", a[5]);
+    printf "%-24s tc_mutex %6.3f  alloc_mutex %6.3f  other %6.3f  tryacquire %6.3f   (raw callers: %s)\n", op, v[1], v[2], v[3], v[4], a[5] }'
 done
