@@ -14,6 +14,7 @@
         (spindle simulation)
         (only (srfi :18) make-mutex mutex-lock! mutex-unlock!)
         (only (util concurrent shared-queue) make-shared-queue shared-queue-get! shared-queue-put!)
+        (only (spindle private os processes) shell-command own-pid)
         (harness))
 
 (test-limit 60)
@@ -336,6 +337,51 @@
           (unless (= n 9) (error 'mutex "lost update" n))
           (unless (equal? (list-sort < got) '(0 1 2)) (error 'shared-queue "items" got)))))
     #:runs 150 #:seed 600))
+
+;; The trace of a run under `spindle trace`: its events (name, kind,
+;; thread), in order, without the times.
+(define (traced-run seed out)
+  (shell-command (format "bin/spindle trace -o ~a tests/support/sim-trace-child.ss ~a > ~a.stdout 2>/dev/null"
+                         out seed out))
+  (let ([text (call-with-input-file out get-string-all)]
+        [printed (call-with-input-file (string-append out ".stdout") get-line)])
+    (cons printed (trace-events text))))
+;; Each event's name, kind (ph) and thread (the green thread its args
+;; name), in file order: what orders the run, without times or pids.
+(define (trace-events text)
+  (let loop ([i 0] [acc '()])
+    (let ([j (string-search text "{\"name\":" i)])
+      (if (not j)
+          (reverse acc)
+          (let* ([end (or (string-search text "}" (+ j 1)) (string-length text))]
+                 [event (substring text j end)])
+            (loop end (cons (map (lambda (k) (field event k)) '("name" "ph" "thread")) acc)))))))
+;; The text of "key":value in event, up to the next comma, or #f.
+(define (field event key)
+  (let ([at (string-search event (string-append "\"" key "\":") 0)])
+    (and at
+         (let* ([from (+ at (string-length key) 3)]
+                [to (or (string-search event "," from) (string-length event))])
+           (substring event from to)))))
+(define (string-search s pat from)
+  (let ([n (string-length s)] [m (string-length pat)])
+    (let loop ([i from])
+      (cond [(> (+ i m) n) #f]
+            [(string=? (substring s i (+ i m)) pat) i]
+            [else (loop (+ i 1))]))))
+
+(test "spindle trace of a replay shows the same interleaving; another seed another"
+  (let ([dir (format "/tmp/spindle-sim-trace-~a" (own-pid))])
+    (shell-command (format "mkdir -p ~a" dir))
+    (let ([one (traced-run 7 (format "~a/a.json" dir))]
+          [again (traced-run 7 (format "~a/b.json" dir))]
+          [other (traced-run 2 (format "~a/c.json" dir))])
+      (check-equal "seed 7 puts a first" "(a b)" (car one))
+      (check-equal "seed 2 puts b first" "(b a)" (car other))
+      (check "the trace has events" (> (length (cdr one)) 10))
+      (check-equal "seed 7 twice: the same events in the same order" (cdr one) (cdr again))
+      (check "seed 2: another order" (not (equal? (cdr one) (cdr other)))))
+    (shell-command (format "rm -rf ~a" dir))))
 
 (test "simulate from a parallel thread, and again after a failed run"
   (check-equal "on an own pool" 42
