@@ -8,19 +8,16 @@
   (export send-message recv-internal rmpi-send rmpi-recv rmpi-recv-evt comm-free!)
   (import (except (chezscheme) sleep make-parameter parameterize)
           (spindle private os mpi)
-          (only (spindle private host objects) bytevector-set-immutable!)
           (only (spindle private os memory) malloc free memcpy-from-bytevector!)
           (only (spindle private os libc) bytes-at)
           (only (spindle private places buffer-pool) buffer-alloc buffer-free)
-          (only (spindle private core atomic) with-atomic with-os-mutex assert-atomic)
-          (only (spindle private core evt-core) prim-evt make-latch latch-fire! commit-one! commit-partner!
-                record-prints-as! evt-trace-reason!)
+          (only (spindle private core atomic) with-os-mutex assert-atomic)
+          (only (spindle private core evt-core) prim-evt commit-one! record-prints-as! evt-trace-reason!)
           (spindle private mpi data)
           (spindle private mpi world)
           (spindle private mpi progress)
           (only (spindle private core scheduler) yield!)
-          (only (spindle private core processors) processor-count)
-          (only (spindle private core sync) sync choice-evt wrap-evt alarm-evt current-inexact-monotonic-milliseconds))
+          (only (spindle private core sync) sync wrap-evt current-inexact-monotonic-milliseconds))
   ;; ------------------------------------------------------------ messages
   ;; A message is one kind byte then its body (private/mpi/data), in foreign memory:
   ;; the reused send-buffer when small, else a malloc'ed copy.  A send
