@@ -1,8 +1,13 @@
 #!chezscheme
 ;;; Custodians (issue 10, part 10): threads killed, ports and listeners
 ;;; closed, places killed, nested custodians, managed lists, a server that
-;;; gives each connection its own custodian, bad arguments.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
+;;; gives each connection its own custodian, bad arguments.  The test of
+;;; the custodian a thread and its children inherit runs under
+;;; simulate-many (a sleep lines the threads up there); the others are
+;;; about real ports, sockets, places and parallel pools, or line nothing
+;;; up, and run for real.
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle simulation)
+        (harness))
 
 (test-limit 30)
 
@@ -59,17 +64,22 @@
     (list #f #f 'own 'own)
     (list #f #t #f #t)))
 
-(test "a thread inherits its creator's custodian; its children belong to it"
-  (let* ([c (make-custodian)] [child (box #f)]
-         [t (parameterize ([current-custodian c])
-              (thread (lambda ()
-                        (set-box! child (thread (lambda () (sleep 100))))
-                        (check "current" (eq? (current-custodian) c))
-                        (sleep 100))))])
-    (let loop () (unless (unbox child) (sleep 0.001) (loop)))
-    (custodian-shutdown-all c)
-    (check "parent thread dead" (thread-dead? t))
-    (check "grandchild dead" (thread-dead? (unbox child)))))
+(test "a thread inherits its creator's custodian; its children belong to it; under simulation"
+  (simulate-many
+    (lambda ()
+      (let* ([c (make-custodian)] [child (box #f)]
+             [t (parameterize ([current-custodian c])
+                  (thread (lambda ()
+                            (set-box! child (thread (lambda () (sleep 100))))
+                            (check "current" (eq? (current-custodian) c))
+                            (sleep 100))))])
+        (sleep 0.001)                   ; t and its child sleep
+        (check "the child was made" (thread? (unbox child)))
+        (check-equal "managed" (list t (unbox child)) (custodian-managed-list c (current-custodian)))
+        (custodian-shutdown-all c)
+        (check "parent thread dead" (thread-dead? t))
+        (check "grandchild dead" (thread-dead? (unbox child)))))
+    #:runs 200 #:seed 1))
 
 (test "a shut-down custodian refuses new objects"
   (let ([c (make-custodian)])

@@ -1,12 +1,27 @@
 #!chezscheme
 ;;; Threads: creation, keep, keywords, wait, kill, break,
 ;;; suspend/resume, sleep, yield, preemption, pools, mailboxes, parameters.
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness) (wait-until))
+;;;
+;;; Scenarios that line threads up with sleeps (kill, break or suspend a
+;;; thread once it waits), or time their threads, run under simulate-many:
+;;; there a sleep returns only once every other thread waits, and virtual
+;;; times are exact, so each seed is one exact interleaving.  What is about
+;;; real time or real OS threads runs for real: preemption of compute
+;;; loops, sleep accuracy on the real clock, the stress loops over parallel
+;;; pools, and the pool and parameter paths across OS threads; so do the
+;;; tests that line nothing up, and a thread ended by a break (which fails a
+;;; simulated run).
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (spindle simulation)
+        (harness) (wait-until))
 
 (test-limit 20)
 
 ;; ---------------------------------------------------------------- helpers
 (define (now-ms) (current-inexact-monotonic-milliseconds))
+
+;; Runs thunk under runs seeds from seed (see doc/simulation.md): a failed
+;; check, a raise no thread takes or a deadlock fails with the seed.
+(define (simulated runs seed thunk) (simulate-many thunk #:runs runs #:seed seed))
 
 (define (elapsed-ms thunk)
   (let ([t0 (now-ms)]) (thunk) (- (now-ms) t0)))
@@ -214,22 +229,28 @@
   (let ([t (thread (lambda () (sync never-evt)))])
     (kill-thread t)
     (check-equal "killed" 'fail (thread-wait t (lambda () 'fail))))
-  (let ([t (thread (lambda () (current-error-port (open-output-string)) (sync never-evt)))])
-    (sleep 0.01)
+  ;; real: under a simulation a thread that a break ends fails the run
+  (let* ([quiet (make-semaphore 0)]
+         [t (thread (lambda () (current-error-port (open-output-string)) (semaphore-post quiet) (sync never-evt)))])
+    (semaphore-wait quiet)
     (break-thread t)
     (check-equal "broken" 'fail (thread-wait t (lambda () 'fail)))))
 
 ;; ---------------------------------------------------------------- kill
-(test "kill-thread: a thread blocked in sync"
-  (let* ([ch (make-channel)] [after (box #f)]
-         [t (thread (lambda () (channel-get ch) (set-box! after #t)))])
-    (sleep 0.02)
-    (check "running before" (thread-running? t))
-    (kill-thread t)
-    (check "dead once kill-thread returns" (thread-dead? t))
-    (check "did not continue" (not (unbox after)))
-    (check "channel has no stale getter" (not (sync/timeout 0.05 (channel-put-evt ch 1))))
-    (kill-thread t)))   ; no effect on a dead thread
+(test "kill-thread: a thread blocked in sync, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([ch (make-channel)] [after (box #f)]
+             [t (thread (lambda () (channel-get ch) (set-box! after #t)))])
+        (sleep 0.02)                    ; t waits in channel-get
+        (check "running before" (thread-running? t))
+        (kill-thread t)
+        (check "dead once kill-thread returns" (thread-dead? t))
+        (check "did not continue" (not (unbox after)))
+        (let ([t0 (now-ms)])
+          (check "channel has no stale getter" (not (sync/timeout 0.05 (channel-put-evt ch 1))))
+          (check-equal "the put timed out at 50 ms" 50. (- (now-ms) t0)))
+        (kill-thread t)))))   ; no effect on a dead thread
 
 (define (check-kill-looping-thread pool)
   (let* ([counter (box 0)]
@@ -263,45 +284,61 @@
   (let ([t (thread (lambda () (kill-thread (current-thread)) 'no) #:pool 'own #:keep 'results)])
     (check-equal "parallel self-kill" 'killed (thread-wait t (lambda () 'killed)))))
 
-(test "kill-thread runs no dynamic-wind after thunk of the target"
-  (let* ([after (box #f)]
-         [t (thread (lambda () (dynamic-wind void (lambda () (sync never-evt)) (lambda () (set-box! after #t)))))])
-    (sleep 0.01)
-    (kill-thread t)
-    (check "no after thunk" (not (unbox after)))))
+(test "kill-thread runs no dynamic-wind after thunk of the target, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([after (box #f)]
+             [t (thread (lambda () (dynamic-wind void (lambda () (sync never-evt)) (lambda () (set-box! after #t)))))])
+        (sleep 0.01)                    ; t waits inside the dynamic-wind
+        (kill-thread t)
+        (check "no after thunk" (not (unbox after)))
+        (sleep 1)
+        (check "nor later" (not (unbox after)))))))
 
 ;; ---------------------------------------------------------------- break
-(test "break-thread wakes a thread blocked in channel sync"
-  (let* ([b (box #f)] [ch (make-channel)]
-         [t (spawn-catching b (lambda () (sync ch)))])
-    (sleep 0.02)
-    (break-thread t)
-    (thread-wait t)
-    (check "break condition" (break-condition? (unbox b)))
-    (check "not &error" (not (error? (unbox b))))
-    (check "no stale getter left" (not (sync/timeout 0.05 (channel-put-evt ch 1))))))
+(test "break-thread wakes a thread blocked in channel sync, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([b (box #f)] [ch (make-channel)]
+             [t (spawn-catching b (lambda () (sync ch)))])
+        (sleep 0.02)                    ; t waits in its sync
+        (break-thread t)
+        (thread-wait t)
+        (check "break condition" (break-condition? (unbox b)))
+        (check "not &error" (not (error? (unbox b))))
+        (check "no stale getter left" (not (sync/timeout 0.05 (channel-put-evt ch 1))))))))
 
-(test "break-thread wakes semaphore-wait, sleep and thread-wait"
-  (for-each
-    (lambda (what blocker)
-      (let* ([b (box #f)] [t (spawn-catching b blocker)])
-        (sleep 0.02)
-        (let ([ms (elapsed-ms (lambda () (break-thread t) (thread-wait t)))])
-          (check (format "~a woke at once" what) (< ms 1000)))
-        (check (format "~a raised a break" what) (break-condition? (unbox b)))))
-    '(semaphore sleep join self-join thread-receive)
-    (list (lambda () (semaphore-wait (make-semaphore 0)))
-          (lambda () (sleep 10))
-          (lambda () (thread-wait (thread (lambda () (sync never-evt)))))
-          (lambda () (thread-wait (current-thread)))     ; blocks until a break
-          (lambda () (thread-receive)))))
+(test "break-thread wakes semaphore-wait, sleep and thread-wait, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (for-each
+        (lambda (what blocker)
+          (let* ([b (box #f)] [t (spawn-catching b blocker)])
+            (sleep 0.02)                ; t waits in blocker
+            (let ([ms (elapsed-ms (lambda () (break-thread t) (thread-wait t)))])
+              (check-equal (format "~a woke at once (virtual ms)" what) 0. ms))
+            (check (format "~a raised a break" what) (break-condition? (unbox b)))))
+        '(semaphore sleep join self-join thread-receive)
+        (list (lambda () (semaphore-wait (make-semaphore 0)))
+              (lambda () (sleep 10))
+              (lambda () (thread-wait (thread (lambda () (sync never-evt)))))
+              (lambda () (thread-wait (current-thread)))     ; blocks until a break
+              (lambda () (thread-receive)))))))
 
-(test "break-thread of a parallel thread in sync and in a loop"
+(test "break-thread of a parallel thread in sync (simulated and real) and in a loop"
+  (simulated 200 1
+    (lambda ()
+      (let* ([b (box #f)] [t (spawn-catching b (lambda () (sync (make-semaphore))) 'own)])
+        (sleep 0.02)                    ; t waits in its sync
+        (break-thread t)
+        (thread-wait t)
+        (check "blocked parallel thread broken" (break-condition? (unbox b))))))
+  ;; for real, on its own OS thread: broken wherever it is, waiting or not
   (let* ([b (box #f)] [t (spawn-catching b (lambda () (sync (make-semaphore))) 'own)])
-    (sleep 0.02)
     (break-thread t)
     (thread-wait t)
-    (check "blocked parallel thread broken" (break-condition? (unbox b))))
+    (check "parallel thread broken" (break-condition? (unbox b))))
+  ;; a compute loop is broken at a preemption: real time
   (let* ([b (box #f)] [t (spawn-catching b (lambda () (let loop () (loop))) 'own)])
     (sleep 0.02)
     (break-thread t)
@@ -325,39 +362,46 @@
     (check "killed before start: never ran" (not (unbox ran)))
     (check "dead" (thread-dead? t))))
 
-(test "break kinds: hang-up and terminate"
-  (let* ([b (box #f)] [t (spawn-catching b (lambda () (sleep 10)))])
-    (sleep 0.01)
-    (break-thread t 'hang-up)
-    (thread-wait t)
-    (check "hang-up" (break-hang-up-condition? (unbox b))))
-  (let* ([b (box #f)] [t (spawn-catching b (lambda () (sleep 10)))])
-    (sleep 0.01)
-    (break-thread t 'terminate)
-    (thread-wait t)
-    (check "terminate" (break-terminate-condition? (unbox b)))
-    (check "terminate is a break" (break-condition? (unbox b)))))
+(test "break kinds: hang-up and terminate, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([b (box #f)] [t (spawn-catching b (lambda () (sleep 10)))])
+        (sleep 0.01)                    ; t sleeps
+        (break-thread t 'hang-up)
+        (thread-wait t)
+        (check "hang-up" (break-hang-up-condition? (unbox b))))
+      (let* ([b (box #f)] [t (spawn-catching b (lambda () (sleep 10)))])
+        (sleep 0.01)
+        (break-thread t 'terminate)
+        (thread-wait t)
+        (check "terminate" (break-terminate-condition? (unbox b)))
+        (check "terminate is a break" (break-condition? (unbox b)))))))
 
-(test "a break stays pending while breaks are disabled"
-  (let* ([b (box #f)] [reached (box #f)]
-         [t (spawn-catching b
-                      (lambda ()
-                        (parameterize-break #f
-                          (sleep 0.1)
-                          (set-box! reached #t))
-                        (sleep 10)))])
-    (sleep 0.02)
-    (break-thread t)
-    (thread-wait t)
-    (check "disabled section completed" (unbox reached))
-    (check "raised once enabled" (break-condition? (unbox b)))))
+(test "a break stays pending while breaks are disabled, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([t0 (now-ms)] [b (box #f)] [reached (box #f)]
+             [t (spawn-catching b
+                          (lambda ()
+                            (parameterize-break #f
+                              (sleep 0.1)
+                              (set-box! reached #t))
+                            (sleep 10)))])
+        (sleep 0.02)                    ; t sleeps with breaks disabled
+        (break-thread t)
+        (thread-wait t)
+        (check-equal "the thread ended when its disabled sleep did" 100. (- (now-ms) t0))
+        (check "disabled section completed" (unbox reached))
+        (check "raised once enabled" (break-condition? (unbox b)))))))
 
 (test "stress: a thread broken while suspended in sync/timeout/enable-break, a putter waiting, raises the break and takes nothing"
   ;; suspend it in its sync, start a putter, break it, resume it: the
   ;; break must win (the put could not commit while it was suspended),
   ;; the put's value must stay in the channel; syncer and putter on the
-  ;; main pool or a pool of their own, steps apart or back to back
-  (define (trial pool-m pool-p)
+  ;; main pool or a pool of their own, steps apart or back to back: for
+  ;; real (120 trials, random gaps), then under simulation, where each
+  ;; seed picks the pools and the gaps
+  (define (trial pool-m pool-p gap)
     (let* ([ch (make-channel)] [got (box 'none)] [in (make-semaphore 0)]
            [m (thread (lambda ()
                         (guard (e [(break-condition? e) (if (eq? (unbox got) 'none) 'broken-in-sync 'broken-after)])
@@ -367,10 +411,10 @@
                             'returned)))
                       #:pool pool-m #:keep 'results)])
       (semaphore-wait in)
-      (case (random 3) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
+      (case (gap) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
       (thread-suspend m)
       (let ([p (thread (lambda () (channel-put ch 'v)) #:pool pool-p)])
-        (case (random 3) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
+        (case (gap) [(0) (void)] [(1) (yield)] [else (sleep 0.001)])
         (break-thread m)
         (thread-resume m)
         (let* ([r (sync/timeout 5 (wrap-evt m (lambda (m) (thread-wait m))))]
@@ -380,9 +424,16 @@
   (let ([bad '()])
     (do ([i 0 (+ i 1)]) ((= i 120))
       (let* ([pm (if (even? i) #f 'own)] [pp (if (even? (quotient i 2)) #f 'own)]
-             [r (trial pm pp)])
+             [r (trial pm pp (lambda () (random 3)))])
         (unless (equal? r '(broken-in-sync none v)) (set! bad (cons (list i pm pp r) bad)))))
-    (check-equal "every trial: break raised in the sync, value left" '() bad)))
+    (check-equal "every trial: break raised in the sync, value left" '() bad))
+  (simulated 200 1
+    (lambda ()
+      (let* ([i (quotient (simulation-seed) 2)]   ; both schedulers see each choice
+             [gaps (list (mod (quotient i 4) 3) (mod (quotient i 12) 3))]
+             [gap (lambda () (let ([g (car gaps)]) (set! gaps (cdr gaps)) g))])
+        (check-equal "break raised in the sync, value left" '(broken-in-sync none v)
+          (trial (if (even? i) #f 'own) (if (even? (quotient i 2)) #f 'own) gap))))))
 
 (test "stress: a break sent from another OS thread as the target enables breaks for its sync is never lost"
   ;; the target loops entering sync/timeout/enable-break from a disabled
@@ -414,19 +465,23 @@
   (let ([c (raised (lambda () (break-thread (current-thread))))])
     (check "break" (break-condition? c))))
 
-(test "a break caught in an inner parameterize-break #t leaves the outer #f in force"
-  (let* ([in (make-semaphore 0)]
-         [t (thread (lambda ()
-                      (parameterize-break #f
-                        (semaphore-post in)
-                        (sleep 0.05)
-                        (list (guard (e [(break-condition? e) 'caught]) (parameterize-break #t 'x))
-                              (break-enabled))))
-                    #:keep 'results)])
-    (semaphore-wait in)
-    (break-thread t)
-    (check-equal "caught inside, breaks still off after" '(caught #f)
-      (sync/timeout 5 (wrap-evt t (lambda (t) (thread-wait t)))))))
+(test "a break caught in an inner parameterize-break #t leaves the outer #f in force, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([t0 (now-ms)]
+             [in (make-semaphore 0)]
+             [t (thread (lambda ()
+                          (parameterize-break #f
+                            (semaphore-post in)
+                            (sleep 0.05)
+                            (list (guard (e [(break-condition? e) 'caught]) (parameterize-break #t 'x))
+                                  (break-enabled))))
+                        #:keep 'results)])
+        (semaphore-wait in)
+        (break-thread t)
+        (check-equal "caught inside, breaks still off after" '(caught #f)
+          (sync/timeout 5 (wrap-evt t (lambda (t) (thread-wait t)))))
+        (check-equal "after its 50 ms sleep" 50. (- (now-ms) t0))))))
 
 (test "leaving parameterize-break #f delivers a pending break at once"
   ;; normal return, an escape through a continuation, and re-entry by
@@ -456,20 +511,25 @@
     (check-equal "a nested #f delivers nothing; the outer one's end does" 'broken r)))
 
 ;; ---------------------------------------------------------------- suspend
-(test "a suspended thread takes no part in a channel rendezvous"
-  (let* ([ch (make-channel)] [got (box '())]
-         [t (thread (lambda () (let loop () (set-box! got (cons (channel-get ch) (unbox got))) (loop))))])
-    (sleep 0.02)
-    (thread-suspend t)
-    (check "not running" (not (thread-running? t)))
-    (check "not dead" (not (thread-dead? t)))
-    (check "no rendezvous while suspended" (not (sync/timeout 0.1 (channel-put-evt ch 1))))
-    (thread-suspend t)                 ; no effect
-    (thread-resume t)
-    (check "running again" (thread-running? t))
-    (channel-put ch 2)
-    (check "resumed thread got the value" (wait-until (lambda () (equal? (unbox got) '(2))) 2))
-    (kill-thread t)))
+(test "a suspended thread takes no part in a channel rendezvous, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([ch (make-channel)] [got (box '())]
+             [t (thread (lambda () (let loop () (set-box! got (cons (channel-get ch) (unbox got))) (loop))))])
+        (sleep 0.02)                    ; t waits in channel-get
+        (thread-suspend t)
+        (check "not running" (not (thread-running? t)))
+        (check "not dead" (not (thread-dead? t)))
+        (let ([t0 (now-ms)])
+          (check "no rendezvous while suspended" (not (sync/timeout 0.1 (channel-put-evt ch 1))))
+          (check-equal "the put timed out at 100 ms" 100. (- (now-ms) t0)))
+        (thread-suspend t)                 ; no effect
+        (thread-resume t)
+        (check "running again" (thread-running? t))
+        (channel-put ch 2)
+        (sleep 0.01)                    ; t waits in channel-get again
+        (check-equal "resumed thread got the value, once" '(2) (unbox got))
+        (kill-thread t)))))
 
 (test "suspend stops a looping thread (coroutine and parallel); resume restarts it"
   (for-each
@@ -530,12 +590,15 @@
     (check "not running" (not (thread-running? t)))
     (check "main running" (thread-running? (current-thread)))))
 
-(test "thread-dead-evt is the same evt on each call; a thread is an evt"
-  (let* ([t (thread (lambda () (sleep 0.02)))])
-    (check "eq" (eq? (thread-dead-evt t) (thread-dead-evt t)))
-    (check "not ready yet" (not (sync/timeout 0 (thread-dead-evt t))))
-    (check-equal "sync on the thread gives the thread" t (sync t))
-    (check-equal "dead evt result is the evt" (thread-dead-evt t) (sync (thread-dead-evt t)))))
+(test "thread-dead-evt is the same evt on each call; a thread is an evt; under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([t0 (now-ms)] [t (thread (lambda () (sleep 0.02)))])
+        (check "eq" (eq? (thread-dead-evt t) (thread-dead-evt t)))
+        (check "not ready yet" (not (sync/timeout 0 (thread-dead-evt t))))
+        (check-equal "sync on the thread gives the thread" t (sync t))
+        (check-equal "at the end of its 20 ms sleep" 20. (- (now-ms) t0))
+        (check-equal "dead evt result is the evt" (thread-dead-evt t) (sync (thread-dead-evt t)))))))
 
 (test "current-thread"
   (let* ([ch (make-channel)] [ch2 (make-channel)]
@@ -559,13 +622,16 @@
          [ms (thread-wait t)])
     (check (format "parallel sleep 0.05 took ~a ms" ms) (and (>= ms 45) (< ms 500)))))
 
-(test "sleeping threads wake in deadline order"
-  (let* ([out (make-async-channel)]
-         [ts (map (lambda (d) (thread (lambda () (sleep (/ d 1000.)) (async-channel-put out d))))
-                  '(60 20 40))])
-    (for-each thread-wait ts)
-    (check-equal "order" '(20 40 60)
-      (list (async-channel-get out) (async-channel-get out) (async-channel-get out)))))
+(test "sleeping threads wake in deadline order, at their deadlines, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([t0 (now-ms)]
+             [out (make-async-channel)]
+             [ts (map (lambda (d) (thread (lambda () (sleep (/ d 1000.)) (async-channel-put out (cons d (- (now-ms) t0))))))
+                      '(60 20 40))])
+        (for-each thread-wait ts)
+        (check-equal "order and wake times" '((20 . 20.) (40 . 40.) (60 . 60.))
+          (list (async-channel-get out) (async-channel-get out) (async-channel-get out)))))))
 
 (test "yield lets other runnable threads go first"
   (let* ([log '()]
@@ -635,17 +701,20 @@
   (thread-rewind-receive '())
   (check "empty" (not (thread-try-receive))))
 
-(test "mailbox: receive-evt wakes a waiting thread; mail across pools"
-  (let* ([main (current-thread)]
-         [t (thread (lambda ()
-                      (let ([e (sync (thread-receive-evt))])
-                        (thread-send main (list 'got (thread-receive) (eq? e (thread-receive-evt))))))
-                    #:pool 'own)])
-    (sleep 0.02)
-    (thread-send t 'hello)
-    (check "reply arrives" (sync/timeout 2 (thread-receive-evt)))
-    (check-equal "reply" '(got hello #t) (thread-try-receive))
-    (thread-wait t)))
+(test "mailbox: receive-evt wakes a waiting thread (simulated); mail across pools (real)"
+  (define (exchange line-up?)
+    (let* ([main (current-thread)]
+           [t (thread (lambda ()
+                        (let ([e (sync (thread-receive-evt))])
+                          (thread-send main (list 'got (thread-receive) (eq? e (thread-receive-evt))))))
+                      #:pool 'own)])
+      (when line-up? (sleep 0.02))      ; simulated: t waits on its receive-evt
+      (thread-send t 'hello)
+      (check "reply arrives" (sync/timeout 2 (thread-receive-evt)))
+      (check-equal "reply" '(got hello #t) (thread-try-receive))
+      (thread-wait t)))
+  (simulated 200 1 (lambda () (exchange #t)))
+  (exchange #f))
 
 (test "thread-send to a dead thread"
   (let ([t (thread void)])
@@ -697,21 +766,25 @@
     (check-equal "no leaks" 0 (unbox bad))))
 
 (test "a new thread gets a snapshot of its creator's parameter values"
-  (let ([p (make-parameter 1)] [q (make-parameter 'q0)])
-    (q 'q1)                                       ; a plain set before creation
-    (parameterize ([p 5])
-      (let ([t (thread (lambda ()
-                         (let ([seen (list (p) (q))])
-                           (p 6) (q 'child)
-                           (sleep 0.03)
-                           (append seen (list (p) (q)))))
-                       #:keep 'results)])
-        (p 7)
-        (q 'parent)
-        (check-equal "child's view" '(5 q1 6 child) (thread-wait t))
-        (check-equal "creator unaffected" '(7 parent) (list (p) (q)))))
-    (check-equal "outside parameterize" 1 (p))
-    ;; across pools too
+  ;; under simulation: the child sleeps while its creator sets its own values
+  (simulated 200 1
+    (lambda ()
+      (let ([p (make-parameter 1)] [q (make-parameter 'q0)])
+        (q 'q1)                                   ; a plain set before creation
+        (parameterize ([p 5])
+          (let ([t (thread (lambda ()
+                             (let ([seen (list (p) (q))])
+                               (p 6) (q 'child)
+                               (sleep 0.03)
+                               (append seen (list (p) (q)))))
+                           #:keep 'results)])
+            (p 7)
+            (q 'parent)
+            (check-equal "child's view" '(5 q1 6 child) (thread-wait t))
+            (check-equal "creator unaffected" '(7 parent) (list (p) (q)))))
+        (check-equal "outside parameterize" 1 (p)))))
+  (let ([p (make-parameter 1)])
+    ;; across pools, for real
     (parameterize ([p 'pooled])
       (check-equal "parallel child" 'pooled (thread-wait (thread (lambda () (p)) #:pool 'own #:keep 'results))))))
 
@@ -725,16 +798,18 @@
   (check-raises "parameterize non-parameter" assertion-violation?
     (lambda () (parameterize ([5 1]) 'x))))
 
-(test "current-output-port parameterize does not leak to another thread"
-  (let* ([sp (open-output-string)]
-         [seen (box #f)]
-         [go (make-semaphore 0)]
-         [a (thread (lambda () (parameterize ([current-output-port sp]) (semaphore-post go) (sleep 0.05) (display "in-a"))))]
-         [b (thread (lambda () (semaphore-wait go) (set-box! seen (eq? (current-output-port) sp))))])
-    (thread-wait a) (thread-wait b)
-    (check "b did not see a's port" (not (unbox seen)))
-    (check-equal "a wrote to its port" "in-a" (get-output-string sp))
-    (check "main's port restored" (not (eq? (current-output-port) sp)))))
+(test "current-output-port parameterize does not leak to another thread, under simulation"
+  (simulated 200 1
+    (lambda ()
+      (let* ([sp (open-output-string)]
+             [seen (box #f)]
+             [go (make-semaphore 0)]
+             [a (thread (lambda () (parameterize ([current-output-port sp]) (semaphore-post go) (sleep 0.05) (display "in-a"))))]
+             [b (thread (lambda () (semaphore-wait go) (set-box! seen (eq? (current-output-port) sp))))])
+        (thread-wait a) (thread-wait b)
+        (check "b did not see a's port" (not (unbox seen)))
+        (check-equal "a wrote to its port" "in-a" (get-output-string sp))
+        (check "main's port restored" (not (eq? (current-output-port) sp)))))))
 
 (test "current-thread-pool: #f on the main pool, the pool inside a parallel thread"
   (check-equal "main" #f (current-thread-pool))
@@ -750,10 +825,20 @@
     (check "a sibling made with it runs on the same pool" (eq? (cadr r) p))
     (parallel-thread-pool-close p)))
 
-(test "sleep waits on the monotonic clock"
-  (let ([ms (elapsed-ms (lambda () (sleep 0.05)))])
-    (check "at least 50 ms" (>= ms 49.5))
-    (check "not much more" (< ms 1000))))
+(test "sleep durations are exact on the virtual clocks under simulation"
+  ;; the real durations: "sleep durations are roughly right" above
+  (simulated 50 1
+    (lambda ()
+      (define (both-clocks thunk)
+        (let ([w0 (current-inexact-milliseconds)] [ms (elapsed-ms thunk)])
+          (check-equal "the wall clock moves with the monotonic one" ms (- (current-inexact-milliseconds) w0))
+          ms))
+      (check-equal "sleep 0.05" 50. (both-clocks (lambda () (sleep 0.05))))
+      (check-equal "sleep 1/100" 10. (both-clocks (lambda () (sleep 1/100))))
+      (check-equal "time-duration 50 ms" 50. (both-clocks (lambda () (sleep (make-time 'time-duration 50000000 0)))))
+      (check-equal "sleep 0 and no argument" 0. (both-clocks (lambda () (sleep 0) (sleep))))
+      (check-equal "parallel sleep 0.05" 50.
+        (thread-wait (thread (lambda () (elapsed-ms (lambda () (sleep 0.05)))) #:pool 'own #:keep 'results))))))
 
 (test "records print briefly"
   (define (printed x) (with-output-to-string (lambda () (write x))))
