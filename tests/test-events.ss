@@ -2,7 +2,14 @@
 ;;; Events and sync: sync, sync/timeout, combinators,
 ;;; channels, semaphores, async channels, exactly-once commit, fairness,
 ;;; cross-pool rendezvous, register-evt-record-type!.
+;;; A scenario that needs threads lined up (one parked on a channel, a
+;;; semaphore or a NACK before another acts) or an exact elapsed time runs
+;;; under `simulated`: many seeds of (spindle simulation), where a lineup
+;;; sleep returns only once every other thread is blocked and virtual time
+;;; is exact.  Cross-pool, fairness, system-idle-evt and real-clock tests
+;;; run on real threads and the real clock.
 (import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+        (spindle simulation)
         (only (spindle private core evt-core) make-syncer prim-evt-attempt prim-evt-cancel)
         (only (spindle private core atomic) atomic-checks?))
 
@@ -17,6 +24,10 @@
 (define (depth) (call/cc (lambda (k) ((inspect/object k) 'depth))))
 
 (define (ready? e) (sync/timeout 0 (wrap-evt e (lambda _ #t))))
+
+;; Runs thunk under `runs` seeds of the simulation, from seed 1: a failed
+;; check fails the test with the seed that replays it.
+(define (simulated runs thunk) (simulate-many thunk #:runs runs #:seed 1))
 
 ;; ---------------------------------------------------------------- basics
 (test "evt? and primitive evts"
@@ -62,22 +73,24 @@
   (check-raises "async-channel-put" (assertion-from? 'async-channel-put) (lambda () (async-channel-put 3 1))))
 
 ;; ---------------------------------------------------------------- primitives
-(test "sync on channels between threads"
-  (let ([ch (make-channel)])
-    (thread (lambda () (channel-put ch 'a) (channel-put ch 'b)))
-    (check-equal "channel-get" 'a (channel-get ch))
-    (check-equal "sync on channel gives the value" 'b (sync ch))
-    (check "try-get without putter" (not (channel-try-get ch)))
-    (let ([t (thread (lambda () (channel-put ch 'c)))])
-      (sleep 0.02)
-      (check-equal "try-get with a waiting putter" 'c (channel-try-get ch))
-      (thread-wait t))
-    (let* ([got (box #f)] [t (thread (lambda () (set-box! got (channel-get ch))))])
-      (sleep 0.01)
-      (check "channel-put returns void" (eq? (void) (channel-put ch 'd)))
-      (thread-wait t)
-      (check-equal "got" 'd (unbox got)))
-    (check "channel?" (and (channel? ch) (not (channel? 1))))))
+(test "sync on channels between threads, under simulation"
+  (simulated 100
+    (lambda ()
+      (let ([ch (make-channel)])
+        (thread (lambda () (channel-put ch 'a) (channel-put ch 'b)))
+        (check-equal "channel-get" 'a (channel-get ch))
+        (check-equal "sync on channel gives the value" 'b (sync ch))
+        (check "try-get without putter" (not (channel-try-get ch)))
+        (let ([t (thread (lambda () (channel-put ch 'c)))])
+          (sleep 0.02)                  ; returns once t waits in its put
+          (check-equal "try-get with a waiting putter" 'c (channel-try-get ch))
+          (thread-wait t))
+        (let* ([got (box #f)] [t (thread (lambda () (set-box! got (channel-get ch))))])
+          (sleep 0.01)
+          (check "channel-put returns void" (eq? (void) (channel-put ch 'd)))
+          (thread-wait t)
+          (check-equal "got" 'd (unbox got)))
+        (check "channel?" (and (channel? ch) (not (channel? 1))))))))
 
 (test "channel-put-evt: result is the evt, fresh per call, channel-put-evt?"
   (let* ([ch (make-channel)]
@@ -88,15 +101,20 @@
     (check-equal "result" pe (sync pe))
     (check-equal "transferred" 42 (thread-wait t))))
 
-(test "channels serve partners FIFO"
-  (let* ([ch (make-channel)] [out (make-async-channel)]
-         [ts (map (lambda (i) (let ([t (thread (lambda () (async-channel-put out (list i (channel-get ch)))))])
-                                (sleep 0.01) t))
-                  '(0 1 2))])
-    (for-each (lambda (v) (channel-put ch v)) '(a b c))
-    (for-each thread-wait ts)
-    (check-equal "pairs" '((0 a) (1 b) (2 c))
-      (list (async-channel-get out) (async-channel-get out) (async-channel-get out)))))
+(test "channels serve partners FIFO, under simulation"
+  ;; each getter is parked before the next one starts
+  (simulated 100
+    (lambda ()
+      (let* ([ch (make-channel)] [out (make-async-channel)]
+             [ts (map (lambda (i) (let ([t (thread (lambda () (async-channel-put out (list i (channel-get ch)))))])
+                                    (sleep 0.01) t))
+                      '(0 1 2))])
+        (for-each (lambda (v) (channel-put ch v)) '(a b c))
+        (for-each thread-wait ts)
+        ;; getter i got the i-th value (the getters then report in any order)
+        (check-equal "pairs" '((0 a) (1 b) (2 c))
+          (list-sort (lambda (x y) (< (car x) (car y)))
+                     (list (async-channel-get out) (async-channel-get out) (async-channel-get out))))))))
 
 (test "semaphores as evts; try-wait; peek evt never decrements"
   (let ([s (make-semaphore 2)])
@@ -112,21 +130,25 @@
       (check-equal "again" pk (sync pk))
       (check "count kept" (semaphore-try-wait? s))
       (check "and only 1" (not (semaphore-try-wait? s)))))
-  (let* ([s (make-semaphore)] [pk (semaphore-peek-evt s)]
-         [t (thread (lambda () (sync pk)) #:keep 'results)])
-    (sleep 0.02)
-    (semaphore-post s)
-    (check-equal "peeker woken" pk (thread-wait t))
-    (check "count still 1" (semaphore-try-wait? s))))
+  (simulated 100
+    (lambda ()
+      (let* ([s (make-semaphore)] [pk (semaphore-peek-evt s)]
+             [t (thread (lambda () (sync pk)) #:keep 'results)])
+        (sleep 0.02)                    ; returns once t waits on the peek
+        (semaphore-post s)
+        (check-equal "peeker woken" pk (thread-wait t))
+        (check "count still 1" (semaphore-try-wait? s))))))
 
-(test "semaphore-wait blocks until post; waiters FIFO"
-  (let* ([s (make-semaphore 0)] [out (make-async-channel)]
-         [ts (map (lambda (i) (let ([t (thread (lambda () (semaphore-wait s) (async-channel-put out i)))])
-                                (sleep 0.01) t))
-                  '(0 1 2))])
-    (check "nobody yet" (not (async-channel-try-get out)))
-    (for-each (lambda (i) (semaphore-post s) (check-equal "order" i (async-channel-get out))) '(0 1 2))
-    (for-each thread-wait ts)))
+(test "semaphore-wait blocks until post; waiters FIFO, under simulation"
+  (simulated 100
+    (lambda ()
+      (let* ([s (make-semaphore 0)] [out (make-async-channel)]
+             [ts (map (lambda (i) (let ([t (thread (lambda () (semaphore-wait s) (async-channel-put out i)))])
+                                    (sleep 0.01) t))
+                      '(0 1 2))])
+        (check "nobody yet" (not (async-channel-try-get out)))
+        (for-each (lambda (i) (semaphore-post s) (check-equal "order" i (async-channel-get out))) '(0 1 2))
+        (for-each thread-wait ts)))))
 
 (test "semaphore bounds and bad input"
   (check-raises "init above max" error? (lambda () (make-semaphore (most-positive-fixnum))))
@@ -151,10 +173,13 @@
     (let ([pe (async-channel-put-evt ach 'x)])
       (check-equal "put-evt result" pe (sync pe))
       (check-equal "put happened" 'x (async-channel-get ach)))
-    (let ([t (thread (lambda () (async-channel-get ach)) #:keep 'results)])
-      (sleep 0.01)
-      (async-channel-put ach 'late)
-      (check-equal "blocked getter" 'late (thread-wait t)))))
+    (simulated 100
+      (lambda ()
+        (let* ([ach (make-async-channel)]
+               [t (thread (lambda () (async-channel-get ach)) #:keep 'results)])
+          (sleep 0.01)                  ; returns once t waits in its get
+          (async-channel-put ach 'late)
+          (check-equal "blocked getter" 'late (thread-wait t)))))))
 
 (test "async channel: get and put in one sync never meet each other"
   (let ([ach (make-async-channel)])
@@ -173,14 +198,20 @@
     (async-channel-put ach 1)
     (async-channel-put ach 2)
     (check "put-evt not ready at the limit" (not (sync/timeout 0 (async-channel-put-evt ach 3))))
-    (let* ([done (box #f)] [t (thread (lambda () (async-channel-put ach 3) (set-box! done #t)))])
-      (sleep 0.03)
-      (check "putter blocked" (not (unbox done)))
-      (check-equal "get 1" 1 (async-channel-get ach))
-      (thread-wait t)
-      (check "putter went on" (unbox done))
-      (check-equal "rest in order" '(2 3) (list (async-channel-get ach) (async-channel-get ach)))
-      (check "empty" (not (async-channel-try-get ach))))))
+    (check-equal "two buffered" '(1 2) (list (async-channel-get ach) (async-channel-get ach))))
+  (simulated 100
+    (lambda ()
+      (let* ([ach (make-async-channel 2)] [done (box #f)])
+        (async-channel-put ach 1)
+        (async-channel-put ach 2)
+        (let ([t (thread (lambda () (async-channel-put ach 3) (set-box! done #t)))])
+          (sleep 0.03)                  ; returns once t waits in its put
+          (check "putter blocked" (not (unbox done)))
+          (check-equal "get 1" 1 (async-channel-get ach))
+          (thread-wait t)
+          (check "putter went on" (unbox done))
+          (check-equal "rest in order" '(2 3) (list (async-channel-get ach) (async-channel-get ach)))
+          (check "empty" (not (async-channel-try-get ach))))))))
 
 ;; ---------------------------------------------------------------- sync/timeout
 (test "sync/timeout 0 polls; a thunk runs in tail position"
@@ -195,20 +226,25 @@
         [g (lambda () (depth))])
     (check-equal "thunk in tail position" (car (list (g))) (car (list (f))))))
 
-(test "sync/timeout returns #f after about the time"
-  (for-each
-    (lambda (secs)
-      (let* ([r 'unset]
-             [ms (elapsed-ms (lambda () (set! r (sync/timeout secs (make-channel) never-evt))))])
-        (check-equal "result" #f r)
-        (check (format "timeout ~a took ~a ms" secs ms)
-          (and (>= ms (* 950 secs)) (< ms (+ (* 1000 secs) 400))))))
-    '(0.05 0.1 1/10))
-  (let* ([ch (make-channel)]
-         [t (thread (lambda () (sleep 0.03) (channel-put ch 'v)))])
-    (check-equal "value before the timeout" 'v (sync/timeout 2 ch))
-    (thread-wait t))
-  (check-equal "#f timeout = sync" always-evt (sync/timeout #f always-evt)))
+(test "sync/timeout returns #f at exactly the time, under simulation"
+  ;; (the real clock: "alarm-evt and sync/timeout wait on the monotonic clock")
+  (simulated 100
+    (lambda ()
+      (for-each
+        (lambda (secs)
+          (let* ([r 'unset]
+                 [ms (elapsed-ms (lambda () (set! r (sync/timeout secs (make-channel) never-evt))))])
+            (check-equal "result" #f r)
+            (check-equal (format "timeout ~a: virtual ms" secs) (inexact (* 1000 secs)) ms)))
+        '(0.05 0.1 1/10 2))
+      (let* ([ch (make-channel)]
+             [t (thread (lambda () (sleep 0.03) (channel-put ch 'v)))]
+             [r #f]
+             [ms (elapsed-ms (lambda () (set! r (sync/timeout 2 ch))))])
+        (check-equal "value before the timeout" 'v r)
+        (check-equal "at the put's time" 30. ms)
+        (thread-wait t))
+      (check-equal "#f timeout = sync" always-evt (sync/timeout #f always-evt)))))
 
 ;; ---------------------------------------------------------------- combinators
 (test "choice-evt"
@@ -262,15 +298,17 @@
     (check-equal "poll" 3 (sync/timeout 0 g)))
   (let ([g (guard-evt (lambda () 'not-an-evt))])
     (check-equal "non-evt: ready with the guard evt" g (sync g)))
-  (let* ([nacked (box #f)]
-         [c (call/cc (lambda (k)
-                       (with-exception-handler k
-                         (lambda ()
-                           (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (set-box! nacked #t))) never-evt))
-                                 (guard-evt (lambda () (raise 'guard-failed))))))))])
-    (check-equal "exception escapes sync" 'guard-failed c)
-    (sleep 0.02)
-    (check "escape fires nacks of made branches" (unbox nacked))))
+  (simulated 100
+    (lambda ()
+      (let* ([nacked (box #f)]
+             [c (call/cc (lambda (k)
+                           (with-exception-handler k
+                             (lambda ()
+                               (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (set-box! nacked #t))) never-evt))
+                                     (guard-evt (lambda () (raise 'guard-failed))))))))])
+        (check-equal "exception escapes sync" 'guard-failed c)
+        (sleep 0.02)                    ; returns once the watcher has run or waits
+        (check "escape fires nacks of made branches" (unbox nacked))))))
 
 (test "nack-guard-evt: nack ready when another branch is chosen, not when chosen"
   ;; another branch chosen
@@ -303,27 +341,32 @@
     (check "inner quiet" (not (ready? inner)))
     (check "sibling nacked" (ready? other)))
   ;; a thread waiting on the nack wakes when another thread's sync picks elsewhere
-  (let* ([ch (make-channel)] [nacked (make-semaphore 0)]
-         [t (thread (lambda ()
-                      (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (semaphore-post nacked))) never-evt))
-                            ch))
-                    #:pool 'own #:keep 'results)])
-    (sleep 0.02)
-    (channel-put ch 'x)
-    (check-equal "other branch won" 'x (thread-wait t))
-    (check "nack woke the watcher" (sync/timeout 2 nacked))))
+  (simulated 100
+    (lambda ()
+      (let* ([ch (make-channel)] [nacked (make-semaphore 0)]
+             [t (thread (lambda ()
+                          (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (semaphore-post nacked))) never-evt))
+                                ch))
+                        #:pool 'own #:keep 'results)])
+        (sleep 0.02)                    ; returns once t and its watcher wait
+        (channel-put ch 'x)
+        (check-equal "other branch won" 'x (thread-wait t))
+        (check "nack woke the watcher" (sync/timeout 2 nacked))))))
 
-(test "a nack is ready as soon as a partner commits another branch"
-  ;; the syncing thread is a coroutine, as this one: it does not run
-  ;; between the commit (which never parks here) and the poll of its nack
+(test "a nack is ready as soon as a partner commits another branch, under simulation"
+  ;; the syncer runs only at scheduling points: in many seeds it has not
+  ;; run between the partner's commit and the poll of its nack, which must
+  ;; already be ready
   (define (check-nack-now what make-other complete!)
-    (let* ([n #f] [other (make-other)]
-           [t (thread (lambda ()
-                        (sync (nack-guard-evt (lambda (k) (set! n k) never-evt)) (car other))))])
-      (sync/timeout 2 (system-idle-evt))
-      (complete! (cdr other))
-      (check (format "~a: nack ready at the commit" what) (ready? n))
-      (check (format "~a: syncer ended" what) (sync/timeout 2 t))))
+    (simulated 100
+      (lambda ()
+        (let* ([n #f] [other (make-other)]
+               [t (thread (lambda ()
+                            (sync (nack-guard-evt (lambda (k) (set! n k) never-evt)) (car other))))])
+          (sleep 0.01)                  ; returns once t waits in its sync
+          (complete! (cdr other))
+          (check (format "~a: nack ready at the commit" what) (ready? n))
+          (check (format "~a: syncer ended" what) (sync/timeout 2 t))))))
   (check-nack-now "channel put"
     (lambda () (let ([ch (make-channel)]) (cons (channel-put-evt ch 10) ch)))
     (lambda (ch) (check-equal "got the put" 10 (sync/timeout 2 ch))))
@@ -337,20 +380,24 @@
     (lambda () (let ([s (make-semaphore 0)]) (cons s s)))
     (lambda (s) (semaphore-post s))))
 
-(test "nack fires when the syncing thread is killed or broken"
-  (let* ([nack-sem (make-semaphore 0)]
-         [t (thread (lambda ()
-                      (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (semaphore-post nack-sem))) never-evt)))))])
-    (sleep 0.02)
-    (kill-thread t)
-    (check "killed syncer: nack" (sync/timeout 2 nack-sem)))
-  (let* ([nack-sem (make-semaphore 0)]
-         [t (thread (lambda ()
-                      (current-error-port (open-output-string))
-                      (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (semaphore-post nack-sem))) never-evt)))))])
-    (sleep 0.02)
-    (break-thread t)
-    (check "broken syncer: nack" (sync/timeout 2 nack-sem))))
+(test "nack fires when the syncing thread is killed or broken, under simulation"
+  (simulated 100
+    (lambda ()
+      (let* ([nack-sem (make-semaphore 0)]
+             [t (thread (lambda ()
+                          (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (semaphore-post nack-sem))) never-evt)))))])
+        (sleep 0.02)                    ; returns once t waits in its sync
+        (kill-thread t)
+        (check "killed syncer: nack" (sync/timeout 2 nack-sem)))
+      (let* ([nack-sem (make-semaphore 0)]
+             [t (thread (lambda ()
+                          (guard (c [(break-condition? c) 'broken])
+                            (sync (nack-guard-evt (lambda (n) (thread (lambda () (sync n) (semaphore-post nack-sem))) never-evt)))))
+                        #:keep 'results)])
+        (sleep 0.02)
+        (break-thread t)
+        (check "broken syncer: nack" (sync/timeout 2 nack-sem))
+        (check-equal "the break ended the sync" 'broken (thread-wait t))))))
 
 (test "nacks and wraps: exceptions, replace, handle inside a nack-guard"
   ;; a wrap proc that raises after the commit still leaves the other NACKs ready
@@ -393,13 +440,16 @@
     (sync (replace-evt always-evt (lambda (e) (wrap-evt always-evt (lambda (_) 'second))))))
   (let ([r (replace-evt always-evt (lambda (e) 'not-evt))])
     (check-equal "non-evt: ready with the replace-evt" r (sync r)))
-  ;; the first commit stands even if the replacement loses
-  (let* ([s (make-semaphore 1)] [ch (make-channel)]
-         [r (replace-evt s (lambda (sem) never-evt))]
-         [t (thread (lambda () (sleep 0.03) (channel-put ch 'won)))])
-    (check-equal "other evt wins" 'won (sync r ch))
-    (check "semaphore commit stood" (not (semaphore-try-wait? s)))
-    (thread-wait t))
+  ;; the first commit stands even if the replacement loses (the putter
+  ;; comes after the sync has committed s)
+  (simulated 100
+    (lambda ()
+      (let* ([s (make-semaphore 1)] [ch (make-channel)]
+             [r (replace-evt s (lambda (sem) never-evt))]
+             [t (thread (lambda () (sleep 0.03) (channel-put ch 'won)))])
+        (check-equal "other evt wins" 'won (sync r ch))
+        (check "semaphore commit stood" (not (semaphore-try-wait? s)))
+        (thread-wait t))))
   (check-equal "multiple values reach proc" 3
     (sync (replace-evt (wrap-evt always-evt (lambda (_) (values 1 2)))
                        (lambda (a b) (wrap-evt always-evt (lambda (_) (+ a b))))))))
@@ -408,16 +458,28 @@
   (let ([past (alarm-evt (- (current-inexact-milliseconds) 10))])
     (check-equal "past alarm ready, result itself" past (sync/timeout 0 past)))
   (check "future alarm not ready" (not (sync/timeout 0 (alarm-evt (+ (current-inexact-milliseconds) 1000)))))
-  (let* ([a (alarm-evt (+ (current-inexact-milliseconds) 80))]
-         [r #f]
-         [ms (elapsed-ms (lambda () (set! r (sync a))))])
-    (check "result" (eq? r a))
-    (check (format "waited ~a ms" ms) (and (>= ms 70) (< ms 500))))
-  (let* ([a (alarm-evt (+ (current-inexact-monotonic-milliseconds) 50) #t)]
-         [ms (elapsed-ms (lambda () (sync a)))])
-    (check (format "monotonic waited ~a ms" ms) (and (>= ms 45) (< ms 500))))
-  (check "timeout beats a later alarm"
-    (not (sync/timeout 0.02 (alarm-evt (+ (current-inexact-milliseconds) 2000)))))
+  ;; the waits, on the virtual clocks (the real ones: "alarm-evt and
+  ;; sync/timeout wait on the monotonic clock")
+  (simulated 50
+    (lambda ()
+      (let* ([a (alarm-evt (+ (current-inexact-milliseconds) 80))]
+             [r #f]
+             [ms (elapsed-ms (lambda () (set! r (sync a))))])
+        (check "result" (eq? r a))
+        (check-equal "waited" 80. ms))
+      (let* ([a (alarm-evt (+ (current-inexact-monotonic-milliseconds) 50) #t)]
+             [ms (elapsed-ms (lambda () (sync a)))])
+        (check-equal "monotonic waited" 50. ms))
+      (let* ([r 'unset]
+             [ms (elapsed-ms (lambda () (set! r (sync/timeout 0.02 (alarm-evt (+ (current-inexact-milliseconds) 2000))))))])
+        (check "timeout beats a later alarm" (not r))
+        (check-equal "at the timeout" 20. ms))
+      (let* ([ts (map (lambda (d) (thread (lambda () (sync (alarm-evt (+ (current-inexact-milliseconds) d))) (now-ms))
+                                          #:keep 'results))
+                      '(30 10 20))]
+             [t0 (now-ms)])
+        (check-equal "alarms in three threads ring at their times" '(30. 10. 20.)
+                     (map (lambda (t) (- (thread-wait t) t0)) ts)))))
   (check "clocks" (and (flonum? (current-inexact-milliseconds)) (flonum? (current-inexact-monotonic-milliseconds))
                        (> (current-inexact-milliseconds) 1.5e12))))
 
@@ -458,14 +520,16 @@
   (check-raises "bad semaphore" (assertion-from? 'call-with-semaphore) (lambda () (call-with-semaphore 1 void)))
   (check-raises "bad proc" (assertion-from? 'call-with-semaphore) (lambda () (call-with-semaphore (make-semaphore 1) 5))))
 
-(test "call-with-semaphore blocks until the count is positive"
-  (let* ([s (make-semaphore 0)]
-         [t (thread (lambda () (call-with-semaphore s (lambda () 'got))) #:keep 'results)])
-    (sleep 0.02)
-    (check "waiting" (not (thread-dead? t)))
-    (semaphore-post s)
-    (check-equal "ran" 'got (thread-wait t))
-    (check "posted back" (semaphore-try-wait? s))))
+(test "call-with-semaphore blocks until the count is positive, under simulation"
+  (simulated 100
+    (lambda ()
+      (let* ([s (make-semaphore 0)]
+             [t (thread (lambda () (call-with-semaphore s (lambda () 'got))) #:keep 'results)])
+        (sleep 0.02)                    ; returns once t waits
+        (check "waiting" (not (thread-dead? t)))
+        (semaphore-post s)
+        (check-equal "ran" 'got (thread-wait t))
+        (check "posted back" (semaphore-try-wait? s))))))
 
 ;; ---------------------------------------------------------------- commit
 (test "exactly one commit in a choice of two ready semaphores"
@@ -477,27 +541,31 @@
         (check "chosen decremented" (not (semaphore-try-wait? r)))
         (check "other keeps its count" (semaphore-try-wait? other))))))
 
-(test "exactly one commit: choice of channel gets served by two putters"
-  (let* ([c1 (make-channel)] [c2 (make-channel)]
-         [p1 (thread (lambda () (channel-put c1 'one)))]
-         [p2 (thread (lambda () (channel-put c2 'two)) #:pool 'own)])
-    (sleep 0.03)
-    (let* ([r (sync c1 c2)]
-           [left (if (eq? r 'one) c2 c1)])
-      (check "one value" (memq r '(one two)))
-      (check "the other putter still waits" (sync/timeout 2 left))
-      (check "nothing more" (not (sync/timeout 0 c1 c2))))
-    (thread-wait p1) (thread-wait p2)))
+(test "exactly one commit: choice of channel gets served by two putters, under simulation"
+  (simulated 100
+    (lambda ()
+      (let* ([c1 (make-channel)] [c2 (make-channel)]
+             [p1 (thread (lambda () (channel-put c1 'one)))]
+             [p2 (thread (lambda () (channel-put c2 'two)) #:pool 'own)])
+        (sleep 0.03)                    ; returns once both putters wait
+        (let* ([r (sync c1 c2)]
+               [left (if (eq? r 'one) c2 c1)])
+          (check "one value" (memq r '(one two)))
+          (check "the other putter still waits" (sync/timeout 2 left))
+          (check "nothing more" (not (sync/timeout 0 c1 c2))))
+        (thread-wait p1) (thread-wait p2)))))
 
-(test "a sync never rendezvouses with itself"
-  (let ([ch (make-channel)])
-    (check "get and put of one channel in one sync" (not (sync/timeout 0.1 ch (channel-put-evt ch 1))))
-    (check "poll too" (not (sync/timeout 0 (channel-put-evt ch 1) ch)))
-    ;; while blocked that way, another thread can still take the put
-    (let ([t (thread (lambda () (sync ch (channel-put-evt ch 'mine))) #:keep 'results)])
-      (sleep 0.02)
-      (check-equal "a partner gets the put" 'mine (channel-get ch))
-      (check "the syncer's put committed" (channel-put-evt? (thread-wait t))))))
+(test "a sync never rendezvouses with itself, under simulation"
+  (simulated 100
+    (lambda ()
+      (let ([ch (make-channel)])
+        (check "get and put of one channel in one sync" (not (sync/timeout 0.1 ch (channel-put-evt ch 1))))
+        (check "poll too" (not (sync/timeout 0 (channel-put-evt ch 1) ch)))
+        ;; while blocked that way, another thread can still take the put
+        (let ([t (thread (lambda () (sync ch (channel-put-evt ch 'mine))) #:keep 'results)])
+          (sleep 0.02)                  ; returns once t waits in its sync
+          (check-equal "a partner gets the put" 'mine (channel-get ch))
+          (check "the syncer's put committed" (channel-put-evt? (thread-wait t))))))))
 
 (test "a wrap proc's exception leaves sync after the commit"
   (let ([s (make-semaphore 1)])
@@ -609,17 +677,19 @@
     (semaphore-post sem)
     (check-equal "thread ready" t (sync t (thread-receive-evt)))))
 
-(test "sync/enable-break commits or breaks"
-  (let* ([b (box #f)]
-         [t (thread (lambda ()
-                      (parameterize-break #f
-                        (guard (c [(break-condition? c) (set-box! b 'break)])
-                          (sync/enable-break (make-semaphore))
-                          (set-box! b 'committed)))))])
-    (sleep 0.02)
-    (break-thread t)
-    (thread-wait t)
-    (check-equal "broken" 'break (unbox b))))
+(test "sync/enable-break commits or breaks, under simulation"
+  (simulated 100
+    (lambda ()
+      (let* ([b (box #f)] [s (make-semaphore)]
+             [t (thread (lambda ()
+                          (parameterize-break #f
+                            (guard (c [(break-condition? c) (set-box! b 'break)])
+                              (sync/enable-break s)
+                              (set-box! b 'committed)))))])
+        (sleep 0.02)                    ; returns once t waits
+        (break-thread t)
+        (thread-wait t)
+        (check-equal "broken" 'break (unbox b))))))
 
 (test "system-idle-evt: unready while another thread spins, ready once all are parked"
   (let* ([stop (box #f)]

@@ -1,6 +1,12 @@
 #!chezscheme
-;;; Futures and fsemaphores (issue 3).
-(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness))
+;;; Futures and fsemaphores (issue 3).  A scenario that needs threads
+;;; lined up (a toucher inside a future's run when it is killed) or an
+;;; exact elapsed time runs under `simulated`: many seeds of (spindle
+;;; simulation), where a lineup sleep returns only once every other thread
+;;; is blocked and virtual time is exact.  Nested, many and stress futures
+;;; run on real parallel pools.
+(import (except (chezscheme) thread? sleep make-parameter parameterize) (spindle) (harness)
+        (spindle simulation))
 
 (define (fib n) (if (fx< n 2) n (fx+ (fib (fx- n 1)) (fib (fx- n 2)))))
 (define (pfib n)
@@ -9,6 +15,11 @@
       (let ([a (future (lambda () (pfib (fx- n 1))))]
             [b (future (lambda () (pfib (fx- n 2))))])
         (+ (touch a) (touch b)))))
+
+;; Runs thunk under `runs` seeds of the simulation, from seed 1: a failed
+;; check fails the test with the seed that replays it.
+(define (simulated runs thunk) (simulate-many thunk #:runs runs #:seed 1))
+(define (now-ms) (current-inexact-monotonic-milliseconds))
 
 (test "future result and multiple values"
   (check-equal "one" 42 (touch (future (lambda () 42))))
@@ -28,61 +39,87 @@
   (let* ([f (future (lambda () (sleep 0.05) (fib 20)))]
          [ts (map (lambda (pool) (thread (lambda () (touch f)) pool 'results))
                   (list #f #f 'own 'own (make-parallel-thread-pool 2)))])
-    (check-equal "all agree" (make-list 5 (fib 20)) (map thread-wait ts))))
+    (check-equal "all agree" (make-list 5 (fib 20)) (map thread-wait ts)))
+  ;; the same under simulation: the touchers wait for the running future,
+  ;; or one of them runs it, in every interleaving
+  (simulated 100
+    (lambda ()
+      (let* ([p (make-parallel-thread-pool 2)]
+             [f (future (lambda () (sleep 0.05) (fib 10)))]
+             [ts (map (lambda (pool) (thread (lambda () (touch f)) pool 'results))
+                      (list #f #f 'own 'own p))])
+        (check-equal "all agree" (make-list 5 (fib 10)) (map thread-wait ts))
+        (parallel-thread-pool-close p)))))
 
 (test "thousands of futures"
   (let ([fs (map (lambda (i) (future (lambda () (* i i)))) (iota 5000))])
     (check-equal "sum of squares" (apply + (map (lambda (i) (* i i)) (iota 5000))) (apply + (map touch fs)))))
 
-(test "would-be-future runs at the first touch, in the toucher"
-  (let* ([ran #f] [f (would-be-future (lambda () (set! ran (current-thread)) (current-future)))])
-    (sleep 0.02)
-    (check "not run yet" (not ran))
-    (check "current-future is f" (eq? f (touch f)))
-    (check "ran in toucher" (eq? ran (current-thread)))
-    (check "outside a future" (not (current-future)))))
+(test "would-be-future runs at the first touch, in the toucher, under simulation"
+  (simulated 100
+    (lambda ()
+      (let* ([ran #f] [f (would-be-future (lambda () (set! ran (current-thread)) (current-future)))])
+        (sleep 0.02)                    ; every other thread has had its turn
+        (check "not run yet" (not ran))
+        (check "current-future is f" (eq? f (touch f)))
+        (check "ran in toucher" (eq? ran (current-thread)))
+        (check "outside a future" (not (current-future)))))))
 
-(test "a future whose runner is killed is run again by the next touch"
+(test "a future whose runner is killed is run again by the next touch, under simulation"
   ;; a would-be-future run by its toucher; a future no worker had started
-  ;; (its pool's one worker busy), run by its toucher; a custodian shutdown
-  (let* ([runs (box 0)]
-         [f (would-be-future (lambda () (set-box! runs (+ 1 (unbox runs))) (sleep 0.3) 42))]
-         [a (thread (lambda () (touch f)))])
-    (sleep 0.1)
-    (kill-thread a)
-    (check-equal "would-be-future: a later touch returns" 42
-      (sync/timeout 3 (wrap-evt (thread (lambda () (touch f)) #:keep 'results) thread-wait)))
-    (check-equal "run twice" 2 (unbox runs)))
-  (let* ([pool (make-parallel-thread-pool 1)] [gate (make-semaphore 0)])
-    (parameterize ([current-future-pool pool])
-      (let* ([busy (future (lambda () (semaphore-wait gate)))]
-             [f (future (lambda () (sleep 0.3) 'late))]
+  ;; (its pool's one worker busy), run by its toucher; a custodian
+  ;; shutdown; a toucher waiting when the runner is killed.  Each body
+  ;; sleeps 300 ms and its runner is killed inside it: a run again from
+  ;; the kill ends exactly 300 ms after it.
+  (define (touched-after f)             ; a new toucher's result and when it came
+    (let* ([t0 (now-ms)]
+           [r (sync/timeout 3 (wrap-evt (thread (lambda () (touch f)) #:keep 'results) thread-wait))])
+      (list r (- (now-ms) t0))))
+  (define toucher-ran 0)                ; runs where a, not f's thread, ran f
+  (simulated 100
+    (lambda ()
+      (let* ([runs (box 0)]
+             [f (would-be-future (lambda () (set-box! runs (+ 1 (unbox runs))) (sleep 0.3) 42))]
              [a (thread (lambda () (touch f)))])
-        (sleep 0.1)
+        (sleep 0.1)                     ; a is inside f's body
         (kill-thread a)
-        (semaphore-post gate)
-        (check-equal "future: a later touch returns" 'late
-          (sync/timeout 3 (wrap-evt (thread (lambda () (touch f)) #:keep 'results) thread-wait)))
-        (touch busy)))
-    (parallel-thread-pool-close pool))
-  (let* ([c (make-custodian)]
-         [f (would-be-future (lambda () (sleep 0.3) 'again))]
-         [started (make-semaphore 0)])
-    (parameterize ([current-custodian c])
-      (thread (lambda () (semaphore-post started) (touch f))))
-    (check "toucher started" (sync/timeout 2 started))
-    (sleep 0.05)
-    (custodian-shutdown-all c)
-    (check-equal "custodian shutdown: a later touch returns" 'again
-      (sync/timeout 3 (wrap-evt (thread (lambda () (touch f)) #:keep 'results) thread-wait))))
-  ;; a toucher waiting when the runner is killed takes over
-  (let* ([f (would-be-future (lambda () (sleep 0.3) 7))]
-         [a (thread (lambda () (touch f)))])
-    (sleep 0.05)
-    (let ([waiter (thread (lambda () (touch f)) #:keep 'results)])
-      (sleep 0.05)
-      (kill-thread a)
-      (check-equal "waiting toucher returns" 7 (sync/timeout 3 (wrap-evt waiter thread-wait))))))
+        (check-equal "would-be-future: a later touch returns, run again" '(42 300.) (touched-after f))
+        (check-equal "run twice" 2 (unbox runs)))
+      ;; a future's own thread and its toucher race to run it: killed, the
+      ;; toucher leaves it to be run again; the future's thread runs it once
+      (let* ([pool (make-parallel-thread-pool 1)] [gate (make-semaphore 0)] [runners '()])
+        (parameterize ([current-future-pool pool])
+          (let* ([busy (future (lambda () (semaphore-wait gate)))]
+                 [f (future (lambda () (set! runners (cons (current-thread) runners)) (sleep 0.3) 'late))]
+                 [a (thread (lambda () (touch f)))])
+            (sleep 0.1)
+            (kill-thread a)
+            (semaphore-post gate)
+            (let ([by-a? (memq a runners)])
+              (set! toucher-ran (+ toucher-ran (if by-a? 1 0)))
+              (check-equal "future: a later touch returns" (list 'late (if by-a? 300. 200.)) (touched-after f))
+              (check-equal "run again only if the toucher ran it" (if by-a? 2 1) (length runners)))
+            (touch busy)))
+        (parallel-thread-pool-close pool))
+      (let* ([c (make-custodian)]
+             [f (would-be-future (lambda () (sleep 0.3) 'again))]
+             [started (make-semaphore 0)])
+        (parameterize ([current-custodian c])
+          (thread (lambda () (semaphore-post started) (touch f))))
+        (check "toucher started" (sync/timeout 2 started))
+        (sleep 0.05)
+        (custodian-shutdown-all c)
+        (check-equal "custodian shutdown: a later touch returns, run again" '(again 300.) (touched-after f)))
+      (let* ([f (would-be-future (lambda () (sleep 0.3) 7))]
+             [a (thread (lambda () (touch f)))])
+        (sleep 0.05)
+        (let ([waiter (thread (lambda () (touch f)) #:keep 'results)])
+          (sleep 0.05)                  ; waiter waits on a's run
+          (let ([t0 (now-ms)])
+            (kill-thread a)
+            (check-equal "waiting toucher returns" 7 (sync/timeout 3 (wrap-evt waiter thread-wait)))
+            (check-equal "having run f again from the kill" 300. (- (now-ms) t0)))))))
+  (check (format "the toucher ran the future in ~a of 100 runs, not all" toucher-ran) (< 0 toucher-ran 100)))
 
 (test "a blocked future does not stop other futures"
   (let* ([s (make-semaphore 0)]
@@ -109,18 +146,22 @@
   (let ([p (make-parallel-thread-pool 1)])
     (check-equal "own pool" 7 (touch (parameterize ([current-future-pool p]) (future (lambda () 7)))))))
 
-(test "fsemaphores"
-  (let ([fs (make-fsemaphore 2)])
-    (check "fsemaphore?" (fsemaphore? fs))
-    (check "not an evt" (not (evt? fs)))
-    (fsemaphore-wait fs)
-    (check-equal "count 1" 1 (fsemaphore-count fs))
-    (check "try" (fsemaphore-try-wait? fs))
-    (check "try fails" (not (fsemaphore-try-wait? fs)))
-    (let ([f (future (lambda () (fsemaphore-wait fs) 'through))])
-      (sleep 0.02)
-      (fsemaphore-post fs)
-      (check-equal "waiter through" 'through (touch f)))))
+(test "fsemaphores, under simulation"
+  (simulated 100
+    (lambda ()
+      (let ([fs (make-fsemaphore 2)])
+        (check "fsemaphore?" (fsemaphore? fs))
+        (check "not an evt" (not (evt? fs)))
+        (fsemaphore-wait fs)
+        (check-equal "count 1" 1 (fsemaphore-count fs))
+        (check "try" (fsemaphore-try-wait? fs))
+        (check "try fails" (not (fsemaphore-try-wait? fs)))
+        (let ([f (future (lambda () (fsemaphore-wait fs) 'through))])
+          (sleep 0.02)                  ; returns once f waits
+          (check-equal "waiter blocked" 0 (fsemaphore-count fs))
+          (fsemaphore-post fs)
+          (check-equal "waiter through" 'through (touch f))
+          (check-equal "the post taken" 0 (fsemaphore-count fs)))))))
 
 (test "bad input"
   (check-raises "future 5" assertion-violation? (lambda () (future 5)))
