@@ -677,19 +677,54 @@
     (semaphore-post sem)
     (check-equal "thread ready" t (sync t (thread-receive-evt)))))
 
-(test "sync/enable-break commits or breaks, under simulation"
-  (simulated 100
-    (lambda ()
-      (let* ([b (box #f)] [s (make-semaphore)]
-             [t (thread (lambda ()
-                          (parameterize-break #f
-                            (guard (c [(break-condition? c) (set-box! b 'break)])
-                              (sync/enable-break s)
-                              (set-box! b 'committed)))))])
-        (sleep 0.02)                    ; returns once t waits
-        (break-thread t)
-        (thread-wait t)
-        (check-equal "broken" 'break (unbox b))))))
+(test "sync/enable-break commits or breaks, never both, under simulation"
+  ;; broken while waiting (also through a guard whose own sync commits)
+  (for-each
+    (lambda (wait!)
+      (simulated 100
+        (lambda ()
+          (let* ([b (box #f)] [s (make-semaphore)]
+                 [t (thread (lambda ()
+                              (parameterize-break #f
+                                (guard (c [(break-condition? c) (set-box! b 'break)])
+                                  (wait! s)
+                                  (set-box! b 'committed)))))])
+            (sleep 0.02)                ; returns once t waits
+            (break-thread t)
+            (thread-wait t)
+            (check-equal "broken" 'break (unbox b))))))
+    (list (lambda (s) (sync/enable-break s))
+          (lambda (s) (sync/enable-break (guard-evt (lambda () (sync (make-semaphore 1)) s))))))
+  ;; committed, then broken: the commit stands, the break stays pending
+  ;; until breaks are enabled again (never both)
+  (for-each
+    (lambda (what wait! complete! taken?)
+      (simulated 100
+        (lambda ()
+          (let* ([b (box '())] [s (make-semaphore)] [ch (make-channel)]
+                 [t (thread (lambda ()
+                              (guard (c [(break-condition? c) (set-box! b (cons 'break (unbox b)))])
+                                (parameterize-break #f
+                                  (wait! s ch)
+                                  (set-box! b (cons 'committed (unbox b))))
+                                (sleep 1))))])
+            (sleep 0.02)                ; returns once t waits
+            (complete! s ch)
+            (break-thread t)
+            (thread-wait t)
+            (check-equal (list what "committed, then the break once enabled") '(break committed) (unbox b))
+            (check (list what "the unit was taken") (taken? s ch))))))
+    '("sync/enable-break on a semaphore" "semaphore-wait/enable-break" "sync/enable-break on a channel"
+      "sync/enable-break on a choice" "sync/enable-break on a guard that syncs")
+    (list (lambda (s ch) (sync/enable-break s))
+          (lambda (s ch) (semaphore-wait/enable-break s))
+          (lambda (s ch) (sync/enable-break ch))
+          (lambda (s ch) (sync/enable-break s (make-semaphore)))
+          (lambda (s ch) (sync/enable-break (guard-evt (lambda () (sync (make-semaphore 1)) s)))))
+    (list (lambda (s ch) (semaphore-post s)) (lambda (s ch) (semaphore-post s)) (lambda (s ch) (channel-put ch 1))
+          (lambda (s ch) (semaphore-post s)) (lambda (s ch) (semaphore-post s)))
+    (list (lambda (s ch) (not (semaphore-try-wait? s))) (lambda (s ch) (not (semaphore-try-wait? s))) (lambda (s ch) #t)
+          (lambda (s ch) (not (semaphore-try-wait? s))) (lambda (s ch) (not (semaphore-try-wait? s))))))
 
 (test "system-idle-evt: unready while another thread spins, ready once all are parked"
   (let* ([stop (box #f)]

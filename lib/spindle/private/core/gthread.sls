@@ -35,6 +35,8 @@
             (mutable params)         ; parameterization, owned by (spindle parameter)
             (mutable syncer)         ; sync state it waits on, for interruption
             (mutable kill-requested?) (mutable break-pending)
+            ;; break-enabled?: #f, #t, or 'until-commit inside sync/enable-break
+            ;; entered with breaks disabled (see with-breaks-enabled in sync)
             (mutable break-enabled?) (mutable suspended?)
             (mutable finisher)       ; (lambda (outcome)) ends the thread; never returns
             (mutable dead?)

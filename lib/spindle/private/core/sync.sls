@@ -145,12 +145,12 @@
        (flatten (wrapper-inner e) (cons (cons* 'wrap (wrapper-proc e) (wrapper-handle? e)) context) poll? nacks acc)]
       [(guarded? e)
        (case (guarded-kind e)
-         [(plain) (flatten (guard-result e ((guarded-proc e))) context poll? nacks acc)]
-         [(poll) (flatten (guard-result e ((guarded-proc e) poll?)) context poll? nacks acc)]
+         [(plain) (flatten (guard-result e (call-guard (guarded-proc e))) context poll? nacks acc)]
+         [(poll) (flatten (guard-result e (call-guard (guarded-proc e) poll?)) context poll? nacks acc)]
          [else
           (let ([l (make-latch (lambda (l) (void)))])
             (set-box! nacks (cons l (unbox nacks)))
-            (flatten (guard-result e ((guarded-proc e) l))
+            (flatten (guard-result e (call-guard (guarded-proc e) l))
                      (cons (cons 'nack l) context) poll? nacks acc))])]
       [(replacer? e)
        (flatten (replacer-inner e) (cons (cons 'replace e) context) poll? nacks acc)]
@@ -161,6 +161,20 @@
                 (flatten (guard-result e (spec e)) context poll? nacks acc)
                 (flatten spec context poll? nacks acc)))]
       [else (assertion-violation 'sync "expected an evt" e)]))
+
+  ;; A guard procedure runs with breaks as the sync's caller has them, but a
+  ;; sync inside it must not end the caller's sync/enable-break window
+  ;; (see with-breaks-enabled): there 'until-commit reads as #t.  An escape
+  ;; from the guard abandons the sync, and with-breaks-enabled restores.
+  (define (call-guard proc . args)
+    (let ([t (current-gthread)])
+      (if (and t (eq? (gthread-break-enabled? t) 'until-commit))
+          (begin
+            (gthread-break-enabled?-set! t #t)
+            (let ([v (apply proc args)])
+              (gthread-break-enabled?-set! t 'until-commit)
+              v))
+          (apply proc args))))
 
   ;; A guard's non-evt result is an evt ready with the guard evt itself.
   (define (guard-result g v)
@@ -337,6 +351,7 @@
             (cancel! p tok)))
         (gthread-syncer-set! t #f)
         (note-sync-return! t)
+        (unless (eq? (syncer-branch s) 'interrupted) (end-break-window! t))
         (enable-interrupts)
         (if (eq? (syncer-branch s) 'interrupted)
             (begin (check-requests!) (sync-prim p void?))
@@ -428,8 +443,11 @@
       (let retry ([bv (list->vector branches)])
         (let ([s (begin (disable-interrupts)
                         (let ([s (sync-round t bv poll? deadline nacks)])
-                          (when (and (gthread-cancel t) s (not (symbol? s)) (fixnum? (syncer-branch s)))
-                            (note-sync-return! t))
+                          (when (and s (not (symbol? s)) (fixnum? (syncer-branch s)))
+                            (when (gthread-cancel t) (note-sync-return! t))
+                            (unless (exists (lambda (f) (eq? (car f) 'replace))
+                                            (branch-context (vector-ref bv (syncer-branch s))))
+                              (end-break-window! t)))
                           s))])
           (enable-interrupts)
           (cond
@@ -525,12 +543,23 @@
       [(and (real? timeout) (zero? timeout)) (sync-evts 'sync/timeout evts #t #f (lambda () #f))]
       [else (sync-evts 'sync/timeout evts #f (timeout->deadline 'sync/timeout timeout) (lambda () #f))]))
 
+  ;; sync/enable-break entered with breaks disabled: an evt commits or a
+  ;; break is raised, never both.  Breaks read as enabled ('until-commit)
+  ;; until the sync's final commit, which disables them again with
+  ;; interrupts still disabled (end-break-window!): a break or a
+  ;; cancellation that comes later, even at a preemption before this
+  ;; returns, stays pending.  Entered with breaks enabled, nothing changes.
   (define (with-breaks-enabled thunk)
     (let* ([t (current-gthread)] [old (gthread-break-enabled? t)])
       (dynamic-wind
-        (lambda () (gthread-break-enabled?-set! t #t))
+        (lambda () (gthread-break-enabled?-set! t (if old #t 'until-commit)))
         (lambda () (check-requests!) (thunk))
         (lambda () (gthread-break-enabled?-set! t old)))))
+
+  ;; At a sync's final commit, with interrupts disabled.
+  (define (end-break-window! t)
+    (when (eq? (gthread-break-enabled? t) 'until-commit)
+      (gthread-break-enabled?-set! t #f)))
 
   (define (sync/enable-break . evts)
     (with-breaks-enabled (lambda () (apply sync evts))))

@@ -453,7 +453,7 @@
   ;; ---------------------------------------------------------------- breaks
   (define break-enabled
     (case-lambda
-      [() (gthread-break-enabled? (current-thread))]
+      [() (and (gthread-break-enabled? (current-thread)) #t)]
       [(on?)
        (let ([t (current-thread)])
          (gthread-break-enabled?-set! t (and on? #t))
