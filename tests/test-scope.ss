@@ -4,11 +4,20 @@
 ;;; SRFI-18 mutexes released), deadlines honoured by every kind of wait,
 ;;; children that cannot outlive their scope, failures collected, no leak
 ;;; over 10^5 scopes, bad arguments, and a stress test over several pools.
-;;; Deadline checks allow generous slack (the machine is shared) and print
-;;; the measured lateness.
+;;; Scenarios that line threads up with sleeps or time their deadlines run
+;;; under simulate-many (virtual time, seeds from 1 under both schedulers):
+;;; there a deadline ends at exactly its virtual time, and a lineup sleep
+;;; returns only once every other thread has parked.  The rest runs for
+;;; real: sockets, subprocesses, places, call-blocking, pipes' descriptors,
+;;; bodies that compute on the real clock (spin), huge deadlines on the
+;;; real timer, the 40,000 children timed, the leak test, the stress tests,
+;;; and scopes whose child is cancelled before it first runs (a simulation
+;;; reports that child as a thread that raised).  Real deadline checks
+;;; allow generous slack (the machine is shared) and print the lateness.
 (import (except (chezscheme) thread? sleep make-parameter parameterize make-mutex mutex?
                 mutex-name mutex-acquire mutex-release condition-wait condition-signal)
         (except (spindle) current-thread thread?)
+        (spindle simulation)
         (only (srfi :18) make-mutex mutex-lock! mutex-unlock! mutex-state make-condition-variable
               condition-variable-signal! thread-join!)
         (harness)
@@ -41,29 +50,54 @@
     (check (string-append what ": not early") (>= late -1))
     (check (string-append what ": on time") (< late slack-ms))))
 
+;; Runs thunk under simulate-many, 200 runs from seed 1 (PCT and random
+;; schedulers in turn); a failed check fails the run, naming its seed.
+(define (simulated thunk) (simulate-many thunk #:runs 200 #:seed 1))
+;; The same for a scenario of one thread: every seed runs it alike.
+(define (simulated-alone thunk) (simulate-many thunk #:runs 50 #:seed 1))
+
+;; In a simulation: (body) must end through the deadline of a
+;; move-on-after of secs, returning #f at exactly that virtual time.
+(define (check-deadline/sim what secs body)
+  (let* ([r 'unset]
+         [ms (elapsed (lambda () (set! r (move-on-after secs (body) 'not-cancelled))))])
+    (check-equal (string-append what ": result") #f r)
+    (check-equal (string-append what ": virtual ms") (* 1000. secs) ms)))
+;; In a simulation: (list (thunk) virtual-ms-it-took).
+(define (timed thunk) (let* ([t0 (now)] [r (thunk)]) (list r (- (now) t0))))
+
 ;; The poller's own descriptors open with the first socket.
 (tcp-close (tcp-listen 0 4 #t "127.0.0.1"))
 
 ;; ---------------------------------------------------------------- deadlines
-(test "move-on-after returns #f at its deadline, the body's values before it"
-  (check-deadline "sleep" 0.1 (lambda () (sleep 10)))
-  (check-equal "quick body" '(1 2) (call-with-values (lambda () (move-on-after 1 (values 1 2))) list))
-  (check-equal "zero seconds, no park" 'done (move-on-after 0 'done))
-  (check-equal "zero seconds, a park" #f (move-on-after 0 (sleep 0.01) 'done)))
+(test "move-on-after returns #f at its deadline, the body's values before it, under simulation"
+  (simulated-alone
+    (lambda ()
+      (check-deadline/sim "sleep" 0.1 (lambda () (sleep 10)))
+      (check-equal "quick body" '((1 2) 0.)
+                   (timed (lambda () (call-with-values (lambda () (move-on-after 1 (values 1 2))) list))))
+      (check-equal "zero seconds, no park" 'done (move-on-after 0 'done))
+      (check-equal "zero seconds, a park" '(#f 0.) (timed (lambda () (move-on-after 0 (sleep 0.01) 'done)))))))
 
-(test "with-timeout raises a timeout condition that inner move-on-after lets through"
-  (let ([c (guard (c [#t c]) (with-timeout 0.05 (move-on-after 10 (sync (make-channel)))))])
-    (check "timeout-condition?" (timeout-condition? c))
-    (check "cancelled-condition?" (cancelled-condition? c)))
-  (check-equal "in time" 7 (with-timeout 1 7)))
+(test "with-timeout raises a timeout condition that inner move-on-after lets through, under simulation"
+  (simulated-alone
+    (lambda ()
+      (let* ([t0 (now)]
+             [c (guard (c [#t c]) (with-timeout 0.05 (move-on-after 10 (sync (make-channel)))))])
+        (check "timeout-condition?" (timeout-condition? c))
+        (check "cancelled-condition?" (cancelled-condition? c))
+        (check-equal "at the deadline" 50. (- (now) t0)))
+      (check-equal "in time" 7 (with-timeout 1 7)))))
 
-(test "an inner deadline returns to the outer scope, an outer one passes through the inner"
-  (check-equal "inner" '(#f after)
-               (move-on-after 5 (list (move-on-after 0.05 (sleep 10)) 'after)))
-  (let ([inner-ran-after #f])
-    (check-equal "outer" #f
-                 (move-on-after 0.05 (move-on-after 10 (sleep 10)) (set! inner-ran-after #t) 'x))
-    (check "outer passes the inner's exit" (not inner-ran-after))))
+(test "an inner deadline returns to the outer scope, an outer one passes through the inner, under simulation"
+  (simulated-alone
+    (lambda ()
+      (check-equal "inner" '((#f after) 50.)
+                   (timed (lambda () (move-on-after 5 (list (move-on-after 0.05 (sleep 10)) 'after)))))
+      (let ([inner-ran-after #f])
+        (check-equal "outer" '(#f 50.)
+                     (timed (lambda () (move-on-after 0.05 (move-on-after 10 (sleep 10)) (set! inner-ran-after #t) 'x))))
+        (check "outer passes the inner's exit" (not inner-ran-after))))))
 
 (test "of two expired deadlines the outer one wins, though the inner one came first"
   (check-equal "move-on-after outside with-timeout" #f
@@ -83,12 +117,16 @@
   (check-raises "-1" (assertion-from? 'move-on-after) (lambda () (move-on-after -1 'x)))
   (check-raises "+nan.0" (assertion-from? 'with-timeout) (lambda () (with-timeout +nan.0 'x))))
 
-(test "a deadline is measured from entering the scope"
-  (let ([later (lambda () (move-on-after 0.3 (sleep 0.2) 'full-time))]
-        [thunk (lambda () (sleep 0.2) 'full-time)])
-    (sleep 0.4)
-    (check-equal "macro made earlier" 'full-time (later))
-    (check-equal "thunk made earlier" 'full-time (call-with-move-on-after 0.3 thunk))))
+(test "a deadline is measured from entering the scope, under simulation"
+  (simulated-alone
+    (lambda ()
+      (let ([later (lambda () (move-on-after 0.201 (sleep 0.2) 'full-time))]
+            [thunk (lambda () (sleep 0.2) 'full-time)])
+        (sleep 0.4)
+        (check-equal "macro made earlier" '(full-time 200.) (timed later))
+        (check-equal "thunk made earlier" '(full-time 200.) (timed (lambda () (call-with-move-on-after 0.201 thunk))))
+        (check-equal "cut at its own 201 ms" '(#f 201.)
+                     (timed (lambda () (call-with-move-on-after 0.201 (lambda () (sleep 0.3) 'full-time)))))))))
 
 (test "a thread that never parks is cancelled by preemption"
   (check-deadline "coroutine loop" 0.1 (lambda () (let loop () (loop))))
@@ -112,25 +150,29 @@
         (move-on-after 0 (sync/timeout 5 sem))
         (semaphore-count-now* sem)))))
 
-(test "cleanup: dynamic-wind exits and guard clauses run once; shields let cleanup park"
-  (let ([exits 0] [guarded 0] [cleaned #f])
-    (check-equal "result" #f
-      (move-on-after 0.05
-        (guard (c [#t (set! guarded (+ guarded 1)) (raise c)])
-          (dynamic-wind void
-            (lambda () (sleep 10))
+(test "cleanup: dynamic-wind exits and guard clauses run once; shields let cleanup park; under simulation"
+  (simulated-alone
+    (lambda ()
+      (let ([exits 0] [guarded 0] [cleaned #f])
+        (check-equal "result, after the shielded 20 ms" '(#f 70.)
+          (timed
             (lambda ()
-              (set! exits (+ exits 1))
-              (with-cancel-shield (sleep 0.02) (set! cleaned #t)))))))
-    (check-equal "exit once" 1 exits)
-    (check-equal "guard clause once" 1 guarded)
-    (check "shielded cleanup parked and finished" cleaned))
-  (check-equal "a shield hides an expired deadline" 'done
-               (move-on-after 0.01 (with-cancel-shield (sleep 0.05) 'done)))
-  (check-equal "breaks disabled hide it too" 'done
-               (move-on-after 0.01 (parameterize-break #f (sleep 0.05)) 'done))
-  (check-equal "caught, it is raised again at the next park" #f
-               (move-on-after 0.02 (guard (c [#t 'caught]) (sleep 1)) (sleep 1) 'done)))
+              (move-on-after 0.05
+                (guard (c [#t (set! guarded (+ guarded 1)) (raise c)])
+                  (dynamic-wind void
+                    (lambda () (sleep 10))
+                    (lambda ()
+                      (set! exits (+ exits 1))
+                      (with-cancel-shield (sleep 0.02) (set! cleaned #t)))))))))
+        (check-equal "exit once" 1 exits)
+        (check-equal "guard clause once" 1 guarded)
+        (check "shielded cleanup parked and finished" cleaned))
+      (check-equal "a shield hides an expired deadline" '(done 50.)
+                   (timed (lambda () (move-on-after 0.01 (with-cancel-shield (sleep 0.05) 'done)))))
+      (check-equal "breaks disabled hide it too" '(done 50.)
+                   (timed (lambda () (move-on-after 0.01 (parameterize-break #f (sleep 0.05)) 'done))))
+      (check-equal "caught, it is raised again at the next park" '(#f 20.)
+                   (timed (lambda () (move-on-after 0.02 (guard (c [#t 'caught]) (sleep 1)) (sleep 1) 'done)))))))
 
 ;; Cleanup that computes without waiting runs to its end: a preemption
 ;; delivers a cancellation once per scope, not again into the unwinding.
@@ -162,19 +204,23 @@
     (move-on-after 0.2 (let loop () (move-on-after 0.02 (spin 5000)) (loop)))))
 
 ;; ---------------------------------------------------------------- locks
-(test "a thread cancelled inside call-with-semaphore releases it; its exit runs once"
-  (let ([sem (make-semaphore 1)] [exits 0])
-    (check-equal "scope" #f
-      (call-with-task-scope
-        (lambda (s)
-          (scope-thread s (lambda ()
-                            (call-with-semaphore sem
-                              (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! exits (+ exits 1))))))))
-          (sleep 0.05)
-          (scope-cancel! s)
-          (sleep 10))))
-    (check-equal "exit once" 1 exits)
-    (check "released" (semaphore-try-wait? sem))))
+(test "a thread cancelled inside call-with-semaphore releases it; its exit runs once; under simulation"
+  (simulated
+    (lambda ()
+      (let ([sem (make-semaphore 1)] [exits 0])
+        (check-equal "scope, ended at the cancel" '(#f 50.)
+          (timed
+            (lambda ()
+              (call-with-task-scope
+                (lambda (s)
+                  (scope-thread s (lambda ()
+                                    (call-with-semaphore sem
+                                      (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! exits (+ exits 1))))))))
+                  (sleep 0.05)
+                  (scope-cancel! s)
+                  (sleep 10))))))
+        (check-equal "exit once" 1 exits)
+        (check "released" (semaphore-try-wait? sem))))))
 
 (test "stress: a loop of call-with-semaphore or mutex-lock! cancelled at a preemption never keeps the lock"
   (define (leaks-of pool)
@@ -200,40 +246,48 @@
               (let spin () (mutex-lock! m) (dynamic-wind void void (lambda () (mutex-unlock! m))) (spin)))
             (loop (+ r 1) (if (eq? (mutex-state m) 'not-abandoned) leaks (+ leaks 1))))))))
 
-(test "SRFI-18: a cancelled waiter unlocks through dynamic-wind and leaves the condition variable"
-  (let ([m (make-mutex)] [cv (make-condition-variable)] [exits 0])
-    (check-equal "lock held across a park" #f
-      (move-on-after 0.05
-        (dynamic-wind (lambda () (mutex-lock! m)) (lambda () (sleep 10))
-                      (lambda () (set! exits (+ exits 1)) (mutex-unlock! m)))))
-    (check-equal "exit once" 1 exits)
-    (check-equal "unlocked" 'not-abandoned (mutex-state m))
-    ;; a waiter cancelled in mutex-unlock!/cv, then a real waiter: the signal reaches it
-    (mutex-lock! m)
-    (check-equal "cancelled wait" #f (move-on-after 0.05 (mutex-unlock! m cv)))
-    (let* ([woken #f]
-           [t (thread (lambda () (mutex-lock! m) (mutex-unlock! m cv) (set! woken #t)))])
-      (sleep 0.05)
-      (condition-variable-signal! cv)
-      (check-equal "signal reached the live waiter" #t (sync/timeout 5 (wrap-evt t (lambda (_) woken)))))
-    (check-deadline "mutex-lock!" 0.05
-      (lambda () (let ([held (make-mutex)]) (thread (lambda () (mutex-lock! held) (sleep 10))) (sleep 0.01) (mutex-lock! held))))
-    (check-deadline "thread-join!" 0.05 (lambda () (thread-join! (thread (lambda () (sleep 10))))))))
+(test "SRFI-18: a cancelled waiter unlocks through dynamic-wind and leaves the condition variable, under simulation"
+  (simulated
+    (lambda ()
+      (let ([m (make-mutex)] [cv (make-condition-variable)] [exits 0])
+        (check-equal "lock held across a park" '(#f 50.)
+          (timed
+            (lambda ()
+              (move-on-after 0.05
+                (dynamic-wind (lambda () (mutex-lock! m)) (lambda () (sleep 10))
+                              (lambda () (set! exits (+ exits 1)) (mutex-unlock! m)))))))
+        (check-equal "exit once" 1 exits)
+        (check-equal "unlocked" 'not-abandoned (mutex-state m))
+        ;; a waiter cancelled in mutex-unlock!/cv, then a real waiter: the signal reaches it
+        (mutex-lock! m)
+        (check-equal "cancelled wait" '(#f 50.) (timed (lambda () (move-on-after 0.05 (mutex-unlock! m cv)))))
+        (let* ([woken #f]
+               [t (thread (lambda () (mutex-lock! m) (mutex-unlock! m cv) (set! woken #t)))])
+          (sleep 0.05)
+          (condition-variable-signal! cv)
+          (check-equal "signal reached the live waiter, at once" '(#t 0.)
+                       (timed (lambda () (sync/timeout 5 (wrap-evt t (lambda (_) woken)))))))
+        (check-deadline/sim "mutex-lock!" 0.05
+          (lambda () (let ([held (make-mutex)]) (thread (lambda () (mutex-lock! held) (sleep 10))) (sleep 0.01) (mutex-lock! held))))
+        (check-deadline/sim "thread-join!" 0.05 (lambda () (thread-join! (thread (lambda () (sleep 10))))))))))
 
 ;; ---------------------------------------------------------------- every wait
-(test "every kind of wait honours the deadline"
-  (check-deadline "channel-get" 0.05 (lambda () (channel-get (make-channel))))
-  (check-deadline "channel-put" 0.05 (lambda () (channel-put (make-channel) 1)))
-  (check-deadline "semaphore-wait" 0.05 (lambda () (semaphore-wait (make-semaphore 0))))
-  (check-deadline "sync choice" 0.05 (lambda () (sync (make-channel) (make-semaphore 0))))
-  (check-deadline "sync/timeout longer" 0.05 (lambda () (sync/timeout 10 (make-channel))))
-  (check-deadline "thread-receive" 0.05 thread-receive)
-  (check-deadline "async-channel-get" 0.05 (lambda () (async-channel-get (make-async-channel))))
+(test "every kind of wait honours the deadline (under simulation but place channels and pipes)"
+  (simulated
+    (lambda ()
+      (check-deadline/sim "channel-get" 0.05 (lambda () (channel-get (make-channel))))
+      (check-deadline/sim "channel-put" 0.05 (lambda () (channel-put (make-channel) 1)))
+      (check-deadline/sim "semaphore-wait" 0.05 (lambda () (semaphore-wait (make-semaphore 0))))
+      (check-deadline/sim "sync choice" 0.05 (lambda () (sync (make-channel) (make-semaphore 0))))
+      (check-deadline/sim "sync/timeout longer" 0.05 (lambda () (sync/timeout 10 (make-channel))))
+      (check-deadline/sim "thread-receive" 0.05 thread-receive)
+      (check-deadline/sim "async-channel-get" 0.05 (lambda () (async-channel-get (make-async-channel))))
+      (check-deadline/sim "shared-queue-get!" 0.05 (lambda () (shared-queue-get! (make-shared-queue))))
+      (check-deadline/sim "touch" 0.05
+        (lambda () (touch (future (lambda () (sync (make-semaphore 0)))))))))
+  ;; a place channel and a pipe wait on descriptors: for real
   (check-deadline "place-channel-get" 0.05
     (lambda () (let-values ([(a b) (place-channel)]) (place-channel-get a))))
-  (check-deadline "shared-queue-get!" 0.05 (lambda () (shared-queue-get! (make-shared-queue))))
-  (check-deadline "touch" 0.05
-    (lambda () (touch (future (lambda () (sync (make-semaphore 0)))))))
   (let ([before (open-fd-count)])
     (let-values ([(in out) (make-pipe)])
       (check-deadline "pipe read" 0.05 (lambda () (get-u8 in)))
@@ -330,58 +384,79 @@
     (check "place dead" (sync/timeout 5 (place-dead-evt place-pid)))))
 
 ;; ---------------------------------------------------------------- task scopes
-(test "a task scope waits for its children and returns the body's values"
-  (let ([done '()])
-    (check-equal "values" '(a b)
-      (call-with-values
-        (lambda ()
-          (call-with-task-scope
-            (lambda (s)
-              (scope-thread s (lambda () (sleep 0.05) (set! done (cons 'slow done))))
-              (scope-thread s (lambda () (set! done (cons 'fast done))) (make-parallel-thread-pool 1))
-              (values 'a 'b))))
-        list))
-    (check-equal "children done first" '(fast slow) (sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) done))
-    (check-equal "future" 42 (call-with-task-scope (lambda (s) (touch (scope-future s (lambda () (* 6 7)))))))))
+(test "a task scope waits for its children and returns the body's values, under simulation"
+  (simulated
+    (lambda ()
+      (let ([done '()] [p (make-parallel-thread-pool 1)])
+        (check-equal "values, once the slow child ended" '((a b) 50.)
+          (timed
+            (lambda ()
+              (call-with-values
+                (lambda ()
+                  (call-with-task-scope
+                    (lambda (s)
+                      (scope-thread s (lambda () (sleep 0.05) (set! done (cons 'slow done))))
+                      (scope-thread s (lambda () (set! done (cons 'fast done))) p)
+                      (values 'a 'b))))
+                list))))
+        (check-equal "children done first" '(fast slow) (sort (lambda (a b) (string<? (symbol->string a) (symbol->string b))) done))
+        (check-equal "future" 42 (call-with-task-scope (lambda (s) (touch (scope-future s (lambda () (* 6 7)))))))
+        (parallel-thread-pool-close p)))))
 
-(test "a scope-future's thunk runs only in its child, never after the scope; a toucher's deadline stays its own"
+(test "a scope-future's thunk runs only in its child, never after the scope; a toucher's deadline stays its own (under simulation but a future cancelled before it runs)"
+  ;; for real: the body reaches its cancel before the future first runs (a
+  ;; simulation may run the future first, and reports one cancelled before
+  ;; it runs as a thread that raised)
   (let* ([ran #f]
          [f (call-with-task-scope
               (lambda (s) (let ([f (scope-future s (lambda () (set! ran #t) 'late))]) (scope-cancel! s) f)))])
     (check-raises "touched after the scope: its cancellation" cancelled-condition? (lambda () (touch f)))
     (check "never ran" (not ran)))
-  (let* ([g #f]
-         [r (call-with-task-scope
-              (lambda (s)
-                (set! g (scope-future s (lambda () (sleep 0.1) 'value)))
-                (list (move-on-after 0.02 (touch g)) (touch g))))])
-    (check-equal "the toucher moved on, then got the value" '(#f value) r)
-    (check-equal "touched after the scope" 'value (touch g)))
-  (let ([c (guard (c [#t c])
-             (call-with-task-scope
-               (lambda (s) (touch (scope-future s (lambda () (raise 'boom)))))))])
-    (check-equal "a failure the body touched is listed once" '(boom)
-                 (and (scope-failure-condition? c) (scope-failure-conditions c)))))
+  ;; under simulation: the toucher's deadline is its own, at exact times
+  (simulated
+    (lambda ()
+      (let* ([g #f]
+             [r (timed
+                  (lambda ()
+                    (call-with-task-scope
+                      (lambda (s)
+                        (set! g (scope-future s (lambda () (sleep 0.1) 'value)))
+                        (list (timed (lambda () (move-on-after 0.02 (touch g)))) (touch g))))))])
+        (check-equal "the toucher moved on at 20 ms, then got the value at 100 ms" '(((#f 20.) value) 100.) r)
+        (check-equal "touched after the scope" 'value (touch g)))
+      (let ([c (guard (c [#t c])
+                 (call-with-task-scope
+                   (lambda (s) (touch (scope-future s (lambda () (raise 'boom)))))))])
+        (check-equal "a failure the body touched is listed once" '(boom)
+                     (and (scope-failure-condition? c) (scope-failure-conditions c)))))))
 
-(test "the first failure cancels the siblings and the body; every failure is raised together"
-  (let* ([sibling-exit 0] [gate (make-semaphore 0)]
-         [c (guard (c [#t c])
-              (call-with-task-scope
-                (lambda (s)
-                  (scope-thread s (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! sibling-exit (+ sibling-exit 1))))))
-                  ;; both wake at once: the second fails before it parks again
-                  (scope-thread s (lambda () (sync (semaphore-peek-evt gate)) (error 'child-1 "first")))
-                  (scope-thread s (lambda () (sync (semaphore-peek-evt gate)) (error 'child-2 "second")))
-                  (sleep 0.02)
-                  (semaphore-post gate)
-                  (sleep 10))))])
-    (check "scope-failure-condition?" (scope-failure-condition? c))
-    (check-equal "both failures" '("first" "second") (map condition-message (scope-failure-conditions c)))
-    (check-equal "sibling unwound once" 1 sibling-exit))
+(test "the first failure cancels the siblings and the body; every failure is raised together (under simulation but a body that fails at once)"
+  (simulated
+    (lambda ()
+      (let* ([sibling-exit 0] [gate (make-semaphore 0)] [order '()]
+             [fail (lambda (who message) (set! order (cons message order)) (error who message))]
+             [c (guard (c [#t c])
+                  (call-with-task-scope
+                    (lambda (s)
+                      (scope-thread s (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! sibling-exit (+ sibling-exit 1))))))
+                      ;; both wake at once: the second fails before it parks again
+                      (scope-thread s (lambda () (sync (semaphore-peek-evt gate)) (fail 'child-1 "first")))
+                      (scope-thread s (lambda () (sync (semaphore-peek-evt gate)) (fail 'child-2 "second")))
+                      (sleep 0.02)
+                      (semaphore-post gate)
+                      (sleep 10))))])
+        (check "scope-failure-condition?" (scope-failure-condition? c))
+        (check-equal "both failed" '("first" "second") (sort string<? order))
+        (check-equal "both failures, in the order they failed" (reverse order) (map condition-message (scope-failure-conditions c)))
+        (check-equal "sibling unwound once" 1 sibling-exit))
+      (let ([t0 (now)])
+        (check-raises "an outer deadline passes through the scope" timeout-condition?
+          (lambda () (with-timeout 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (sleep 10))))))
+        (check-equal "at the outer deadline" 50. (- (now) t0)))))
+  ;; for real: under simulation a child cancelled before it first runs
+  ;; (the body raises at once) fails the run as a thread that raised
   (check-raises "a body failure alone is raised as it is" (lambda (c) (and (error? c) (equal? (condition-message c) "body")))
-    (lambda () (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (error 'b "body")))))
-  (check-raises "an outer deadline passes through the scope" timeout-condition?
-    (lambda () (with-timeout 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (sleep 10)))))))
+    (lambda () (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) (error 'b "body"))))))
 
 (test "stress: children that fail at once over several pools: each started one failed or was cancelled, once"
   (let ([pools (list #f (make-parallel-thread-pool 2) (make-parallel-thread-pool 1))] [bad 0])
@@ -410,29 +485,33 @@
     (check-equal "rounds where a child was lost or counted twice" 0 bad)
     (for-each (lambda (p) (when p (parallel-thread-pool-close p))) pools)))
 
-(test "scope-cancel!, the scope as an evt, nested scopes"
-  (let* ([grandchild-exit #f] [scope #f]
-         [r (call-with-task-scope
-              (lambda (s)
-                (set! scope s)
-                (scope-thread s
+(test "scope-cancel!, the scope as an evt, nested scopes, under simulation"
+  (simulated
+    (lambda ()
+      (let* ([grandchild-exit #f] [scope #f]
+             [r (timed
                   (lambda ()
                     (call-with-task-scope
-                      (lambda (inner)
-                        (scope-thread inner
-                          (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! grandchild-exit #t)))))
-                        (sleep 10)))))
-                (check "not ended" (not (sync/timeout 0 s)))
-                (sleep 0.05)
-                (check "not cancelled yet" (not (scope-cancelled? s)))
-                (scope-cancel! s)
-                (check "cancelled" (scope-cancelled? s))
-                (sleep 10)))])
-    (check-equal "cancelled scope returns #f" #f r)
-    (check "grandchild unwound" grandchild-exit)
-    (check-equal "ended: ready with itself" scope (sync/timeout 0 scope))
-    (check-raises "no child after the end" (assertion-from? 'scope-thread)
-      (lambda () (scope-thread scope void)))))
+                      (lambda (s)
+                        (set! scope s)
+                        (scope-thread s
+                          (lambda ()
+                            (call-with-task-scope
+                              (lambda (inner)
+                                (scope-thread inner
+                                  (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! grandchild-exit #t)))))
+                                (sleep 10)))))
+                        (check "not ended" (not (sync/timeout 0 s)))
+                        (sleep 0.05)
+                        (check "not cancelled yet" (not (scope-cancelled? s)))
+                        (scope-cancel! s)
+                        (check "cancelled" (scope-cancelled? s))
+                        (sleep 10)))))])
+        (check-equal "cancelled scope returns #f at the cancel" '(#f 50.) r)
+        (check "grandchild unwound" grandchild-exit)
+        (check-equal "ended: ready with itself" scope (sync/timeout 0 scope))
+        (check-raises "no child after the end" (assertion-from? 'scope-thread)
+          (lambda () (scope-thread scope void)))))))
 
 (test "a cancelled scope's value: the body's if it returned, #f if the cancellation unwound it"
   ;; the README's example: the body cancels and returns, no wait after
@@ -485,40 +564,51 @@
     (printf "  10,000 children: ~a ms, 40,000: ~a ms\n" (round small) (round large))
     (check (list "linear" small large) (or (< large 2000.) (< (/ large (max small 1.)) 10.)))))
 
-(test "a deadline that cuts a scope's children while its body waits for them is not swallowed"
-  (let ([p (make-parallel-thread-pool 1)])
-    (check-raises "with-timeout raises" timeout-condition?
-      (lambda ()
-        (with-timeout 0.05
-          (call-with-task-scope
-            (lambda (s) (scope-thread s (lambda () (sleep 10)) p) (scope-thread s (lambda () (sleep 10))) 'body-done)))))
-    (check-equal "move-on-after moves on" #f
-      (move-on-after 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'body-done))))
-    (check-equal "an outer scope's cancellation reaches its body" #f
-      (call-with-task-scope
-        (lambda (o)
-          (thread (lambda () (sleep 0.05) (scope-cancel! o)))
-          (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'inner-body-done))
-          'outer-body-done)))
-    (check-equal "a scope whose children had all ended adds no checkpoint: its body's value stays" 'v
-      (move-on-after 0.02 (call-with-task-scope (lambda (s) (parameterize-break #f (spin 40)) 'v))))
-    (check-equal "a scope that ends in time returns its values" 'body-done
-      (with-timeout 5 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 0.01))) 'body-done))))
-    (parallel-thread-pool-close p)))
-
-(test "a body that jumps out of its scope cancels and waits for the children"
-  (let* ([exits 0] [scope #f]
-         [r (call/cc
-              (lambda (k)
+(test "a deadline that cuts a scope's children while its body waits for them is not swallowed (under simulation but a computing body)"
+  (simulated
+    (lambda ()
+      (let ([p (make-parallel-thread-pool 1)])
+        (let ([t0 (now)])
+          (check-raises "with-timeout raises" timeout-condition?
+            (lambda ()
+              (with-timeout 0.05
                 (call-with-task-scope
-                  (lambda (s)
-                    (set! scope s)
-                    (scope-thread s (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! exits (+ exits 1))))))
-                    (sleep 0.02)
-                    (k 'jumped)))))])
-    (check-equal "result" 'jumped r)
-    (check-equal "child unwound once" 1 exits)
-    (check "ended" (sync/timeout 0 scope))))
+                  (lambda (s) (scope-thread s (lambda () (sleep 10)) p) (scope-thread s (lambda () (sleep 10))) 'body-done)))))
+          (check-equal "with-timeout: at its deadline" 50. (- (now) t0)))
+        (check-equal "move-on-after moves on" '(#f 50.)
+          (timed (lambda () (move-on-after 0.05 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'body-done))))))
+        (check-equal "an outer scope's cancellation reaches its body" '(#f 50.)
+          (timed
+            (lambda ()
+              (call-with-task-scope
+                (lambda (o)
+                  (thread (lambda () (sleep 0.05) (scope-cancel! o)))
+                  (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 10))) 'inner-body-done))
+                  'outer-body-done)))))
+        (check-equal "a scope that ends in time returns its values" '(body-done 10.)
+          (timed (lambda () (with-timeout 5 (call-with-task-scope (lambda (s) (scope-thread s (lambda () (sleep 0.01))) 'body-done))))))
+        (parallel-thread-pool-close p))))
+  ;; a body that computes past its deadline: on the real clock
+  (check-equal "a scope whose children had all ended adds no checkpoint: its body's value stays" 'v
+    (move-on-after 0.02 (call-with-task-scope (lambda (s) (parameterize-break #f (spin 40)) 'v)))))
+
+(test "a body that jumps out of its scope cancels and waits for the children, under simulation"
+  (simulated
+    (lambda ()
+      (let* ([exits 0] [scope #f]
+             [r (timed
+                  (lambda ()
+                    (call/cc
+                      (lambda (k)
+                        (call-with-task-scope
+                          (lambda (s)
+                            (set! scope s)
+                            (scope-thread s (lambda () (dynamic-wind void (lambda () (sleep 10)) (lambda () (set! exits (+ exits 1))))))
+                            (sleep 0.02)
+                            (k 'jumped)))))))])
+        (check-equal "result, at the jump" '(jumped 20.) r)
+        (check-equal "child unwound once" 1 exits)
+        (check "ended" (sync/timeout 0 scope))))))
 
 (test "the scope's custodian closes what was made inside"
   (let ([before (open-fd-count)] [plain #f] [l #f])
