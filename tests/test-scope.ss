@@ -513,6 +513,38 @@
         (check-raises "no child after the end" (assertion-from? 'scope-thread)
           (lambda () (scope-thread scope void)))))))
 
+(test "a child cancelled or broken before it starts, under simulation: the scope takes it"
+  ;; a child that fails at once: counted ended though its scope's
+  ;; cancellation reaches it in its exit hooks
+  (simulated
+    (lambda ()
+      (check-equal "the failure is raised" 'failure
+        (guard (c [(scope-failure-condition? c) 'failure])
+          (call-with-task-scope (lambda (s) (scope-thread s (lambda () (error 'child "boom"))) 'body-value))))))
+  ;; cancelled before its first step: its thunk never runs, nothing fails
+  (simulated
+    (lambda ()
+      (let* ([ran 0]
+             [r (call-with-task-scope
+                  (lambda (s)
+                    (scope-thread s (lambda () (set! ran (+ ran 1))))
+                    (scope-cancel! s)
+                    'body-value))])
+        (check-equal "the body's value" 'body-value r)
+        (check "ran at most once" (<= ran 1)))))
+  ;; broken: either it ran first, or the break is the scope's failure
+  (simulated
+    (lambda ()
+      (let* ([ran #f]
+             [r (guard (c [(and (scope-failure-condition? c)
+                                (for-all break-condition? (scope-failure-conditions c)))
+                           'break])
+                  (call-with-task-scope
+                    (lambda (s)
+                      (break-thread (scope-thread s (lambda () (set! ran #t))))
+                      'body-value)))])
+        (check-equal "ran, or its break raised" (if ran 'body-value 'break) r)))))
+
 (test "a cancelled scope's value: the body's if it returned, #f if the cancellation unwound it"
   ;; the README's example: the body cancels and returns, no wait after
   (let* ([scope #f]

@@ -266,7 +266,7 @@
     (unless (eq? (task-scope-state s) 'open)
       (assertion-violation who "the task scope has ended" s))
     (let ([t (parameterize ([current-custodian (task-scope-custodian s)])
-               (make-thread* 'scope-thread (lambda () (run-child s thunk)) pool #f #t #f #f))])
+               (make-thread* 'scope-thread thunk pool #f #t #f #f (lambda (start) (run-child s start))))])
       (gthread-cancel-set! t (task-scope-cancel s))
       (unless (with-os-mutex (task-scope-lock s)
                 (and (eq? (task-scope-state s) 'open)

@@ -128,7 +128,7 @@
         (dynamic-wind
           void
           (lambda ()
-            (sim-start! s (lambda () (make-thread* 'simulate root-body #f #f #t 'root #t)) start-ms))
+            (sim-start! s (lambda () (make-thread* 'simulate root-body #f #f #t 'root #t #f)) start-ms))
           (lambda () (set! current-run #f))))
       (cond
         [(sim-failure s)

@@ -84,7 +84,7 @@
       [(thunk) (make-thread thunk #f)]
       [(thunk name)
        (let ([t (make-thread* 'make-thread thunk (srfi-18-thread-pool) #t #t
-                              (or name (gensym "thread")) #f)])
+                              (or name (gensym "thread")) #f #f)])
          (locked (hashtable-set! unstarted t #t))
          t)]))
 

@@ -133,7 +133,7 @@
   (define (start-worker! tp s started)
     (slot-thread-set! s
       (make-thread* 'make-thread-pool (worker-body tp s started) (tp-spawn-pool tp) #t #t
-                    (string->symbol (format "thread-pool-worker-~a" (slot-id s))) #t)))
+                    (string->symbol (format "thread-pool-worker-~a" (slot-id s))) #t #f)))
 
   ;; ---------------------------------------------------------------- creation
   (define (default-error-handler c) #f)

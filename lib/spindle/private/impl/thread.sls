@@ -54,7 +54,9 @@
             keep? quiet?             ; keep results; print nothing on failure
             death                    ; box: #f, then the death latch or 'dead (see dead-latch)
             (mutable thread)
-            (mutable body)           ; the thunk until it starts, its escape while it runs, then #f
+            ;; until it starts: the thunk, or (starter . thunk) (see
+            ;; make-thread*); its escape while it runs; then #f
+            (mutable body)
             ;; made on first use, under data-lock: most threads never need them
             (mutable mailbox) (mutable suspend-latch) (mutable resume-latch)
             (mutable specific)       ; SRFI-18 thread-specific
@@ -192,9 +194,12 @@
 
   ;; Ends the current thread t; never returns.
   (define (finish-thread! t d outcome results)
-    ;; a kill that comes while t ends (a preemption in an exit hook) must
-    ;; not end it again: the hooks would run twice, or stop half done
+    ;; a kill, a break or a cancellation that comes while t ends (at a
+    ;; preemption in an exit hook) must not end it again: the hooks would
+    ;; run twice, or stop half done (a task scope's child would not be
+    ;; counted ended)
     (gthread-finisher-set! t finishing)
+    (gthread-break-enabled?-set! t #f)
     (when (eq? outcome 'killed)
       (let ([c (gthread-cleanup t)]) (when c (gthread-cleanup-set! t #f) (c))))
     (finish-data! t d outcome results)
@@ -220,16 +225,17 @@
         (lambda ()
           (call/cc
             (lambda (k)
-              (let ([thunk (thread-life-body d)])
+              (let* ([body (thread-life-body d)]
+                     [thunk (if (pair? body) (cdr body) body)]
+                     [start (lambda () (enable-interrupts) (check-requests!) (thunk))])
                 (thread-life-body-set! d k)
                 ;; the handler is in place before interrupts are enabled:
                 ;; a break that came before the start (or a preemption
                 ;; that delivers one) must end this thread, not reach the
-                ;; OS thread's base handler
+                ;; OS thread's base handler; a starter's handler is in
+                ;; place too
                 (current-exception-state thread-exception-state)
-                (enable-interrupts)
-                (check-requests!)
-                (thunk)))))
+                (if (pair? body) ((car body) start) (start))))))
         (lambda vals
           (thread-life-body-set! d #f)
           (if (and (pair? vals) (eq? (car vals) failed-tag))
@@ -259,8 +265,12 @@
         (if (box-cas! name-counter n (+ n 1)) (+ n 1) (loop)))))
 
   ;; Makes a thread on pool (#f = main pool, 'own, or a pool).  Not started
-  ;; unless start?.
-  (define (make-thread* who thunk pool keep? quiet? name start?)
+  ;; unless start?.  starter: #f, or (lambda (start) ...) called with
+  ;; interrupts disabled as the thread starts; it must call start, which
+  ;; enables interrupts, acts on requests that came before the start (a
+  ;; cancellation, a break) and runs thunk: what these raise reaches the
+  ;; starter's handlers (a task scope's, for its children).
+  (define (make-thread* who thunk pool keep? quiet? name start? starter)
     (unless (and (procedure? thunk) (logbit? 0 (procedure-arity-mask thunk)))
       (assertion-violation who "expected a procedure of no arguments" thunk))
     (let* ([p (cond
@@ -268,7 +278,7 @@
                 [(eq? pool 'own) (make-own-pool)]
                 [(parallel-thread-pool? pool) pool]
                 [else (assertion-violation who "expected #f, 'own or a parallel thread pool" pool)])]
-           [d (new-thread-life keep? quiet? #f thunk)]
+           [d (new-thread-life keep? quiet? #f (if starter (cons starter thunk) thunk))]
            [creator (current-gthread)]
            [t (spawn! p (or name (next-name))
                       (snapshot-parameterization
@@ -305,7 +315,7 @@
                "expected #f or 'results for keep (did you mean 'results?)"
                "expected #f or 'results for keep")
            keep))
-       (make-thread* 'thread thunk pool (eq? keep 'results) #f #f #t)]))
+       (make-thread* 'thread thunk pool (eq? keep 'results) #f #f #t #f)]))
 
   (define-keyword-procedure thread thread-procedure (thunk #f) (pool #f) (keep #f))
 
