@@ -1442,6 +1442,10 @@
                (eval '(go) (environment '(places-test no-lift)))))])
     (check (list 'assertion-from-place c) ((assertion-from? 'place) c))))
 
+(test "a place's library in a directory whose name holds ':' (which --libdirs cannot carry)"
+  (let ([r (shell (format "~a --libdirs ~a --program tests/support/places/colon-libdir-main.ss" scheme-exe libdirs-arg) "colon")])
+    (check-equal "it starts and answers" "colon: (hello-from-colon 0)" (line-starting "colon:" (cdr r)))))
+
 (test "a misplaced lift-places in one library does not disturb a correct library"
   (let* ([r (shell (format "~a --libdirs ~a --program tests/support/places/misplaced-main.ss" scheme-exe libdirs-arg) "misplaced")]
          [lines (cdr r)])

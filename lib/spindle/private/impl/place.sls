@@ -172,9 +172,16 @@
         (absolute (car d))
         (string-append (absolute (car d)) "::" (absolute (cdr d)))))
 
-  (define (join-paths dirs)
-    (if (null? dirs) ""
-        (fold-left (lambda (acc d) (string-append acc ":" d)) (car dirs) (cdr dirs))))
+  ;; The template's --libdirs: it needs only spindle's own libraries to
+  ;; start (each place gets the whole list in its spawn request), and
+  ;; --libdirs separates directories with ':', so a directory whose name
+  ;; holds one is left out rather than split in two.
+  (define (libdirs-argument dirs)
+    (let ([args (map libdir-argument
+                     (filter (lambda (d) (not (memv #\: (append (string->list (car d)) (string->list (cdr d))))))
+                             dirs))])
+      (if (null? args) ""
+          (fold-left (lambda (acc d) (string-append acc ":" d)) (car args) (cdr args)))))
 
   (define (start-launcher! who)
     (let ([exe (or (self-executable) "scheme")]
@@ -182,7 +189,7 @@
       (let-values ([(mine theirs) (make-socket-pair who)])
         (let ([pid (spawn-process who exe
                        (list exe "--libdirs"
-                             (join-paths (map libdir-argument (library-directories)))
+                             (libdirs-argument (library-directories))
                              "--optimize-level" (number->string (optimize-level))
                              "--program" zygote)
                        theirs)])
