@@ -225,9 +225,7 @@
         (lambda ()
           (call/cc
             (lambda (k)
-              (let* ([body (thread-life-body d)]
-                     [thunk (if (pair? body) (cdr body) body)]
-                     [start (lambda () (enable-interrupts) (check-requests!) (thunk))])
+              (let ([body (thread-life-body d)])
                 (thread-life-body-set! d k)
                 ;; the handler is in place before interrupts are enabled:
                 ;; a break that came before the start (or a preemption
@@ -235,7 +233,9 @@
                 ;; OS thread's base handler; a starter's handler is in
                 ;; place too
                 (current-exception-state thread-exception-state)
-                (if (pair? body) ((car body) start) (start))))))
+                (if (pair? body)
+                    ((car body) (lambda () (enable-interrupts) (check-requests!) ((cdr body))))
+                    (begin (enable-interrupts) (check-requests!) (body)))))))
         (lambda vals
           (thread-life-body-set! d #f)
           (if (and (pair? vals) (eq? (car vals) failed-tag))
