@@ -40,7 +40,8 @@ SAFE_TESTS = tests/test-threads.ss tests/test-events.ss tests/test-stress.ss tes
   tests/test-futures.ss tests/test-owner-lock.ss tests/test-custodian.ss tests/test-srfi-18.ss \
   tests/test-io.ss tests/test-io-writes.ss tests/test-shared-reads.ss tests/test-console.ss \
   tests/test-sharing.ss tests/test-subprocess.ss tests/test-scope.ss \
-  tests/test-places.ss tests/test-place-rings.ss tests/test-fork-join.ss tests/test-mpi.ss tests/test-mpi-edges.ss
+  tests/test-places.ss tests/test-place-rings.ss tests/test-fork-join.ss tests/test-mpi.ss tests/test-mpi-edges.ss \
+  tests/test-unarmed.ss
 test-safe: deps
 	SCHEME="$(SCHEME)" SAFE_TESTS="$(SAFE_TESTS)" tests/run.sh --safe-only
 

@@ -37,7 +37,7 @@
           &scope-failure scope-failure-condition? scope-failure-conditions)
   (import (except (chezscheme) parameterize)
           (only (spindle private core atomic) with-os-mutex)
-          (only (spindle private core scheduler) current-gthread)
+          (only (spindle private core scheduler) current-gthread arm-for-cancel!)
           (only (spindle private core gthread) gthread-cancel gthread-cancel-set!)
           (only (spindle private core thread-requests) request-cancel-check! check-cancel!)
           (only (spindle private core clock) monotonic-ms)
@@ -62,7 +62,7 @@
   (define (in-scope cs thunk)
     (let ([outer #f])
       (dynamic-wind
-        (lambda () (let ([t (current-gthread)]) (set! outer (gthread-cancel t)) (gthread-cancel-set! t cs)))
+        (lambda () (let ([t (current-gthread)]) (set! outer (gthread-cancel t)) (gthread-cancel-set! t cs) (arm-for-cancel!)))
         thunk
         (lambda () (gthread-cancel-set! (current-gthread) outer)))))
 

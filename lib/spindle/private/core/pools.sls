@@ -11,7 +11,8 @@
           make-worker worker? worker-pool worker-tid worker-base worker-base-set! worker-base-winders
           worker-base-winders-set! worker-current worker-current-set! worker-switches-left
           worker-switches-left-set! worker-slice-checks worker-slice-checks-set! worker-slice-start
-          worker-slice-start-set! worker-clock worker-clock-set! all-pools all-workers register-weakly! other-threads-busy?)
+          worker-slice-start-set! worker-clock worker-clock-set! worker-tc worker-unarmed
+          pool-unarmed pool-unarmed-set! all-pools all-workers register-weakly! other-threads-busy?)
   (import (chezscheme) (spindle private core queue) (spindle private core timers)
           (only (spindle private os threads) make-os-semaphore))
 
@@ -47,7 +48,8 @@
     (fields size main? own? lock wakeup run-queue members
             (mutable workers) (mutable idle) (mutable threads) (mutable closed?)
             timers (mutable posted)
-            (mutable poll-sleeper?) (mutable poll-kicked?))
+            (mutable poll-sleeper?) (mutable poll-kicked?)
+            (mutable unarmed))      ; its workers running with no timer (see run-unarmed?)
     (protocol
       (lambda (new)
         (case-lambda
@@ -58,7 +60,7 @@
   (define (new-pool new size main? own?)
     (register-weakly! all-pools
       (new size main? own? (box #f) (make-os-semaphore main?) (make-queue) (and (not main?) (make-queue))
-           0 0 0 #f (make-timer-heap) 0 #f #f)))
+           0 0 0 #f (make-timer-heap) 0 #f #f '())))
 
   (define (make-own-pool) (make-pool 1 #f #t))
 
@@ -72,11 +74,18 @@
   ;; anyway (slice checks, looks at the poller, wake-ups), so a park costs
   ;; no clock reading; it lags real time by at most a slice or
   ;; poll-interval switches, unless a thread sat in a long system call.
+  ;; tc: the worker's OS thread context, for a poke (#f: never unarmed);
+  ;; unarmed: a box, #f, or #t while the worker runs a thread with no
+  ;; timer, 'poking while a poker writes tc, 'poked after (see the
+  ;; scheduler's run-unarmed?).
   (define-record-type worker
     (fields pool tid (mutable base) (mutable base-winders) (mutable current) (mutable switches-left)
-            (mutable slice-checks) (mutable slice-start) (mutable clock))
-    (protocol (lambda (new) (lambda (pool) (register-weakly! all-workers (new pool (get-thread-id) #f '() #f poll-interval checks-per-slice 0 (real-time))))))
-    (nongenerative spindle-worker-v4) (sealed #t))
+            (mutable slice-checks) (mutable slice-start) (mutable clock) tc unarmed)
+    (protocol (lambda (new)
+                (lambda (pool tc)
+                  (register-weakly! all-workers
+                    (new pool (get-thread-id) #f '() #f poll-interval checks-per-slice 0 (real-time) tc (box #f))))))
+    (nongenerative spindle-worker-v5) (sealed #t))
 
   ;; ---- for system-idle-evt: every pool and worker of the process, held
   ;; weakly (a box of weak pairs, pushed with a CAS; rare: pools and workers

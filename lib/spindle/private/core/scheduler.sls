@@ -37,7 +37,7 @@
     ;; switching
     park! unpark! yield! exit-current-thread! set-worker-exit-handler!
     may-park? raise-park-disabled
-    set-resume-check! main-gthread running-here?
+    set-resume-check! main-gthread running-here? arm-for-cancel!
     ;; timers
     add-timer! cancel-timer!
     ;; system-idle-evt
@@ -56,14 +56,23 @@
           (spindle private core pools) (spindle private core gthread)
           (spindle private diagnostics trace) (spindle private core clock) (spindle private core timers)
           (spindle private core gc-policy) (spindle private core exit-hooks)
+          (only (spindle private core unarmed) try-unarm! leave-unarmed! on-poke poke-pool! arm-current!)
+          (only (spindle private host chez-threads) current-thread-context)
           (spindle private core wakeup)
           (spindle private core sim-hooks)
           (only (spindle private diagnostics watchdog) watchdog-note-spawn!))
 
-  ;; Starts a time slice for the thread w runs.
+  ;; Starts a time slice for the thread w runs: with the timer armed, or
+  ;; unarmed while the thread is alone (see (spindle private core unarmed)).
   (define-syntax start-slice!
     (syntax-rules ()
-      [(_ w) (begin (worker-slice-checks-set! w checks-per-slice) (set-timer check-ticks))]))
+      [(_ w) (begin (worker-slice-checks-set! w checks-per-slice)
+                    (set-timer (if (and (worker-tc w) (try-unarm! w (worker-current w) needs-timer?)) 0 check-ticks)))]))
+  (define (needs-timer?) (or tracing? (sim-here?) (poller-installed?)))
+
+  ;; The current thread entered a cancel scope: a preemption must be able
+  ;; to deliver its cancellation.
+  (define (arm-for-cancel!) (arm-current! (current-worker)))
 
   ;; A scheduling point of a simulation (sync, semaphores, a thread's
   ;; start, yield): the simulation's scheduler picks the next thread,
@@ -94,7 +103,7 @@
     (disable-interrupts)
     (let* ([main? (fx= (get-thread-id) 0)]
            [p (if main? main-pool (make-pool 1 #f))]
-           [w (make-worker p)]
+           [w (make-worker p #f)]
            [t (make-gthread (if main? 'main 'adopted) p '(() . ()))])
       (worker-param w)
       (worker-current-set! w t)
@@ -156,7 +165,8 @@
         [(or (fx> (pool-idle p) 0) (pool-poll-sleeper? p)) (wake-one! p)]
         [(and (not (pool-main? p)) (fx< (pool-workers p) (pool-size p)))
          (pool-workers-set! p (fx+ (pool-workers p) 1))
-         (start-worker! p)])
+         (start-worker! p)]
+        [else (poke-pool! p)])
       (spin-unlock! (pool-lock p))))
 
   ;; exit in any thread ends the process, as in Racket: every worker takes
@@ -177,9 +187,10 @@
       (lambda ()
         (exit-handler (or worker-exit-handler exit-process))
         (disable-interrupts)
-        (let ([w (make-worker p)])
+        (let ([w (make-worker p (current-thread-context))])
           (worker-param w)
           (timer-interrupt-handler on-timer)
+          (keyboard-interrupt-handler (lambda () (on-poke w)))
           (enter-base! w 'schedule))
         ;; enter-base! returns only when the pool is done with this worker.
         (set-timer 0)
@@ -315,6 +326,7 @@
   ;; The current thread's context is saved (or it has ended): w runs none.
   (define (leave-thread! w)
     (set-timer 0)
+    (leave-unarmed! w)
     (when tracing? (trace-run-end!))
     (worker-current-set! w #f)
     (count-switch! w))
@@ -465,6 +477,7 @@
                   (spin-unlock! lock)
                   ;; leave-thread! without what run-thread! redoes at once
                   ;; (the timer and the worker's current thread)
+                  (leave-unarmed! w)
                   (when tracing? (trace-run-end!))
                   (count-switch! w)
                   (run-thread! w next))))))

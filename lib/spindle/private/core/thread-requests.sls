@@ -11,7 +11,8 @@
           call-with-break-enabled)
   (import (chezscheme) (spindle private core scheduler) (spindle private core gthread)
           (only (spindle private core clock) coarse-ms)
-          (only (spindle private core cancel) cancel-condition))
+          (only (spindle private core cancel) cancel-condition)
+          (only (spindle private core unarmed) poke-thread!))
 
   ;; The sync layer registers how to interrupt a thread parked in a sync.
   (define interrupt-hook (lambda (t) (unpark! t)))
@@ -25,7 +26,7 @@
   (define fence-box (box 0))
   (define-syntax interrupt!
     (syntax-rules ()
-      [(_ t) (begin (box-cas! fence-box 0 0) (disable-interrupts) (interrupt-hook t) (enable-interrupts))]))
+      [(_ t) (begin (box-cas! fence-box 0 0) (disable-interrupts) (interrupt-hook t) (poke-thread! t) (enable-interrupts))]))
 
   (define (request-kill! t)
     (gthread-kill-requested?-set! t #t)

@@ -14,7 +14,8 @@
           (spindle private core timers) (only (spindle private core clock) monotonic-ms)
           (only (spindle private os threads) os-semaphore-post! os-semaphore-wait!)
           (only (spindle private os signals) hold-main-signals! release-main-signals!)
-          (only (spindle private core sim-hooks) sim-here? current-sim-hooks sim-hooks-add-timer))
+          (only (spindle private core sim-hooks) sim-here? current-sim-hooks sim-hooks-add-timer)
+          (only (spindle private core unarmed) poke-pool! poke-all!))
 
   ;; (spindle private io poller) installs its hooks when the first descriptor
   ;; is watched; until then workers sleep on their semaphores only.
@@ -29,7 +30,9 @@
   (define (set-io-hooks! wait dispatch kick)
     (set! io-kick! kick)
     (set! io-dispatch! dispatch)
-    (set! io-wait! wait))
+    (set! io-wait! wait)
+    ;; busy workers look at the poller at their timer checks: none unarmed
+    (poke-all!))
 
   (define (poller-installed?) (and io-wait! #t))
   (define (poll-wait ms sigmask) (io-wait! ms sigmask))
@@ -114,8 +117,10 @@
     (with-atomic
       (with-spin-lock (pool-lock p)
         (let ([tm (timer-heap-add! (pool-timers p) deadline action)])
-          ;; an idle worker may be sleeping past this deadline
+          ;; an idle worker may be sleeping past this deadline, a busy one
+          ;; running unarmed
           (wake-one! p)
+          (poke-pool! p)
           tm))))
 
   ;; Under the pool's lock: it drops cancelled timers.

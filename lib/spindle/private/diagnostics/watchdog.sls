@@ -33,7 +33,7 @@
   (export watchdog-note-spawn! watchdog-note-os-thread! watchdog-os-threads
           collect-stall-report-seconds long-slice-report-ms watchdog-report-handler)
   (import (chezscheme) (spindle private core pools) (spindle private core gthread)
-          (spindle private host chez-threads)
+          (spindle private host chez-threads) (only (spindle private core unarmed) worker-unarmed?)
           (only (spindle private os threads) make-os-semaphore os-semaphore-post! os-semaphore-wait!)
           (only (spindle private os signals) fork-os-thread)
           (only (spindle private os descriptors) blocking-write)
@@ -238,7 +238,9 @@
       (for-each
         (lambda (wp)
           (let ([w (car wp)])
-            (unless (bwp-object? w)
+            ;; a worker running its thread unarmed makes no checks: its
+            ;; clock stands still, and its thread holds nobody up
+            (unless (or (bwp-object? w) (worker-unarmed? w))
               (let ([t (worker-current w)] [clock (worker-clock w)] [seen (hashtable-ref slices w #f)])
                 (if (and t seen (eq? t (vector-ref seen 0)) (eqv? clock (vector-ref seen 1)))
                     (let ([held (- now clock (- gc (vector-ref seen 4)))])

@@ -22,8 +22,20 @@
 ;;; header says "code" and its length covers the address.
 (library (spindle private host chez-threads)
   (export collect-request-pending? os-thread-ids os-thread-active? os-thread-interrupt-depth
-          probe-frames? os-thread-callers)
+          probe-frames? os-thread-callers current-thread-context poke-thread-context!)
   (import (chezscheme) (spindle private host version))
+
+  ;; The running OS thread's thread context, for poke-thread-context!.
+  (define (current-thread-context) (#%$tc))
+
+  ;; Makes the OS thread whose context is tc run its
+  ;; keyboard-interrupt-handler at its next event check, as Chez's own
+  ;; SIGINT path does (the two fields are what that path sets; the owner
+  ;; clears them as it takes the event).  tc must stay alive meanwhile:
+  ;; its OS thread must not exit during the call.
+  (define (poke-thread-context! tc)
+    (#%$tc-field 'keyboard-interrupt-pending tc #t)
+    (#%$tc-field 'something-pending tc #t))
 
   ;; #t while a collection has been requested and has not run yet.
   (define (collect-request-pending?) (and (#%$top-level-value '$collect-request-pending) #t))
