@@ -31,8 +31,6 @@
           (only (spindle private core gthread) gthread-pool gthread-cancel gthread-requests-pending?)
           (only (spindle private host chez-threads) poke-thread-context!))
 
-  (define check-ticks-when-armed check-ticks)
-
   ;; #t if w runs its thread unarmed (or a poke is on its way).
   (define (worker-unarmed? w) (and (unbox (worker-unarmed w)) #t))
 
@@ -68,11 +66,14 @@
   ;; w stops running its thread (a switch, a park, the thread's end).
   ;; Interrupts disabled.
   (define (leave-unarmed! w)
-    (when (unbox (worker-unarmed w))
-      (let ([p (worker-pool w)])
-        (spin-lock! (pool-lock p))
-        (clear! w p)
-        (spin-unlock! (pool-lock p)))))
+    (when (unbox (worker-unarmed w)) (clear-locked! w)))
+
+  ;; w's state back to #f, under its pool's lock.  Interrupts disabled.
+  (define (clear-locked! w)
+    (let ([p (worker-pool w)])
+      (spin-lock! (pool-lock p))
+      (clear! w p)
+      (spin-unlock! (pool-lock p))))
 
   ;; Under p's lock.
   (define (clear! w p)
@@ -85,11 +86,7 @@
   ;; arms the timer at once (its next check sees what the poke was for).
   (define (on-poke w)
     (when (eq? (unbox (worker-unarmed w)) 'poked)
-      (with-interrupts-disabled
-        (let ([p (worker-pool w)])
-          (spin-lock! (pool-lock p))
-          (clear! w p)
-          (spin-unlock! (pool-lock p))))
+      (with-interrupts-disabled (clear-locked! w))
       (set-timer 1)))
 
   ;; Under p's lock: pokes p's unarmed workers.  A worker that pokes its
@@ -99,7 +96,7 @@
       (lambda (w)
         (when (eq? (unbox (worker-unarmed w)) #t)
           (if (fx= (worker-tid w) (get-thread-id))
-              (begin (clear! w p) (set-timer check-ticks-when-armed))
+              (begin (clear! w p) (set-timer check-ticks))
               (begin
                 (set-box! (worker-unarmed w) 'poked)
                 (poke-thread-context! (worker-tc w))))))
@@ -129,9 +126,5 @@
   ;; able to deliver its cancellation.  Interrupts enabled.
   (define (arm-current! w)
     (when (and w (unbox (worker-unarmed w)))
-      (with-interrupts-disabled
-        (let ([p (worker-pool w)])
-          (spin-lock! (pool-lock p))
-          (clear! w p)
-          (spin-unlock! (pool-lock p))))
-      (set-timer check-ticks-when-armed))))
+      (with-interrupts-disabled (clear-locked! w))
+      (set-timer check-ticks))))
