@@ -16,14 +16,5 @@ count() {
   gdb -p $pid -batch -x "$here/lock-count.py" 2>/dev/null | sed -n 's/^RESULT //p'
   wait $pid 2>/dev/null
 }
-echo "# ${SCHEME:-scheme}, per call over 10,000 calls, minus the 'none' baseline"
-base=$(count none)
-echo "# baseline: $base"
-for op in $ops; do
-  r=$(count "$op")
-  awk -v op="$op" -v r="$r" -v b="$base" 'BEGIN {
-    split(r, a, " "); split(b, c, " ");
-    for (i = 1; i <= 4; i++) { split(a[i], x, "="); split(c[i], y, "="); v[i] = (x[2] - y[2]) / 10000 }
-    sub(/^callers=/, "", a[5]);
-    printf "%-16s tc_mutex %6.3f  alloc_mutex %6.3f  other %6.3f  tryacquire %6.3f   (raw callers: %s)\n", op, v[1], v[2], v[3], v[4], a[5] }'
-done
+. ./lock-count-report.sh
+report_counts 16 "${SCHEME:-scheme}"
